@@ -1,8 +1,9 @@
 //! The contract between Toolshed and its tool plugins: the frozen `abi_stable` interface, the JSON protocol
 //! that grows instead of the vtable, and the SDK plugin authors write against.
 //!
-//! A plugin is a `cdylib` crate that depends only on this crate. It implements [`Tool`] for each tool and
-//! exports them with [`export_plugin!`]:
+//! A plugin is a `cdylib` crate that depends on this crate and on `abi_stable` (the macro that exports the
+//! root module names `::abi_stable` itself). It implements [`Tool`] for each tool and exports them with
+//! [`export_plugin!`]:
 //!
 //! ```
 //! use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
@@ -40,15 +41,17 @@ mod protocol;
 pub mod sdk;
 pub mod services;
 
-pub use abi::{Host, HostRef, Host_TO, PluginMod, PluginModRef, ToolHandler, ToolHandlerBox, ToolHandler_TO};
+pub use abi::{
+    Host, HostRef, Host_TO, PluginMod, PluginModRef, ToolHandler, ToolHandlerBox, ToolHandler_TO,
+};
 pub use protocol::{
-    capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec, PartialBlock,
-    PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo, ToolCall, ToolDeclaration,
-    ToolError, ToolSpec, WorkspaceRoot,
+    capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec,
+    PartialBlock, PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo,
+    ToolCall, ToolDeclaration, ToolError, ToolSpec, WorkspaceRoot,
 };
 pub use sdk::{result, HostClient, Tool, ToolInit};
 
-/// Re-exported so [`export_plugin!`] works in crates that do not depend on `abi_stable` themselves.
+/// Re-exported so [`export_plugin!`] names the exact `abi_stable` this interface was built with.
 pub use abi_stable;
 
 /// The version of this interface crate; the loader compares it with the plugin's.

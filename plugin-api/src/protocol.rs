@@ -55,6 +55,9 @@ pub mod capability {
     pub const RUNS_COMMANDS: &str = "runs_commands";
     /// Talks to the network.
     pub const NETWORK: &str = "network";
+    /// Its phases are cheap and never block: the runtime may run them on the actor's thread instead of a
+    /// worker thread (no timeout can apply then).
+    pub const INLINE: &str = "inline";
 }
 
 /// The model-facing description of a tool, as Cline's `ClineToolSpec`.
@@ -272,7 +275,10 @@ pub struct ServiceError {
 impl ServiceError {
     /// A new error.
     pub fn new(kind: ServiceErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 }
 

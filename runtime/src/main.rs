@@ -1,1 +1,224 @@
-fn main() {}
+//! The `toolshed` command: list the loaded tools and run tool calls through the full pipeline.
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use std::io::Read as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use toolshed::{ConfigLoader, Runtime, TaskContext, TerminalApprover, ToolUse};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "toolshed",
+    version,
+    about = "Runs AI coding agents' tools from native plugins."
+)]
+struct Cli {
+    /// A plugin directory (repeatable); default $TOOLSHED_PLUGINS, else ~/.toolshed/plugins.
+    #[arg(long = "plugins", global = true, value_name = "DIR")]
+    plugins: Vec<PathBuf>,
+    /// A configuration file, layered over the user's ~/.toolshed/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The workspace (primary root); default the current directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    cwd: Option<PathBuf>,
+    /// A further workspace root for multi-root workspaces (repeatable).
+    #[arg(long = "root", global = true, value_name = "NAME=DIR", value_parser = parse_root)]
+    roots: Vec<(String, PathBuf)>,
+    /// More output on stderr (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Lists the loaded tools: name, plugin, version, aliases, capabilities.
+    Tools {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Runs one tool call and prints the result exactly as the model would see it.
+    Call {
+        /// The tool name.
+        tool: String,
+        /// The input as a JSON object, or `-` to read it from stdin; default `{}`.
+        input: Option<String>,
+        /// Approve every ask.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// The model reads images (read_file returns image blocks).
+        #[arg(long)]
+        images: bool,
+    },
+}
+
+fn parse_root(text: &str) -> Result<(String, PathBuf), String> {
+    let (name, dir) = text.split_once('=').ok_or("expected NAME=DIR")?;
+    if name.is_empty() || dir.is_empty() {
+        return Err("expected NAME=DIR".to_owned());
+    }
+    Ok((name.to_owned(), PathBuf::from(dir)))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = match cli.verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLSHED_LOG")
+                .unwrap_or_else(|_| filter.into()),
+        )
+        .with_target(false)
+        .without_time()
+        .init();
+    match run(cli) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("toolshed: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let cwd = match &cli.cwd {
+        Some(dir) => dir
+            .canonicalize()
+            .with_context(|| format!("--cwd {}", dir.display()))?,
+        None => std::env::current_dir().context("the current directory")?,
+    };
+    let loaded = ConfigLoader::new()
+        .config_file(cli.config.clone())
+        .workspace(Some(cwd.clone()))
+        .load()?;
+    for warning in &loaded.warnings {
+        tracing::warn!("{warning}");
+    }
+    let config = loaded.config;
+
+    let mut dirs = cli.plugins.clone();
+    if dirs.is_empty() {
+        match std::env::var_os("TOOLSHED_PLUGINS") {
+            Some(dir) => dirs.push(PathBuf::from(dir)),
+            None => {
+                if let Some(home) = std::env::var_os("HOME") {
+                    let default = PathBuf::from(home).join(".toolshed/plugins");
+                    if default.is_dir() {
+                        dirs.push(default);
+                    }
+                }
+            }
+        }
+    }
+    dirs.extend(config.plugins.dirs.iter().cloned());
+    // Loading a library runs its code: a workspace's own plugins load only when the user trusts it.
+    let workspace_plugins = cwd.join(".toolshed/plugins");
+    if workspace_plugins.is_dir() {
+        if loaded.workspace_trusted {
+            dirs.push(workspace_plugins);
+        } else {
+            tracing::warn!(
+                "not loading {}: the workspace is not trusted (add it to [plugins] trusted_workspaces in your user config)",
+                workspace_plugins.display()
+            );
+        }
+    }
+
+    let mut context = TaskContext::new(cwd);
+    for (name, dir) in &cli.roots {
+        let dir = dir
+            .canonicalize()
+            .with_context(|| format!("--root {name}={}", dir.display()))?;
+        context = context.with_root(name.clone(), dir);
+    }
+
+    match cli.command {
+        Command::Tools { json } => {
+            let runtime = Runtime::builder()
+                .config(config)
+                .plugin_dirs(dirs)
+                .build()?;
+            report_load_errors(&runtime);
+            let tools = runtime.tools();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&tools)?);
+            } else {
+                for tool in &tools {
+                    let aliases = if tool.aliases.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        tool.aliases.join(",")
+                    };
+                    let caps = if tool.capabilities.is_empty() {
+                        "-".to_owned()
+                    } else {
+                        tool.capabilities.join(",")
+                    };
+                    println!(
+                        "{:<28} {:<20} {:<10} aliases={aliases} capabilities={caps}",
+                        tool.name, tool.plugin, tool.version
+                    );
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call {
+            tool,
+            input,
+            yes,
+            images,
+        } => {
+            let input = match input.as_deref() {
+                Some("-") => {
+                    let mut text = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut text)
+                        .context("reading the input from stdin")?;
+                    text
+                }
+                Some(text) => text.to_owned(),
+                None => "{}".to_owned(),
+            };
+            let mut builder = Runtime::builder().config(config).plugin_dirs(dirs).yes(yes);
+            if let Some(approver) = TerminalApprover::detect() {
+                builder = builder.approver(approver);
+            }
+            let runtime = builder.build()?;
+            report_load_errors(&runtime);
+            let task = runtime.task(context.with_images(images));
+            let executor = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let result = executor.block_on(task.execute(ToolUse::from_text("cli", tool, input)));
+            println!("{}", result.to_model_text());
+            if let Some(note) = &result.note {
+                eprintln!("toolshed: {note}");
+            }
+            Ok(if result.is_error() {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+    }
+}
+
+fn report_load_errors(runtime: &Runtime) {
+    for error in runtime.load_errors() {
+        eprintln!("toolshed: plugin not loaded: {error}");
+    }
+    for event in runtime.register_events() {
+        if let toolshed::RegisterEvent::Refused { reason, .. } = event {
+            eprintln!("toolshed: tool not registered: {reason}");
+        }
+    }
+}

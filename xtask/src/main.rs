@@ -1,1 +1,62 @@
-fn main() {}
+//! Project automation (`cargo xtask …`): build the plugins, run the whole test suite, run the demo.
+
+mod build;
+mod demo;
+mod test;
+
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  plugins [--release]   build every plugin and copy the libraries to target/plugins[-debug]/
+  test                  build the plugins and fixtures, then run every test and the demo
+  demo [--release]      run a scripted agent session that exercises every shipped tool";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<()> {
+    let release = args.iter().any(|a| a == "--release");
+    match args.first().map(String::as_str) {
+        Some("plugins") => build::plugins(release).map(|_| ()),
+        Some("test") => test::run(),
+        Some("demo") => demo::run(release),
+        Some("-h" | "--help" | "help") | None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Some(other) => bail!("unknown command '{other}'\n\n{USAGE}"),
+    }
+}
+
+/// The workspace root (xtask lives one level below it).
+pub fn root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+/// Runs a command in the workspace root, failing with its command line when it fails.
+pub fn cmd(program: &str, args: &[&str], envs: &[(&str, &std::path::Path)]) -> Result<()> {
+    let mut command = std::process::Command::new(program);
+    command.args(args).current_dir(root());
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    eprintln!("xtask: $ {program} {}", args.join(" "));
+    let status = command.status()?;
+    if !status.success() {
+        bail!("`{program} {}` failed with {status}", args.join(" "));
+    }
+    Ok(())
+}

@@ -1,0 +1,542 @@
+//! The tool executor: one call from a model's tool use to the tool result the model reads.
+//!
+//! Order, as Cline's: input checks → the tool's `prepare` (its own validation) → approval policy → `execute`.
+//! Every failure on the way is a tool result, never an error of the host's.
+
+use crate::coordinator::Route;
+use crate::messages;
+use crate::policy::{Answer, ApprovalPrompt, Decision, PolicyRequest};
+use crate::runtime::Shared;
+use crate::task::{Mode, TaskShared};
+use crate::tool_actor::{Phase, PhaseError, RunPhase};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use toolshed_plugin_api::{capability, Block, Outcome, Prepared, ToolError};
+
+/// A tool use from the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolUse {
+    /// The tool-use id, echoed in the result.
+    pub id: String,
+    /// The tool name.
+    pub name: String,
+    /// The input: parsed JSON, or JSON text still to parse (as OpenAI sends `arguments`).
+    pub input: ToolInput,
+}
+
+/// A tool use's input.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolInput {
+    /// Parsed JSON; must be an object.
+    Json(Value),
+    /// JSON text; a parse failure becomes a tool error the model can fix.
+    Text(String),
+}
+
+impl ToolUse {
+    /// A tool use with parsed input.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            input: ToolInput::Json(input),
+        }
+    }
+
+    /// A tool use whose input is JSON text.
+    pub fn from_text(
+        id: impl Into<String>,
+        name: impl Into<String>,
+        input: impl Into<String>,
+    ) -> Self {
+        Self {
+            id: id.into(),
+            name: name.into(),
+            input: ToolInput::Text(input.into()),
+        }
+    }
+}
+
+/// How a call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResultStatus {
+    /// The tool did its work.
+    Success,
+    /// A tool error (the model sees Cline's error wrapping).
+    Error,
+    /// The user or the policy refused.
+    Denied,
+}
+
+/// A tool result, ready for a provider's `tool_result`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The tool-use id it answers.
+    pub tool_use_id: String,
+    /// The tool called.
+    pub name: String,
+    /// Cline's result header, e.g. `[read_file for 'src/a.rs']`.
+    pub description: String,
+    /// The content blocks (text and images), in order.
+    pub blocks: Vec<Block>,
+    /// How the call ended.
+    pub status: ResultStatus,
+    /// Text the user typed with their approval answer; the model sees it before the result.
+    pub feedback: Option<String>,
+    /// A note for the host's user, not the model (e.g. why a call was denied without asking).
+    pub note: Option<String>,
+}
+
+impl ToolResult {
+    fn text(tool_use: &ToolUse, description: String, status: ResultStatus, text: String) -> Self {
+        Self {
+            tool_use_id: tool_use.id.clone(),
+            name: tool_use.name.clone(),
+            description,
+            blocks: vec![Block::Text { text }],
+            status,
+            feedback: None,
+            note: None,
+        }
+    }
+
+    /// Whether the result is a tool error or a denial.
+    pub fn is_error(&self) -> bool {
+        self.status != ResultStatus::Success
+    }
+
+    /// The result as the model reads it in text mode: the feedback block, then `{description} Result:` and
+    /// the text for a text result (`(tool did not return anything)` when empty); results with images carry
+    /// no header, and images appear as a placeholder line.
+    pub fn to_model_text(&self) -> String {
+        let mut out = String::new();
+        if let Some(feedback) = &self.feedback {
+            out.push_str(&messages::feedback(feedback));
+            out.push('\n');
+        }
+        match self.blocks.as_slice() {
+            [Block::Text { text }] => {
+                out.push_str(&self.description);
+                out.push_str(" Result:\n");
+                out.push_str(if text.is_empty() {
+                    messages::EMPTY_RESULT
+                } else {
+                    text
+                });
+            }
+            blocks => {
+                let parts: Vec<String> = blocks
+                    .iter()
+                    .map(|b| match b {
+                        Block::Text { text } => text.clone(),
+                        Block::Image { media_type, data } => {
+                            format!("[image {media_type}, {} bytes base64]", data.len())
+                        }
+                    })
+                    .collect();
+                out.push_str(&parts.join("\n"));
+            }
+        }
+        out
+    }
+}
+
+/// Renders a display template: `{tool}` is the name called, `{x}` input parameter `x` (`undefined` when
+/// missing, as Cline renders it).
+fn describe(template: Option<&str>, tool: &str, input: &Value) -> String {
+    let Some(template) = template else {
+        return format!("[{tool}]");
+    };
+    let mut out = String::with_capacity(template.len() + 16);
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        match after.find('}') {
+            Some(close) => {
+                let key = &after[..close];
+                if key == "tool" {
+                    out.push_str(tool);
+                } else {
+                    match input.get(key) {
+                        Some(Value::String(s)) => out.push_str(s),
+                        Some(Value::Null) | None => out.push_str("undefined"),
+                        Some(other) => out.push_str(&other.to_string()),
+                    }
+                }
+                rest = &after[close + 1..];
+            }
+            None => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Cline's "missing" test: absent, null, or a blank string.
+fn is_missing(value: Option<&Value>) -> bool {
+    match value {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.trim().is_empty(),
+        Some(_) => false,
+    }
+}
+
+fn call_json(tool: &str, id: &str, input: &Value, task: &TaskShared) -> String {
+    // Assembled by hand so the task's JSON, built once per task, is not serialised again for every call.
+    let mut out = String::with_capacity(128 + task.info_json.len());
+    out.push_str("{\"tool\":");
+    out.push_str(&Value::from(tool).to_string());
+    out.push_str(",\"id\":");
+    out.push_str(&Value::from(id).to_string());
+    out.push_str(",\"input\":");
+    out.push_str(&input.to_string());
+    out.push_str(",\"task\":");
+    out.push_str(&task.info_json);
+    out.push('}');
+    out
+}
+
+/// Runs one tool use for a task.
+pub(crate) async fn execute(
+    shared: &Shared,
+    task: &Arc<TaskShared>,
+    tool_use: ToolUse,
+) -> ToolResult {
+    task.calls.fetch_add(1, Ordering::Relaxed);
+    let route = shared.route(&tool_use.name);
+    let Some(route) = route else {
+        let mut names = shared.tool_names();
+        names.sort();
+        let text = messages::tool_error(&format!(
+            "Tool '{}' does not exist. Available tools: {}.",
+            tool_use.name,
+            names.join(", ")
+        ));
+        return mistake(
+            task,
+            ToolResult::text(
+                &tool_use,
+                format!("[{}]", tool_use.name),
+                ResultStatus::Error,
+                text,
+            ),
+        );
+    };
+    let input = match &tool_use.input {
+        ToolInput::Json(value) => value.clone(),
+        ToolInput::Text(text) => match serde_json::from_str::<Value>(text) {
+            Ok(value) => value,
+            Err(e) => {
+                let text = messages::tool_error(&format!(
+                    "Invalid JSON input for {}: {e}. Please retry with the parameters as one JSON object.",
+                    tool_use.name
+                ));
+                let description =
+                    describe(route.meta.display.as_deref(), &tool_use.name, &Value::Null);
+                return mistake(
+                    task,
+                    ToolResult::text(&tool_use, description, ResultStatus::Error, text),
+                );
+            }
+        },
+    };
+    let description = describe(route.meta.display.as_deref(), &tool_use.name, &input);
+    if !input.is_object() {
+        let text = messages::tool_error(&format!(
+            "Invalid input for {}: expected a JSON object of parameters, got {}.",
+            tool_use.name,
+            json_kind(&input)
+        ));
+        return mistake(
+            task,
+            ToolResult::text(&tool_use, description, ResultStatus::Error, text),
+        );
+    }
+    if let Some(param) = route
+        .meta
+        .required
+        .iter()
+        .find(|p| is_missing(input.get(p.as_str())))
+    {
+        let text = messages::tool_error(&messages::missing_parameter(param));
+        return mistake(
+            task,
+            ToolResult::text(&tool_use, description, ResultStatus::Error, text),
+        );
+    }
+
+    if task.mode == Mode::Plan
+        && route
+            .meta
+            .capabilities
+            .iter()
+            .any(|c| c == capability::WRITES_FILES)
+    {
+        let text = messages::tool_error(&messages::plan_mode_refusal(&tool_use.name));
+        return ToolResult::text(&tool_use, description, ResultStatus::Error, text);
+    }
+
+    let call = call_json(&tool_use.name, &tool_use.id, &input, task);
+    let prepared = match run_phase(
+        &route,
+        Phase::Prepare,
+        call.clone(),
+        task,
+        shared.timeouts.prepare,
+    )
+    .await
+    {
+        Ok(text) => serde_json::from_str::<Prepared>(&text).unwrap_or_else(|e| {
+            Prepared::Error(boundary_error(
+                &tool_use.name,
+                &format!("unreadable answer from prepare: {e}"),
+            ))
+        }),
+        Err(error) => Prepared::Error(phase_error(&route, &error)),
+    };
+    let mut feedback = None;
+    match prepared {
+        Prepared::Proceed => {}
+        Prepared::Error(error) => return tool_error(task, &tool_use, description, error),
+        Prepared::Approval(request) => {
+            let inside = request.paths.iter().all(|p| shared_contains(task, p));
+            let policy_request = PolicyRequest {
+                tool: &tool_use.name,
+                builtin: route.meta.id.is_builtin(),
+                capabilities: &route.meta.capabilities,
+                inside_workspace: inside,
+                mcp_auto_approve: false,
+                session_allowed: task.always_allow.contains(&tool_use.name),
+            };
+            match shared.policy.decide(&policy_request) {
+                Decision::Allow(_) => {}
+                Decision::Deny(source) => {
+                    let mut result = denied(&tool_use, description);
+                    result.note = Some(format!("denied by {source:?} rule for {}", tool_use.name));
+                    return result;
+                }
+                Decision::Ask(_) => {
+                    let Some(approver) = &shared.approver else {
+                        let mut result = denied(&tool_use, description);
+                        result.note = Some(format!(
+                            "{} needs approval and there is no terminal to ask: pass --yes, or allow it in [approval] tools",
+                            tool_use.name
+                        ));
+                        return result;
+                    };
+                    let prompt = ApprovalPrompt {
+                        tool: tool_use.name.clone(),
+                        kind: request.kind,
+                        message: request.message,
+                        paths: request.paths,
+                        risk: request.risk,
+                    };
+                    let ask = approver.ask(prompt);
+                    let reply = match shared.timeouts.ask {
+                        Some(limit) => tokio::select! {
+                            reply = ask => Some(reply),
+                            () = tokio::time::sleep(limit) => None,
+                        },
+                        None => Some(ask.await),
+                    };
+                    let Some(reply) = reply else {
+                        let mut result = denied(&tool_use, description);
+                        result.note = Some("no answer before the ask timeout".to_owned());
+                        return result;
+                    };
+                    feedback = reply.feedback;
+                    match reply.answer {
+                        Answer::Approve => {}
+                        Answer::AlwaysAllow => {
+                            task.always_allow.insert(tool_use.name.clone());
+                        }
+                        Answer::Deny => {
+                            let mut result = denied(&tool_use, description);
+                            result.feedback = feedback;
+                            return result;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    let outcome = match run_phase(&route, Phase::Execute, call, task, shared.timeouts.call).await {
+        Ok(text) => serde_json::from_str::<Outcome>(&text).unwrap_or_else(|e| {
+            Outcome::Error(boundary_error(
+                &tool_use.name,
+                &format!("unreadable answer from execute: {e}"),
+            ))
+        }),
+        Err(error) => Outcome::Error(phase_error(&route, &error)),
+    };
+    let mut result = match outcome {
+        Outcome::Success { blocks } => {
+            task.mistakes.store(0, Ordering::Relaxed);
+            ToolResult {
+                tool_use_id: tool_use.id.clone(),
+                name: tool_use.name.clone(),
+                description,
+                blocks,
+                status: ResultStatus::Success,
+                feedback: None,
+                note: None,
+            }
+        }
+        Outcome::Error(error) => tool_error(task, &tool_use, description, error),
+        Outcome::Denied => denied(&tool_use, description),
+    };
+    result.feedback = feedback;
+    result
+}
+
+/// Hands a streamed, incomplete tool use to its tool (UI only). Unknown tools and failures are ignored:
+/// the complete tool use that follows reports them.
+pub(crate) async fn partial(shared: &Shared, task: &Arc<TaskShared>, name: &str, input: Value) {
+    let Some(route) = shared.route(name) else {
+        return;
+    };
+    let block = call_json(name, "", &input, task);
+    let _ = run_phase(&route, Phase::Partial, block, task, shared.timeouts.prepare).await;
+}
+
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn shared_contains(task: &TaskShared, path: &str) -> bool {
+    task.workspace.contains(Path::new(path))
+}
+
+async fn run_phase(
+    route: &Route,
+    phase: Phase,
+    call: String,
+    task: &Arc<TaskShared>,
+    timeout: Duration,
+) -> Result<String, PhaseError> {
+    let message = RunPhase {
+        phase,
+        call,
+        task: Arc::clone(task),
+        timeout,
+    };
+    match route.actor.send(message).await {
+        Ok(answer) => answer,
+        Err(_) => Err(PhaseError::Failed(
+            "the tool's actor has stopped".to_owned(),
+        )),
+    }
+}
+
+fn boundary_error(tool: &str, message: &str) -> ToolError {
+    ToolError {
+        message: format!("Error executing {tool}: {message}"),
+        mistake: false,
+    }
+}
+
+fn phase_error(route: &Route, error: &PhaseError) -> ToolError {
+    let tool = &route.meta.name;
+    let writes = route
+        .meta
+        .capabilities
+        .iter()
+        .any(|c| c == capability::WRITES_FILES || c == capability::RUNS_COMMANDS);
+    let message = match error {
+        PhaseError::Failed(message) => format!("Error executing {tool}: {message}"),
+        PhaseError::TimedOut(limit) => format!(
+            "Error executing {tool}: the tool did not finish within {} ms and was stopped waiting for.{}",
+            limit.as_millis(),
+            if writes { " Its changes may still complete: check the result before retrying." } else { "" }
+        ),
+        PhaseError::Cancelled => format!("Error executing {tool}: the task was cancelled."),
+        PhaseError::Quarantined(n) => format!(
+            "Error executing {tool}: the tool is quarantined because {n} earlier calls are still running after their timeout. Use another tool or try again later."
+        ),
+    };
+    ToolError {
+        message,
+        mistake: false,
+    }
+}
+
+fn mistake(task: &TaskShared, result: ToolResult) -> ToolResult {
+    task.mistakes.fetch_add(1, Ordering::Relaxed);
+    result
+}
+
+fn tool_error(
+    task: &TaskShared,
+    tool_use: &ToolUse,
+    description: String,
+    error: ToolError,
+) -> ToolResult {
+    let result = ToolResult::text(
+        tool_use,
+        description,
+        ResultStatus::Error,
+        messages::tool_error(&error.message),
+    );
+    if error.mistake {
+        mistake(task, result)
+    } else {
+        result
+    }
+}
+
+fn denied(tool_use: &ToolUse, description: String) -> ToolResult {
+    ToolResult::text(
+        tool_use,
+        description,
+        ResultStatus::Denied,
+        messages::TOOL_DENIED.to_owned(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn descriptions_render_like_cline() {
+        let t = Some("[{tool} for '{path}']");
+        assert_eq!(
+            describe(t, "read_file", &json!({"path": "src/a.rs"})),
+            "[read_file for 'src/a.rs']"
+        );
+        assert_eq!(
+            describe(t, "read_file", &json!({})),
+            "[read_file for 'undefined']"
+        );
+        assert_eq!(describe(None, "x", &json!({})), "[x]");
+        assert_eq!(
+            describe(Some("[{tool} {n}] {"), "x", &json!({"n": 3})),
+            "[x 3] {"
+        );
+    }
+
+    #[test]
+    fn missing_means_absent_null_or_blank() {
+        assert!(is_missing(None));
+        assert!(is_missing(Some(&json!(null))));
+        assert!(is_missing(Some(&json!("  \n"))));
+        assert!(!is_missing(Some(&json!("a"))));
+        assert!(!is_missing(Some(&json!(0))));
+    }
+}

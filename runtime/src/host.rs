@@ -1,0 +1,131 @@
+//! The host object a plugin sees during one call: the named services, cancellation and logging.
+//!
+//! Every service runs under `catch_unwind`: a panic in host code called from a plugin would otherwise cross
+//! the plugin's `extern "C"` frames and end the process.
+
+use crate::task::TaskShared;
+use abi_stable::std_types::{RResult, RStr, RString, RVec};
+use serde::{de::DeserializeOwned, Serialize};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use toolshed_plugin_api::services::{
+    self, CheckRequest, CheckResponse, ForgetRequest, RecordReadRequest, RecordReadResponse,
+    ResolveRequest,
+};
+use toolshed_plugin_api::{log_level, Host, ServiceError, ServiceErrorKind};
+
+/// The services every host offers, in the order `services()` lists them.
+const SERVICES: &[&str] = &[
+    services::PATH_RESOLVE,
+    services::PATH_CHECK,
+    services::READ_CACHE_RECORD,
+    services::READ_CACHE_FORGET,
+];
+
+/// The host for one call of one tool.
+pub(crate) struct CallHost {
+    pub task: Arc<TaskShared>,
+    /// Set on timeout or cancellation of this call.
+    pub cancelled: Arc<AtomicBool>,
+    pub tool: Arc<str>,
+}
+
+impl CallHost {
+    fn is_cancelled_now(&self) -> bool {
+        self.cancelled.load(Ordering::Relaxed) || self.task.cancel.is_cancelled()
+    }
+
+    fn dispatch(&self, name: &str, request: &str) -> Result<String, ServiceError> {
+        // Blocking services must not keep an abandoned call busy: once cancelled, every service says so.
+        if self.is_cancelled_now() {
+            return Err(ServiceError::new(
+                ServiceErrorKind::Cancelled,
+                "the call was cancelled or timed out",
+            ));
+        }
+        match name {
+            services::PATH_RESOLVE => answer(request, |req: ResolveRequest| {
+                Ok(self.task.workspace.resolve(&req.path))
+            }),
+            services::PATH_CHECK => answer(request, |req: CheckRequest| {
+                Ok(CheckResponse {
+                    allowed: req
+                        .paths
+                        .iter()
+                        .map(|p| self.task.workspace.allows(p))
+                        .collect(),
+                })
+            }),
+            services::READ_CACHE_RECORD => answer(request, |req: RecordReadRequest| {
+                Ok(RecordReadResponse {
+                    read_count: self.task.record_read(&req.path, req.mtime_ns),
+                })
+            }),
+            services::READ_CACHE_FORGET => answer(request, |req: ForgetRequest| {
+                self.task.forget_reads(&req.paths);
+                Ok(serde_json::Value::Object(Default::default()))
+            }),
+            other => Err(ServiceError::new(
+                ServiceErrorKind::UnknownService,
+                format!("this host offers no service named '{other}'"),
+            )),
+        }
+    }
+}
+
+fn answer<Req: DeserializeOwned, Resp: Serialize>(
+    request: &str,
+    f: impl FnOnce(Req) -> Result<Resp, ServiceError>,
+) -> Result<String, ServiceError> {
+    let req = serde_json::from_str(request).map_err(|e| {
+        ServiceError::new(
+            ServiceErrorKind::InvalidRequest,
+            format!("invalid request: {e}"),
+        )
+    })?;
+    let resp = f(req)?;
+    serde_json::to_string(&resp)
+        .map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
+}
+
+fn error_json(error: &ServiceError) -> RString {
+    serde_json::to_string(error)
+        .unwrap_or_else(|_| r#"{"kind":"failed","message":"unserialisable error"}"#.to_owned())
+        .into()
+}
+
+impl Host for CallHost {
+    fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
+        match catch_unwind(AssertUnwindSafe(|| {
+            self.dispatch(name.as_str(), request.as_str())
+        })) {
+            Ok(Ok(text)) => RResult::ROk(text.into()),
+            Ok(Err(error)) => RResult::RErr(error_json(&error)),
+            Err(_) => RResult::RErr(error_json(&ServiceError::new(
+                ServiceErrorKind::Failed,
+                format!("the host's '{}' service failed internally", name.as_str()),
+            ))),
+        }
+    }
+
+    fn services(&self) -> RVec<RString> {
+        SERVICES.iter().map(|s| RString::from(*s)).collect()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.is_cancelled_now()
+    }
+
+    fn log(&self, level: u8, message: RStr<'_>) {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let (tool, message) = (&*self.tool, message.as_str());
+            match level {
+                log_level::ERROR => tracing::error!(tool, "{message}"),
+                log_level::WARN => tracing::warn!(tool, "{message}"),
+                log_level::INFO => tracing::info!(tool, "{message}"),
+                _ => tracing::debug!(tool, "{message}"),
+            }
+        }));
+    }
+}

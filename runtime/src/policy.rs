@@ -1,0 +1,400 @@
+//! The approval policy: ranked rule sources decide whether a prepared call runs, asks, or is denied.
+//!
+//! Ranks, highest first: CLI flags (`--yes`) > the user config's per-tool rules > an MCP server's
+//! `autoApprove` list > the session's "always allow" answers > defaults. Defaults: read-only built-in tools
+//! inside the workspace run; everything else asks. Nothing here can override `.clineignore` or the
+//! command permission rules: those refuse in `prepare`, before the policy is consulted.
+
+use crate::config::{ApprovalConfig, Rule};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use toolshed_plugin_api::{capability, Risk};
+
+/// Which rule source decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `--yes` on the command line.
+    CliFlag,
+    /// A per-tool rule in the user's configuration.
+    UserRule,
+    /// The MCP server's `autoApprove` list.
+    McpAutoApprove,
+    /// An "always allow" answer earlier in this session.
+    Session,
+    /// `yolo` or `auto_approve_all` in the configuration.
+    AutoApproveAll,
+    /// A read-only built-in tool inside the workspace (`auto_approve_safe`).
+    SafeDefault,
+    /// The default for everything else.
+    Default,
+}
+
+/// What the policy decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Run without asking.
+    Allow(Source),
+    /// Ask the user.
+    Ask(Source),
+    /// Refuse.
+    Deny(Source),
+}
+
+/// The facts about one call the policy decides on.
+#[derive(Debug, Clone)]
+pub struct PolicyRequest<'a> {
+    /// The name called.
+    pub tool: &'a str,
+    /// Whether it is one of the built-in (shipped) tool names, as opposed to a third-party tool.
+    pub builtin: bool,
+    /// The tool's declared capabilities.
+    pub capabilities: &'a [String],
+    /// Whether every path of the request lies inside the workspace.
+    pub inside_workspace: bool,
+    /// Whether an MCP server's `autoApprove` lists the tool.
+    pub mcp_auto_approve: bool,
+    /// Whether the user answered "always allow" for this tool in this session.
+    pub session_allowed: bool,
+}
+
+/// The policy, built from configuration and flags.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    yes: bool,
+    rules: BTreeMap<String, Rule>,
+    auto_approve_safe: bool,
+    auto_approve_all: bool,
+}
+
+impl Policy {
+    /// The policy of an approval configuration and the `--yes` flag.
+    pub fn new(config: &ApprovalConfig, yes: bool) -> Self {
+        Self {
+            yes,
+            rules: config.tools.clone(),
+            auto_approve_safe: config.auto_approve_safe,
+            auto_approve_all: config.auto_approve_all || config.yolo,
+        }
+    }
+
+    /// Decides one call.
+    pub fn decide(&self, req: &PolicyRequest<'_>) -> Decision {
+        if self.yes {
+            return Decision::Allow(Source::CliFlag);
+        }
+        match self.rules.get(req.tool) {
+            Some(Rule::Allow) => return Decision::Allow(Source::UserRule),
+            Some(Rule::Deny) => return Decision::Deny(Source::UserRule),
+            Some(Rule::Ask) => return Decision::Ask(Source::UserRule),
+            None => {}
+        }
+        if req.mcp_auto_approve {
+            return Decision::Allow(Source::McpAutoApprove);
+        }
+        if req.session_allowed {
+            return Decision::Allow(Source::Session);
+        }
+        if self.auto_approve_all {
+            return Decision::Allow(Source::AutoApproveAll);
+        }
+        let read_only = req.capabilities.iter().any(|c| c == capability::READ_ONLY);
+        if self.auto_approve_safe && read_only && req.builtin && req.inside_workspace {
+            return Decision::Allow(Source::SafeDefault);
+        }
+        Decision::Ask(Source::Default)
+    }
+}
+
+/// What the user is asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalPrompt {
+    /// The tool called.
+    pub tool: String,
+    /// The kind of operation (`read`, `write`, `command`, …).
+    pub kind: String,
+    /// The tool's own question.
+    pub message: String,
+    /// The paths involved.
+    pub paths: Vec<String>,
+    /// How risky it is.
+    pub risk: Risk,
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Run it this once.
+    Approve,
+    /// Run it, and do not ask again for this tool in this session.
+    AlwaysAllow,
+    /// Do not run it.
+    Deny,
+}
+
+/// The user's answer and any text they typed with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The decision.
+    pub answer: Answer,
+    /// Feedback typed with the answer; it reaches the model before the tool result.
+    pub feedback: Option<String>,
+}
+
+/// A boxed future, for host callbacks.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// The host's way of asking its user. Implementations must not block: return a future.
+pub trait Approver: Send + Sync + 'static {
+    /// Asks; the future resolves with the user's reply.
+    fn ask(&self, prompt: ApprovalPrompt) -> BoxFuture<Reply>;
+}
+
+/// Asks on the terminal: the question on stderr, the answer from stdin (`y`, `n`, `a` for always, or text,
+/// which denies and becomes feedback).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TerminalApprover;
+
+impl TerminalApprover {
+    /// The terminal approver when stdin and stderr are terminals, else `None` (asks are then denied).
+    pub fn detect() -> Option<Self> {
+        use std::io::IsTerminal;
+        (std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
+            .then_some(TerminalApprover)
+    }
+}
+
+impl Approver for TerminalApprover {
+    fn ask(&self, prompt: ApprovalPrompt) -> BoxFuture<Reply> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // Reading stdin blocks; do it on a thread of its own so no executor stalls.
+        let spawned = std::thread::Builder::new()
+            .name("toolshed-ask".to_owned())
+            .spawn(move || {
+                use std::io::Write;
+                let mut err = std::io::stderr().lock();
+                let _ = write!(err, "{} [y]es / [n]o / [a]lways: ", prompt.message);
+                let _ = err.flush();
+                let mut line = String::new();
+                let reply = match std::io::stdin().read_line(&mut line) {
+                    Ok(_) => parse_answer(line.trim()),
+                    Err(_) => Reply {
+                        answer: Answer::Deny,
+                        feedback: None,
+                    },
+                };
+                let _ = tx.send(reply);
+            });
+        Box::pin(async move {
+            match spawned {
+                Ok(_) => rx.await.unwrap_or(Reply {
+                    answer: Answer::Deny,
+                    feedback: None,
+                }),
+                Err(_) => Reply {
+                    answer: Answer::Deny,
+                    feedback: None,
+                },
+            }
+        })
+    }
+}
+
+fn parse_answer(line: &str) -> Reply {
+    let answer = match line.to_ascii_lowercase().as_str() {
+        "y" | "yes" => Answer::Approve,
+        "a" | "always" => Answer::AlwaysAllow,
+        "" | "n" | "no" => Answer::Deny,
+        _ => {
+            return Reply {
+                answer: Answer::Deny,
+                feedback: Some(line.to_owned()),
+            }
+        }
+    };
+    Reply {
+        answer,
+        feedback: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(rules: &[(&str, Rule)], safe: bool, all: bool, yolo: bool) -> ApprovalConfig {
+        ApprovalConfig {
+            auto_approve_safe: safe,
+            auto_approve_all: all,
+            yolo,
+            tools: rules.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect(),
+        }
+    }
+
+    struct Case {
+        what: &'static str,
+        yes: bool,
+        rules: &'static [(&'static str, Rule)],
+        safe: bool,
+        all: bool,
+        builtin: bool,
+        read_only: bool,
+        inside: bool,
+        mcp: bool,
+        session: bool,
+        expect: Decision,
+    }
+
+    const BASE: Case = Case {
+        what: "",
+        yes: false,
+        rules: &[],
+        safe: true,
+        all: false,
+        builtin: true,
+        read_only: true,
+        inside: true,
+        mcp: false,
+        session: false,
+        expect: Decision::Allow(Source::SafeDefault),
+    };
+
+    #[test]
+    fn each_source_in_rank_order() {
+        use Decision::*;
+        let cases = [
+            Case {
+                what: "read-only built-in inside the workspace runs",
+                ..BASE
+            },
+            Case {
+                what: "outside the workspace asks",
+                inside: false,
+                expect: Ask(Source::Default),
+                ..BASE
+            },
+            Case {
+                what: "a write asks",
+                read_only: false,
+                expect: Ask(Source::Default),
+                ..BASE
+            },
+            Case {
+                what: "a third-party read-only tool asks",
+                builtin: false,
+                expect: Ask(Source::Default),
+                ..BASE
+            },
+            Case {
+                what: "auto_approve_safe off asks",
+                safe: false,
+                expect: Ask(Source::Default),
+                ..BASE
+            },
+            Case {
+                what: "auto_approve_all runs a write",
+                read_only: false,
+                all: true,
+                expect: Allow(Source::AutoApproveAll),
+                ..BASE
+            },
+            Case {
+                what: "session always-allow beats defaults",
+                read_only: false,
+                session: true,
+                expect: Allow(Source::Session),
+                ..BASE
+            },
+            Case {
+                what: "mcp autoApprove beats session",
+                read_only: false,
+                mcp: true,
+                session: true,
+                expect: Allow(Source::McpAutoApprove),
+                ..BASE
+            },
+            Case {
+                what: "a user deny rule beats mcp, session and auto-approve",
+                rules: &[("t", Rule::Deny)],
+                all: true,
+                mcp: true,
+                session: true,
+                expect: Deny(Source::UserRule),
+                ..BASE
+            },
+            Case {
+                what: "a user ask rule beats the safe default",
+                rules: &[("t", Rule::Ask)],
+                expect: Ask(Source::UserRule),
+                ..BASE
+            },
+            Case {
+                what: "a user allow rule runs a third-party write outside",
+                rules: &[("t", Rule::Allow)],
+                builtin: false,
+                read_only: false,
+                inside: false,
+                expect: Allow(Source::UserRule),
+                ..BASE
+            },
+            Case {
+                what: "--yes beats a deny rule",
+                yes: true,
+                rules: &[("t", Rule::Deny)],
+                expect: Allow(Source::CliFlag),
+                ..BASE
+            },
+            Case {
+                what: "rules of other tools do not apply",
+                rules: &[("other", Rule::Deny)],
+                ..BASE
+            },
+        ];
+        for case in cases {
+            let policy = Policy::new(&config(case.rules, case.safe, case.all, false), case.yes);
+            let caps = if case.read_only {
+                vec![capability::READ_ONLY.to_owned()]
+            } else {
+                vec![capability::WRITES_FILES.to_owned()]
+            };
+            let req = PolicyRequest {
+                tool: "t",
+                builtin: case.builtin,
+                capabilities: &caps,
+                inside_workspace: case.inside,
+                mcp_auto_approve: case.mcp,
+                session_allowed: case.session,
+            };
+            assert_eq!(policy.decide(&req), case.expect, "{}", case.what);
+        }
+    }
+
+    #[test]
+    fn yolo_counts_as_auto_approve_all() {
+        let policy = Policy::new(&config(&[], true, false, true), false);
+        let caps = [capability::RUNS_COMMANDS.to_owned()];
+        let req = PolicyRequest {
+            tool: "x",
+            builtin: true,
+            capabilities: &caps,
+            inside_workspace: false,
+            mcp_auto_approve: false,
+            session_allowed: false,
+        };
+        assert_eq!(policy.decide(&req), Decision::Allow(Source::AutoApproveAll));
+    }
+
+    #[test]
+    fn terminal_answers() {
+        assert_eq!(parse_answer("y").answer, Answer::Approve);
+        assert_eq!(parse_answer("Always").answer, Answer::AlwaysAllow);
+        assert_eq!(parse_answer("").answer, Answer::Deny);
+        assert_eq!(
+            parse_answer("use the other file"),
+            Reply {
+                answer: Answer::Deny,
+                feedback: Some("use the other file".into())
+            }
+        );
+    }
+}

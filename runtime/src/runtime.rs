@@ -1,0 +1,384 @@
+//! The embeddable runtime: loads plugins, owns the actor system on threads of its own, and hands out
+//! `Send` task handles whose futures any executor can await.
+
+use crate::config::Config;
+use crate::coordinator::{
+    Coordinator, CoordinatorSettings, RegisterEvent, Route, Routing, RoutingCell,
+};
+use crate::executor::{self, ToolResult, ToolUse};
+use crate::loader::{self, LoadError, LoadedPlugin};
+use crate::policy::{Approver, Policy};
+use crate::task::{TaskContext, TaskShared};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// Timeouts the executor applies.
+#[derive(Debug, Clone)]
+pub(crate) struct Timeouts {
+    pub prepare: Duration,
+    pub call: Duration,
+    pub ask: Option<Duration>,
+}
+
+/// What every call of every task shares.
+pub(crate) struct Shared {
+    routing: RoutingCell,
+    pub policy: Policy,
+    pub approver: Option<Arc<dyn Approver>>,
+    pub timeouts: Timeouts,
+    /// Timeouts plugins honour themselves, handed to them in every call's task info.
+    pub plugin_timeouts: BTreeMap<String, u64>,
+}
+
+impl Shared {
+    fn snapshot(&self) -> Arc<Routing> {
+        match self.routing.read() {
+            Ok(cell) => Arc::clone(&cell),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    pub fn route(&self, name: &str) -> Option<Route> {
+        self.snapshot().routes.get(name).cloned()
+    }
+
+    pub fn tool_names(&self) -> Vec<String> {
+        self.snapshot().routes.keys().cloned().collect()
+    }
+}
+
+/// Why the runtime could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The actor system thread could not start.
+    #[error("cannot start the actor system: {0}")]
+    System(String),
+}
+
+/// One loaded tool, as `toolshed tools` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ToolInfo {
+    /// The tool's name.
+    pub name: String,
+    /// The handler's primary name (the tool's own unless it is an alias).
+    pub primary: String,
+    /// The other names its handler serves.
+    pub aliases: Vec<String>,
+    /// The plugin's name.
+    pub plugin: String,
+    /// The plugin's version.
+    pub version: String,
+    /// The plugin library file.
+    pub file: PathBuf,
+    /// Declared capabilities.
+    pub capabilities: Vec<String>,
+    /// Calls abandoned after a timeout whose threads have not returned.
+    pub abandoned: usize,
+    /// Whether the tool refuses calls until they return.
+    pub quarantined: bool,
+}
+
+/// Builds a [`Runtime`].
+pub struct RuntimeBuilder {
+    plugin_dirs: Vec<PathBuf>,
+    plugin_files: Vec<PathBuf>,
+    config: Config,
+    yes: bool,
+    approver: Option<Arc<dyn Approver>>,
+    workers_per_tool: usize,
+}
+
+impl RuntimeBuilder {
+    /// Adds a plugin directory; every library in it is loaded.
+    pub fn plugin_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.plugin_dirs.push(dir.into());
+        self
+    }
+
+    /// Adds plugin directories.
+    pub fn plugin_dirs(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.plugin_dirs.extend(dirs);
+        self
+    }
+
+    /// Adds one plugin library file.
+    pub fn plugin_file(mut self, file: impl Into<PathBuf>) -> Self {
+        self.plugin_files.push(file.into());
+        self
+    }
+
+    /// Uses this configuration (defaults otherwise).
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Approves every ask, as `--yes` does.
+    pub fn yes(mut self, yes: bool) -> Self {
+        self.yes = yes;
+        self
+    }
+
+    /// How the runtime asks its user; without one, calls that need asking are denied.
+    pub fn approver(mut self, approver: impl Approver) -> Self {
+        self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Worker threads per tool (default 8).
+    pub fn workers_per_tool(mut self, workers: usize) -> Self {
+        self.workers_per_tool = workers.max(1);
+        self
+    }
+
+    /// Loads the plugins and starts the actor system.
+    pub fn build(self) -> Result<Runtime, RuntimeError> {
+        let (mut files, mut load_errors) = loader::discover(&self.plugin_dirs);
+        files.extend(self.plugin_files.iter().cloned());
+        let mut plugins: Vec<LoadedPlugin> = Vec::new();
+        for file in &files {
+            match loader::load(file) {
+                Ok(plugin) => plugins.push(plugin),
+                Err(error) => {
+                    tracing::info!("{error}");
+                    load_errors.push(error);
+                }
+            }
+        }
+
+        let config = &self.config;
+        let plugin_config = config
+            .plugins
+            .config
+            .keys()
+            .filter_map(|name| Some((name.clone(), config.plugins.config_json(name)?.to_string())))
+            .collect();
+        let settings = CoordinatorSettings {
+            overrides: config
+                .plugins
+                .overrides
+                .iter()
+                .cloned()
+                .collect::<BTreeSet<_>>(),
+            plugin_config,
+            workers_per_tool: self.workers_per_tool,
+            max_abandoned: config.plugins.max_abandoned as usize,
+        };
+        let routing: RoutingCell = Arc::new(RwLock::new(Arc::new(Routing::default())));
+        let (system, thread, events) = start_system(settings, Arc::clone(&routing), plugins)?;
+        for event in &events {
+            match event {
+                RegisterEvent::Refused { reason, .. } => tracing::info!("{reason}"),
+                RegisterEvent::Declined { name, file } => {
+                    tracing::info!(tool = %name, file = %file.display(), "the plugin declined the tool")
+                }
+                RegisterEvent::Registered { names, file } => {
+                    tracing::debug!(tools = ?names, file = %file.display(), "registered")
+                }
+            }
+        }
+        let plugin_timeouts = [("list_files".to_owned(), config.timeouts.list_files_ms)]
+            .into_iter()
+            .collect();
+        let shared = Arc::new(Shared {
+            routing,
+            policy: Policy::new(&config.approval, self.yes),
+            approver: self.approver,
+            timeouts: Timeouts {
+                prepare: config.timeouts.prepare(),
+                call: config.timeouts.call(),
+                ask: config.timeouts.ask(),
+            },
+            plugin_timeouts,
+        });
+        Ok(Runtime {
+            shared,
+            system,
+            thread: Some(thread),
+            shutdown: config.timeouts.shutdown(),
+            load_errors,
+            events,
+        })
+    }
+}
+
+type Started = (actix::System, JoinHandle<()>, Vec<RegisterEvent>);
+
+fn start_system(
+    settings: CoordinatorSettings,
+    routing: RoutingCell,
+    plugins: Vec<LoadedPlugin>,
+) -> Result<Started, RuntimeError> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let thread = std::thread::Builder::new()
+        .name("toolshed-actors".to_owned())
+        .spawn(move || {
+            let system = actix::System::new();
+            let events = system.block_on(async move {
+                use actix::Actor;
+                let coordinator = Coordinator::new(settings, routing).start();
+                let mut events = Vec::new();
+                for plugin in plugins {
+                    match coordinator.send(crate::coordinator::Register(plugin)).await {
+                        Ok(mut more) => events.append(&mut more),
+                        Err(e) => tracing::error!("the coordinator stopped during start-up: {e}"),
+                    }
+                }
+                // Keep the coordinator alive for the system's lifetime.
+                std::mem::forget(coordinator);
+                events
+            });
+            if tx.send((actix::System::current(), events)).is_err() {
+                return;
+            }
+            if let Err(e) = system.run() {
+                tracing::error!("the actor system ended with an error: {e}");
+            }
+        })
+        .map_err(|e| RuntimeError::System(e.to_string()))?;
+    let (system, events) = rx
+        .recv()
+        .map_err(|_| RuntimeError::System("the actor thread ended during start-up".to_owned()))?;
+    Ok((system, thread, events))
+}
+
+/// A running Toolshed: its plugins, actors and policy. Dropping it stops the actors and joins their thread
+/// within the `[timeouts] shutdown_ms` bound; threads still inside a plugin call are left to finish alone.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    system: actix::System,
+    thread: Option<JoinHandle<()>>,
+    shutdown: Duration,
+    load_errors: Vec<LoadError>,
+    events: Vec<RegisterEvent>,
+}
+
+impl Runtime {
+    /// A builder with default configuration and no plugins.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder {
+            plugin_dirs: Vec::new(),
+            plugin_files: Vec::new(),
+            config: Config::default(),
+            yes: false,
+            approver: None,
+            workers_per_tool: 8,
+        }
+    }
+
+    /// Opens a task: the handle through which a host runs one agent task's tool calls.
+    pub fn task(&self, context: TaskContext) -> TaskHandle {
+        TaskHandle {
+            shared: Arc::clone(&self.shared),
+            task: Arc::new(TaskShared::new(
+                context,
+                self.shared.plugin_timeouts.clone(),
+            )),
+        }
+    }
+
+    /// The libraries that failed to load, each with its file and reason.
+    pub fn load_errors(&self) -> &[LoadError] {
+        &self.load_errors
+    }
+
+    /// What happened to each declared tool at start-up (registered, declined, refused).
+    pub fn register_events(&self) -> &[RegisterEvent] {
+        &self.events
+    }
+
+    /// The spec of a tool for a model family: that family's, else the generic one, else any.
+    pub fn spec(&self, name: &str, family: &str) -> Option<toolshed_plugin_api::ToolSpec> {
+        let route = self.shared.route(name)?;
+        let specs = &route.meta.specs;
+        specs
+            .get(family)
+            .or_else(|| specs.get("generic"))
+            .or_else(|| specs.values().next())
+            .cloned()
+    }
+
+    /// The loaded tools, sorted by name.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        let snapshot = self.shared.snapshot();
+        let mut tools: Vec<ToolInfo> = snapshot
+            .routes
+            .values()
+            .map(|route| {
+                let meta = &route.meta;
+                ToolInfo {
+                    name: meta.name.clone(),
+                    primary: meta.primary.clone(),
+                    aliases: meta.aliases.clone(),
+                    plugin: meta.plugin.name.clone(),
+                    version: meta.plugin.version.clone(),
+                    file: meta.plugin.file.clone(),
+                    capabilities: meta.capabilities.clone(),
+                    abandoned: route.health.abandoned(),
+                    quarantined: route.health.quarantined(),
+                }
+            })
+            .collect();
+        tools.sort_by(|a, b| a.name.cmp(&b.name));
+        tools
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.system.stop();
+        if let Some(thread) = self.thread.take() {
+            let deadline = Instant::now() + self.shutdown;
+            while !thread.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                tracing::warn!(
+                    "the actor system did not stop within {} ms; leaving it behind",
+                    self.shutdown.as_millis()
+                );
+            }
+        }
+    }
+}
+
+/// One agent task: its context and state. Cheap to clone; `Send + Sync`; its futures run on any executor.
+#[derive(Clone)]
+pub struct TaskHandle {
+    shared: Arc<Shared>,
+    task: Arc<TaskShared>,
+}
+
+impl TaskHandle {
+    /// Runs a tool use through the whole pipeline and returns the result the model should see.
+    pub async fn execute(&self, tool_use: ToolUse) -> ToolResult {
+        executor::execute(&self.shared, &self.task, tool_use).await
+    }
+
+    /// Cancels the task: calls in flight return at once with a cancellation error.
+    pub fn cancel(&self) {
+        self.task.cancel.cancel();
+    }
+
+    /// The task's id.
+    pub fn id(&self) -> &str {
+        &self.task.info.task_id
+    }
+
+    /// Shows the tool a streamed, incomplete tool use (UI only; it never produces a tool result).
+    pub async fn partial(&self, name: &str, input: serde_json::Value) {
+        executor::partial(&self.shared, &self.task, name, input).await;
+    }
+
+    /// Consecutive mistakes of the model in this task (reset by a successful call).
+    pub fn consecutive_mistakes(&self) -> u32 {
+        self.task
+            .mistakes
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,191 @@
+//! Per-task context and state: what a task is (roots, mode, model) and what it remembers (read cache,
+//! mistakes, "always allow" answers, cancellation). Handlers are stateless; this is where state lives.
+
+use crate::workspace::{root_name, Workspace};
+use dashmap::{DashMap, DashSet};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use tokio::sync::Notify;
+use toolshed_plugin_api::{TaskInfo, WorkspaceRoot};
+
+/// Plan or act mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Acting: every tool available.
+    #[default]
+    Act,
+    /// Planning: file modifications refused.
+    Plan,
+}
+
+/// What a task is: how the host describes it when it opens one.
+#[derive(Debug, Clone)]
+pub struct TaskContext {
+    /// The task's id; generated when empty.
+    pub task_id: String,
+    /// Workspace roots as (name, path), the primary first.
+    pub roots: Vec<(String, PathBuf)>,
+    /// Plan or act.
+    pub mode: Mode,
+    /// The model family (`generic`, `claude`, `gpt`, …), for family-specific specs and behaviour.
+    pub model_family: String,
+    /// Whether the model accepts images.
+    pub supports_images: bool,
+    /// Whether this task is a subagent run.
+    pub subagent: bool,
+}
+
+impl TaskContext {
+    /// A task working in one root.
+    pub fn new(cwd: impl Into<PathBuf>) -> Self {
+        let cwd = cwd.into();
+        Self {
+            task_id: String::new(),
+            roots: vec![(root_name(&cwd), cwd)],
+            mode: Mode::Act,
+            model_family: "generic".to_owned(),
+            supports_images: false,
+            subagent: false,
+        }
+    }
+
+    /// Adds a workspace root.
+    pub fn with_root(mut self, name: impl Into<String>, path: impl Into<PathBuf>) -> Self {
+        self.roots.push((name.into(), path.into()));
+        self
+    }
+
+    /// Sets whether the model accepts images.
+    pub fn with_images(mut self, supports_images: bool) -> Self {
+        self.supports_images = supports_images;
+        self
+    }
+
+    /// Sets the model family.
+    pub fn with_model_family(mut self, family: impl Into<String>) -> Self {
+        self.model_family = family.into();
+        self
+    }
+}
+
+/// A task's cancellation: a flag plus a wake-up for whoever waits on a call.
+#[derive(Debug, Default)]
+pub struct CancelToken {
+    flag: AtomicBool,
+    notify: Notify,
+}
+
+impl CancelToken {
+    /// Cancels, waking every waiter.
+    pub fn cancel(&self) {
+        self.flag.store(true, Ordering::SeqCst);
+        self.notify.notify_waiters();
+    }
+
+    /// Whether cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.flag.load(Ordering::SeqCst)
+    }
+
+    /// Resolves once cancelled.
+    pub async fn cancelled(&self) {
+        loop {
+            let notified = self.notify.notified();
+            if self.is_cancelled() {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+/// Everything the runtime keeps for one task, shared by its calls.
+#[derive(Debug)]
+pub(crate) struct TaskShared {
+    pub info: TaskInfo,
+    /// `info` as JSON, built once: every call embeds it.
+    pub info_json: String,
+    pub mode: Mode,
+    pub workspace: Workspace,
+    pub cancel: CancelToken,
+    pub mistakes: AtomicU32,
+    /// Tool names the user answered "always allow" for in this session.
+    pub always_allow: DashSet<String>,
+    /// The read_file dedup cache: lower-cased absolute path → (mtime, read count).
+    pub read_cache: DashMap<String, (u128, u32)>,
+    pub calls: AtomicU64,
+}
+
+static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
+
+impl TaskShared {
+    pub fn new(context: TaskContext, timeouts_ms: BTreeMap<String, u64>) -> Self {
+        let task_id = if context.task_id.is_empty() {
+            format!(
+                "task-{}-{}",
+                std::process::id(),
+                NEXT_TASK.fetch_add(1, Ordering::Relaxed)
+            )
+        } else {
+            context.task_id
+        };
+        let roots: Vec<WorkspaceRoot> = context
+            .roots
+            .iter()
+            .map(|(name, path)| WorkspaceRoot {
+                name: name.clone(),
+                path: path.to_string_lossy().into_owned(),
+            })
+            .collect();
+        let workspace = Workspace::new(&roots);
+        let info = TaskInfo {
+            task_id,
+            cwd: workspace.primary().to_string_lossy().into_owned(),
+            roots,
+            mode: match context.mode {
+                Mode::Act => "act".to_owned(),
+                Mode::Plan => "plan".to_owned(),
+            },
+            model_family: context.model_family,
+            supports_images: context.supports_images,
+            subagent: context.subagent,
+            timeouts_ms,
+        };
+        let info_json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".to_owned());
+        Self {
+            info,
+            info_json,
+            mode: context.mode,
+            workspace,
+            cancel: CancelToken::default(),
+            mistakes: AtomicU32::new(0),
+            always_allow: DashSet::new(),
+            read_cache: DashMap::new(),
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// Records a read of `path` with `mtime`; returns the read count of the unchanged file.
+    pub fn record_read(&self, path: &str, mtime: u128) -> u32 {
+        let mut entry = self
+            .read_cache
+            .entry(path.to_lowercase())
+            .or_insert((mtime, 0));
+        if entry.0 != mtime {
+            *entry = (mtime, 0);
+        }
+        entry.1 += 1;
+        entry.1
+    }
+
+    /// Forgets paths (all when empty) after a write.
+    pub fn forget_reads(&self, paths: &[String]) {
+        if paths.is_empty() {
+            self.read_cache.clear();
+        }
+        for path in paths {
+            self.read_cache.remove(&path.to_lowercase());
+        }
+    }
+}

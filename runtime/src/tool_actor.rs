@@ -1,0 +1,198 @@
+//! The tool actor: owns one handler instance and its worker pool, runs call phases there with a timeout,
+//! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
+
+use crate::host::CallHost;
+use crate::pool::WorkerPool;
+use crate::task::TaskShared;
+use abi_stable::sabi_trait::TD_Opaque;
+use abi_stable::std_types::{RResult, RStr};
+use actix::prelude::*;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use toolshed_plugin_api::{Host_TO, ToolHandlerBox};
+
+/// Which handler method a message runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    Prepare,
+    Execute,
+    Partial,
+}
+
+/// Why a phase produced no answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PhaseError {
+    /// The plugin failed at the boundary (a caught panic, unserialisable output).
+    Failed(String),
+    /// The timeout passed; the call was abandoned.
+    TimedOut(Duration),
+    /// The task was cancelled; the call was abandoned.
+    Cancelled,
+    /// Too many abandoned calls are still running; the tool takes no new calls.
+    Quarantined(usize),
+}
+
+/// Runs one phase of one call.
+#[derive(Message)]
+#[rtype(result = "Result<String, PhaseError>")]
+pub(crate) struct RunPhase {
+    pub phase: Phase,
+    /// The [`toolshed_plugin_api::ToolCall`] JSON.
+    pub call: String,
+    pub task: Arc<TaskShared>,
+    pub timeout: Duration,
+}
+
+/// A tool's health, shared with the coordinator for reporting.
+#[derive(Debug, Default)]
+pub struct ToolHealth {
+    abandoned: AtomicUsize,
+    quarantined: AtomicBool,
+}
+
+impl ToolHealth {
+    /// Calls abandoned on timeout or cancellation whose threads have not returned yet.
+    pub fn abandoned(&self) -> usize {
+        self.abandoned.load(Ordering::Acquire)
+    }
+
+    /// Whether the tool refuses new calls until its abandoned threads return.
+    pub fn quarantined(&self) -> bool {
+        self.quarantined.load(Ordering::Acquire)
+    }
+}
+
+const RUNNING: u8 = 0;
+const DONE: u8 = 1;
+const ABANDONED: u8 = 2;
+
+/// The actor serving one registered tool (its primary name and every alias).
+pub(crate) struct ToolActor {
+    name: Arc<str>,
+    handler: Arc<ToolHandlerBox>,
+    pool: WorkerPool,
+    health: Arc<ToolHealth>,
+    /// The plugin declared its phases cheap and non-blocking: run them on the actor's thread.
+    inline: bool,
+    max_abandoned: usize,
+}
+
+impl ToolActor {
+    pub fn new(
+        name: &str,
+        handler: ToolHandlerBox,
+        workers: usize,
+        inline: bool,
+        max_abandoned: usize,
+    ) -> Self {
+        Self {
+            name: Arc::from(name),
+            handler: Arc::new(handler),
+            pool: WorkerPool::new(name, workers),
+            health: Arc::new(ToolHealth::default()),
+            inline,
+            max_abandoned: max_abandoned.max(1),
+        }
+    }
+
+    pub fn health(&self) -> Arc<ToolHealth> {
+        Arc::clone(&self.health)
+    }
+}
+
+impl Actor for ToolActor {
+    type Context = Context<Self>;
+}
+
+fn run_handler(
+    handler: &ToolHandlerBox,
+    phase: Phase,
+    call: &str,
+    host: &CallHost,
+) -> Result<String, PhaseError> {
+    let host = Host_TO::from_ptr(host, TD_Opaque);
+    let call = RStr::from_str(call);
+    let answer = match phase {
+        Phase::Prepare => handler.prepare(call, host),
+        Phase::Execute => handler.execute(call, host),
+        Phase::Partial => handler.partial(call, host),
+    };
+    match answer {
+        RResult::ROk(text) => Ok(text.into_string()),
+        RResult::RErr(message) => Err(PhaseError::Failed(message.into_string())),
+    }
+}
+
+impl Handler<RunPhase> for ToolActor {
+    type Result = ResponseFuture<Result<String, PhaseError>>;
+
+    fn handle(&mut self, msg: RunPhase, _ctx: &mut Self::Context) -> Self::Result {
+        if self.health.quarantined() {
+            let abandoned = self.health.abandoned();
+            return Box::pin(async move { Err(PhaseError::Quarantined(abandoned)) });
+        }
+        let cancelled = Arc::new(AtomicBool::new(false));
+        let host = CallHost {
+            task: Arc::clone(&msg.task),
+            cancelled: Arc::clone(&cancelled),
+            tool: Arc::clone(&self.name),
+        };
+        if self.inline {
+            let answer = run_handler(&self.handler, msg.phase, &msg.call, &host);
+            return Box::pin(async move { answer });
+        }
+
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let state = Arc::new(AtomicU8::new(RUNNING));
+        let job = {
+            let (handler, state, health) = (
+                Arc::clone(&self.handler),
+                Arc::clone(&state),
+                Arc::clone(&self.health),
+            );
+            let (phase, call) = (msg.phase, msg.call);
+            move || {
+                let answer = run_handler(&handler, phase, &call, &host);
+                if state.swap(DONE, Ordering::AcqRel) == ABANDONED {
+                    // The last abandoned thread is back: the tool may serve again.
+                    if health.abandoned.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        health.quarantined.store(false, Ordering::Release);
+                    }
+                }
+                let _ = tx.send(answer);
+            }
+        };
+        if let Err(message) = self.pool.submit(job) {
+            return Box::pin(async move { Err(PhaseError::Failed(message)) });
+        }
+
+        let (health, name, max_abandoned, task, timeout) = (
+            Arc::clone(&self.health),
+            Arc::clone(&self.name),
+            self.max_abandoned,
+            msg.task,
+            msg.timeout,
+        );
+        Box::pin(async move {
+            let failure = tokio::select! {
+                answer = rx => return answer.unwrap_or_else(|_| Err(PhaseError::Failed("the worker thread was lost".to_owned()))),
+                () = tokio::time::sleep(timeout) => PhaseError::TimedOut(timeout),
+                () = task.cancel.cancelled() => PhaseError::Cancelled,
+            };
+            // Reply now; the plugin call keeps its thread until it returns. Every blocking host service it
+            // uses from here on answers `Cancelled`.
+            cancelled.store(true, Ordering::Release);
+            if state
+                .compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                let abandoned = health.abandoned.fetch_add(1, Ordering::AcqRel) + 1;
+                if abandoned >= max_abandoned && !health.quarantined.swap(true, Ordering::AcqRel) {
+                    tracing::error!(tool = %name, abandoned, "tool quarantined: too many calls still running after being abandoned");
+                }
+            }
+            Err(failure)
+        })
+    }
+}

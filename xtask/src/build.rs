@@ -1,0 +1,77 @@
+//! `cargo xtask plugins`: one `cargo build --workspace` (features unify once), then the plugin and fixture
+//! libraries copied into their own directories, which is what the runtime and the tests load.
+
+use crate::{cmd, root};
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+
+/// Where the built libraries went.
+pub struct Built {
+    /// Shipped plugins: `target/plugins` (release) or `target/plugins-debug`.
+    pub plugins: PathBuf,
+    /// Test fixtures: `target/fixtures[-debug]`.
+    pub fixtures: PathBuf,
+}
+
+/// Builds the workspace and copies the plugin libraries.
+pub fn plugins(release: bool) -> Result<Built> {
+    let mut args = vec!["build", "--workspace"];
+    if release {
+        args.push("--release");
+    }
+    cmd("cargo", &args, &[])?;
+    let profile = if release { "release" } else { "debug" };
+    let suffix = if release { "" } else { "-debug" };
+    let target = root().join("target");
+    let out = target.join(profile);
+    let plugins = copy_libraries(
+        &root().join("plugins"),
+        &out,
+        &target.join(format!("plugins{suffix}")),
+    )?;
+    let fixtures = copy_libraries(
+        &root().join("host-tests/fixtures"),
+        &out,
+        &target.join(format!("fixtures{suffix}")),
+    )?;
+    eprintln!("xtask: plugins in {}", plugins.display());
+    Ok(Built { plugins, fixtures })
+}
+
+/// Copies `lib<name>.so` for every crate directory under `crates` from `out` into a fresh `dest`.
+fn copy_libraries(crates: &Path, out: &Path, dest: &Path) -> Result<PathBuf> {
+    if dest.exists() {
+        std::fs::remove_dir_all(dest).with_context(|| format!("clearing {}", dest.display()))?;
+    }
+    std::fs::create_dir_all(dest)?;
+    let mut names: Vec<String> = std::fs::read_dir(crates)
+        .with_context(|| format!("reading {}", crates.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("Cargo.toml").is_file())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    for name in names {
+        let file = library_file(&name);
+        let from = out.join(&file);
+        if !from.is_file() {
+            bail!(
+                "{} was not built; is `[lib] name = \"{name}\"` and crate-type cdylib set?",
+                from.display()
+            );
+        }
+        // Copy, never link: a running runtime may still have the old file mapped.
+        std::fs::copy(&from, dest.join(&file))
+            .with_context(|| format!("copying {}", from.display()))?;
+    }
+    Ok(dest.to_owned())
+}
+
+/// The platform's file name of a dynamic library.
+pub fn library_file(name: &str) -> String {
+    format!(
+        "{}{name}{}",
+        std::env::consts::DLL_PREFIX,
+        std::env::consts::DLL_SUFFIX
+    )
+}

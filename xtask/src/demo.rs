@@ -1,0 +1,29 @@
+//! `cargo xtask demo`: builds what it needs and runs the scripted agent session (`runtime/examples/demo.rs`).
+
+use crate::{build, cmd};
+use anyhow::Result;
+use std::path::Path;
+
+/// Builds the plugins, then runs the demo against them.
+pub fn run(release: bool) -> Result<()> {
+    let built = build::plugins(release)?;
+    run_with(&built.plugins, release)
+}
+
+/// Runs the demo against already built plugins.
+pub fn run_with(plugins: &Path, release: bool) -> Result<()> {
+    let plugins = plugins.to_string_lossy().into_owned();
+    let mut args = vec![
+        "run",
+        "--quiet",
+        "--package",
+        "toolshed",
+        "--example",
+        "demo",
+    ];
+    if release {
+        args.push("--release");
+    }
+    args.extend(["--", "--plugins", &plugins]);
+    cmd("cargo", &args, &[])
+}
