@@ -32,10 +32,7 @@ pub struct PluginMod {
     /// The handler factory: a handler for the tool named `tool` (a declared primary name), built with the
     /// plugin's configuration JSON; `RNone` when the plugin declines the tool; `RErr` when construction failed.
     #[sabi(last_prefix_field)]
-    pub new_handler: extern "C" fn(
-        tool: RStr<'_>,
-        config: RStr<'_>,
-    ) -> RResult<ROption<ToolHandlerBox>, RString>,
+    pub new_handler: extern "C" fn(tool: RStr<'_>, config: RStr<'_>) -> RResult<ROption<ToolHandlerBox>, RString>,
 }
 
 impl RootModule for PluginModRef {

@@ -41,13 +41,11 @@ mod protocol;
 pub mod sdk;
 pub mod services;
 
-pub use abi::{
-    Host, HostRef, Host_TO, PluginMod, PluginModRef, ToolHandler, ToolHandlerBox, ToolHandler_TO,
-};
+pub use abi::{Host, HostRef, Host_TO, PluginMod, PluginModRef, ToolHandler, ToolHandlerBox, ToolHandler_TO};
 pub use protocol::{
-    capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec,
-    PartialBlock, PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo,
-    ToolCall, ToolDeclaration, ToolError, ToolSpec, WorkspaceRoot,
+    capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec, PartialBlock,
+    PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo, ToolCall, ToolDeclaration, ToolError,
+    ToolSpec, WorkspaceRoot,
 };
 pub use sdk::{result, HostClient, Tool, ToolInit};
 

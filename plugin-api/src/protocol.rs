@@ -275,10 +275,7 @@ pub struct ServiceError {
 impl ServiceError {
     /// A new error.
     pub fn new(kind: ServiceErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-        }
+        Self { kind, message: message.into() }
     }
 }
 

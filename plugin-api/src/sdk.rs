@@ -3,8 +3,8 @@
 
 use crate::abi::{HostRef, ToolHandler, ToolHandlerBox, ToolHandler_TO};
 use crate::protocol::{
-    ApprovalRequest, Block, Outcome, PartialBlock, Prepared, Risk, ServiceError, ServiceErrorKind,
-    ToolCall, ToolDeclaration, ToolError,
+    ApprovalRequest, Block, Outcome, PartialBlock, Prepared, Risk, ServiceError, ServiceErrorKind, ToolCall,
+    ToolDeclaration, ToolError,
 };
 use abi_stable::{
     sabi_trait::TD_Opaque,
@@ -53,9 +53,7 @@ pub mod result {
 
     /// A text result.
     pub fn text(text: impl Into<String>) -> Outcome {
-        Outcome::Success {
-            blocks: vec![Block::Text { text: text.into() }],
-        }
+        Outcome::Success { blocks: vec![Block::Text { text: text.into() }] }
     }
 
     /// A result of several blocks.
@@ -65,26 +63,17 @@ pub mod result {
 
     /// An image block.
     pub fn image(media_type: impl Into<String>, data: impl Into<String>) -> Block {
-        Block::Image {
-            media_type: media_type.into(),
-            data: data.into(),
-        }
+        Block::Image { media_type: media_type.into(), data: data.into() }
     }
 
     /// A tool error that counts as a mistake of the model.
     pub fn mistake(message: impl Into<String>) -> Outcome {
-        Outcome::Error(ToolError {
-            message: message.into(),
-            mistake: true,
-        })
+        Outcome::Error(ToolError { message: message.into(), mistake: true })
     }
 
     /// A tool error that is not the model's fault (I/O, the environment).
     pub fn error(message: impl Into<String>) -> Outcome {
-        Outcome::Error(ToolError {
-            message: message.into(),
-            mistake: false,
-        })
+        Outcome::Error(ToolError { message: message.into(), mistake: false })
     }
 
     /// The user refused.
@@ -94,25 +83,12 @@ pub mod result {
 
     /// `prepare`'s refusal, counted as a mistake.
     pub fn refuse(message: impl Into<String>) -> Prepared {
-        Prepared::Error(ToolError {
-            message: message.into(),
-            mistake: true,
-        })
+        Prepared::Error(ToolError { message: message.into(), mistake: true })
     }
 
     /// `prepare`'s approval request.
-    pub fn approval(
-        kind: &str,
-        message: impl Into<String>,
-        paths: Vec<String>,
-        risk: Risk,
-    ) -> Prepared {
-        Prepared::Approval(ApprovalRequest {
-            kind: kind.to_owned(),
-            message: message.into(),
-            paths,
-            risk,
-        })
+    pub fn approval(kind: &str, message: impl Into<String>, paths: Vec<String>, risk: Risk) -> Prepared {
+        Prepared::Approval(ApprovalRequest { kind: kind.to_owned(), message: message.into(), paths, risk })
     }
 
     /// Cline's text when a required parameter is missing (the executor adds the reminder and wrapping).
@@ -140,19 +116,12 @@ impl<'a> HostClient<'a> {
     ) -> Result<Resp, ServiceError> {
         let request = serde_json::to_string(request)
             .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string()))?;
-        match self
-            .host
-            .service(RStr::from_str(name), RStr::from_str(&request))
-        {
+        match self.host.service(RStr::from_str(name), RStr::from_str(&request)) {
             RResult::ROk(text) => serde_json::from_str(text.as_str()).map_err(|e| {
-                ServiceError::new(
-                    ServiceErrorKind::Failed,
-                    format!("unreadable answer from service {name}: {e}"),
-                )
+                ServiceError::new(ServiceErrorKind::Failed, format!("unreadable answer from service {name}: {e}"))
             }),
-            RResult::RErr(text) => Err(serde_json::from_str(text.as_str()).unwrap_or_else(|_| {
-                ServiceError::new(ServiceErrorKind::Failed, text.into_string())
-            })),
+            RResult::RErr(text) => Err(serde_json::from_str(text.as_str())
+                .unwrap_or_else(|_| ServiceError::new(ServiceErrorKind::Failed, text.into_string()))),
         }
     }
 
@@ -173,21 +142,12 @@ impl<'a> HostClient<'a> {
 
     /// `path.resolve`.
     pub fn resolve_path(&self, path: &str) -> Result<crate::services::ResolvedPath, ServiceError> {
-        self.call(
-            crate::services::PATH_RESOLVE,
-            &crate::services::ResolveRequest {
-                path: path.to_owned(),
-            },
-        )
+        self.call(crate::services::PATH_RESOLVE, &crate::services::ResolveRequest { path: path.to_owned() })
     }
 
     /// `path.check` for one path: `false` when `.clineignore` blocks it. A host without the service blocks nothing.
     pub fn path_allowed(&self, path: &str) -> Result<bool, ServiceError> {
-        Ok(self
-            .paths_allowed(vec![path.to_owned()])?
-            .first()
-            .copied()
-            .unwrap_or(true))
+        Ok(self.paths_allowed(vec![path.to_owned()])?.first().copied().unwrap_or(true))
     }
 
     /// `path.check` for many paths at once.
@@ -244,11 +204,7 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
                 payload
                     .downcast_ref::<&str>()
                     .map(|s| format!("panicked: {s}"))
-                    .or_else(|| {
-                        payload
-                            .downcast_ref::<String>()
-                            .map(|s| format!("panicked: {s}"))
-                    })
+                    .or_else(|| payload.downcast_ref::<String>().map(|s| format!("panicked: {s}")))
                     .unwrap_or_else(|| "panicked".to_owned())
             });
             // Dropping the payload could itself panic (a payload with a panicking Drop); contain that too.
@@ -259,9 +215,7 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<RString, String> {
-    serde_json::to_string(value)
-        .map(RString::from)
-        .map_err(|e| format!("could not serialise the answer: {e}"))
+    serde_json::to_string(value).map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
 }
 
 fn parse_call<A: DeserializeOwned>(call: &str) -> Result<ToolCall<A>, String> {
@@ -303,10 +257,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
 }
 
 fn invalid_input(error: &str) -> ToolError {
-    ToolError {
-        message: format!("Invalid tool input: {error}"),
-        mistake: true,
-    }
+    ToolError { message: format!("Invalid tool input: {error}"), mistake: true }
 }
 
 /// The factory step of [`crate::export_plugin!`] for one tool type: `Ok(None)` when `name` is not its name.
@@ -333,17 +284,10 @@ pub fn declarations_json(tools: Vec<ToolDeclaration>) -> Result<RString, String>
 pub fn lenient_int<'de, D: Deserializer<'de>>(de: D) -> Result<Option<i64>, D::Error> {
     let value = serde_json::Value::deserialize(de)?;
     Ok(match value {
-        serde_json::Value::Number(n) => n
-            .as_i64()
-            .or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)),
+        serde_json::Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)),
         serde_json::Value::String(s) => {
             let t = s.trim();
-            t.parse::<i64>().ok().or_else(|| {
-                t.parse::<f64>()
-                    .ok()
-                    .filter(|f| f.is_finite())
-                    .map(|f| f as i64)
-            })
+            t.parse::<i64>().ok().or_else(|| t.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f as i64))
         }
         _ => None,
     })

@@ -23,13 +23,7 @@ impl ClineIgnore {
     pub fn new(root: &Path) -> Self {
         let file = root.join(".clineignore");
         let mtime = modified(&file);
-        Self {
-            root: root.to_owned(),
-            state: Mutex::new(Loaded {
-                mtime,
-                rules: build(root, &file),
-            }),
-        }
+        Self { root: root.to_owned(), state: Mutex::new(Loaded { mtime, rules: build(root, &file) }) }
     }
 
     /// Whether the model may access `absolute`. Paths outside the root are allowed (as Cline does),
@@ -51,16 +45,11 @@ impl ClineIgnore {
             return false;
         };
         if state.mtime != mtime {
-            *state = Loaded {
-                mtime,
-                rules: build(&self.root, &file),
-            };
+            *state = Loaded { mtime, rules: build(&self.root, &file) };
         }
         match &state.rules {
             // Cline checks paths as files: `secret/` blocks `secret/a.txt` but not the bare `secret`.
-            Some(rules) => !rules
-                .matched_path_or_any_parents(relative, false)
-                .is_ignore(),
+            Some(rules) => !rules.matched_path_or_any_parents(relative, false).is_ignore(),
             None => true,
         }
     }
@@ -99,11 +88,7 @@ mod tests {
     fn rules_includes_and_reload() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        std::fs::write(
-            root.join(".clineignore"),
-            "secret/\n*.key\n!include extra.txt\n",
-        )
-        .unwrap();
+        std::fs::write(root.join(".clineignore"), "secret/\n*.key\n!include extra.txt\n").unwrap();
         std::fs::write(root.join("extra.txt"), "private.md\n").unwrap();
         let ci = ClineIgnore::new(root);
         assert!(!ci.allows(&root.join("secret/a.txt")));
@@ -117,12 +102,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(root.join(".clineignore"), "src/\n").unwrap();
         let later = SystemTime::now() + std::time::Duration::from_secs(5);
-        std::fs::File::options()
-            .write(true)
-            .open(root.join(".clineignore"))
-            .unwrap()
-            .set_modified(later)
-            .unwrap();
+        std::fs::File::options().write(true).open(root.join(".clineignore")).unwrap().set_modified(later).unwrap();
         assert!(!ci.allows(&root.join("src/main.rs")));
         assert!(ci.allows(&root.join("secret/a.txt")));
     }

@@ -111,11 +111,7 @@ pub struct CommandsConfig {
 
 impl Default for CommandsConfig {
     fn default() -> Self {
-        Self {
-            permissions: None,
-            default_timeout_ms: 30_000,
-            long_timeout_ms: 300_000,
-        }
+        Self { permissions: None, default_timeout_ms: 30_000, long_timeout_ms: 300_000 }
     }
 }
 
@@ -147,12 +143,7 @@ pub struct ApprovalConfig {
 
 impl Default for ApprovalConfig {
     fn default() -> Self {
-        Self {
-            auto_approve_safe: true,
-            auto_approve_all: false,
-            yolo: false,
-            tools: BTreeMap::new(),
-        }
+        Self { auto_approve_safe: true, auto_approve_all: false, yolo: false, tools: BTreeMap::new() }
     }
 }
 
@@ -215,11 +206,9 @@ impl PluginsConfig {
                 Value::Boolean(b) => serde_json::Value::Bool(*b),
                 Value::Datetime(d) => serde_json::Value::String(d.to_string()),
                 Value::Array(items) => items.iter().map(to_json).collect(),
-                Value::Table(table) => table
-                    .iter()
-                    .map(|(k, v)| (k.clone(), to_json(v)))
-                    .collect::<serde_json::Map<_, _>>()
-                    .into(),
+                Value::Table(table) => {
+                    table.iter().map(|(k, v)| (k.clone(), to_json(v))).collect::<serde_json::Map<_, _>>().into()
+                }
             }
         }
         self.config.get(plugin).map(to_json)
@@ -310,16 +299,11 @@ impl Config {
     /// Checks what the types cannot: the values of string-typed choices.
     fn validate(&self) -> Result<(), String> {
         if !matches!(self.web.backend.as_str(), "cline" | "direct") {
-            return Err(format!(
-                "[web] backend is {:?}; use \"cline\" or \"direct\"",
-                self.web.backend
-            ));
+            return Err(format!("[web] backend is {:?}; use \"cline\" or \"direct\"", self.web.backend));
         }
         let url = &self.web.api_base_url;
         if !(url.starts_with("https://") || url.starts_with("http://")) {
-            return Err(format!(
-                "[web] api_base_url is {url:?}; use an http:// or https:// URL"
-            ));
+            return Err(format!("[web] api_base_url is {url:?}; use an http:// or https:// URL"));
         }
         Ok(())
     }
@@ -403,20 +387,9 @@ impl ConfigLoader {
     /// `$HOME` is unset), no `--config` file, no workspace, and the process
     /// environment.
     pub fn new() -> Self {
-        let home = std::env::var_os("HOME")
-            .filter(|home| !home.is_empty())
-            .map(PathBuf::from);
-        let user_file = home
-            .as_ref()
-            .map(|home| home.join(".toolshed").join("config.toml"));
-        Self {
-            user_file,
-            config_file: None,
-            workspace: None,
-            env: Vec::new(),
-            home,
-        }
-        .env(std::env::vars())
+        let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+        let user_file = home.as_ref().map(|home| home.join(".toolshed").join("config.toml"));
+        Self { user_file, config_file: None, workspace: None, env: Vec::new(), home }.env(std::env::vars())
     }
 
     /// The user's file; `None` reads no user file. A missing file is not an
@@ -445,9 +418,7 @@ impl ConfigLoader {
     pub fn env(mut self, vars: impl IntoIterator<Item = (String, String)>) -> Self {
         self.env = vars
             .into_iter()
-            .filter(|(var, _)| {
-                var.starts_with("TOOLSHED_") && !NOT_CONFIG_VARS.contains(&var.as_str())
-            })
+            .filter(|(var, _)| var.starts_with("TOOLSHED_") && !NOT_CONFIG_VARS.contains(&var.as_str()))
             .collect();
         // Sorted, so that which bad variable is reported first does not
         // depend on the order the environment happens to list them in.
@@ -460,18 +431,14 @@ impl ConfigLoader {
         let home = self.home.as_deref();
 
         let user = match &self.user_file {
-            Some(path) => read_optional(path)?
-                .map(|text| file_layer(&text, path, home))
-                .transpose()?,
+            Some(path) => read_optional(path)?.map(|text| file_layer(&text, path, home)).transpose()?,
             None => None,
         };
 
         let config = match &self.config_file {
             Some(path) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-                    path: path.clone(),
-                    source,
-                })?;
+                let text =
+                    std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
                 Some(file_layer(&text, path, home)?)
             }
             None => None,
@@ -493,11 +460,7 @@ impl ConfigLoader {
         let mut workspace_layer = None;
         if let Some(cwd) = &self.workspace {
             let cwd = canonical(cwd);
-            workspace_trusted = user_side
-                .plugins
-                .trusted_workspaces
-                .iter()
-                .any(|trusted| canonical(trusted) == cwd);
+            workspace_trusted = user_side.plugins.trusted_workspaces.iter().any(|trusted| canonical(trusted) == cwd);
             let path = cwd.join(".toolshed").join("config.toml");
             // When the workspace is the home directory, its file is the
             // user's file, already read with full authority.
@@ -508,31 +471,17 @@ impl ConfigLoader {
             if !already_read {
                 if let Some(text) = read_optional(&path)? {
                     let mut layer = file_layer(&text, &path, home)?;
-                    restrict_workspace(
-                        &mut layer,
-                        &user_side,
-                        workspace_trusted,
-                        &path,
-                        &cwd,
-                        &mut warnings,
-                    );
+                    restrict_workspace(&mut layer, &user_side, workspace_trusted, &path, &cwd, &mut warnings);
                     workspace_layer = Some(layer);
                 }
             }
         }
 
         let mut merged = Table::new();
-        for layer in [user, config, workspace_layer, Some(env)]
-            .into_iter()
-            .flatten()
-        {
+        for layer in [user, config, workspace_layer, Some(env)].into_iter().flatten() {
             merge(&mut merged, layer);
         }
-        Ok(LoadedConfig {
-            config: deserialize_merged(merged)?,
-            workspace_trusted,
-            warnings,
-        })
+        Ok(LoadedConfig { config: deserialize_merged(merged)?, workspace_trusted, warnings })
     }
 }
 
@@ -541,10 +490,7 @@ fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
     match std::fs::read_to_string(path) {
         Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(source) => Err(ConfigError::Read {
-            path: path.to_owned(),
-            source,
-        }),
+        Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
     }
 }
 
@@ -561,16 +507,10 @@ fn parse_layer(text: &str, path: &Path) -> Result<(Config, Table), ConfigError> 
             }
             None => one_line(&err.to_string()),
         };
-        ConfigError::Parse {
-            path: path.to_owned(),
-            message,
-        }
+        ConfigError::Parse { path: path.to_owned(), message }
     };
     let config: Config = toml::from_str(text).map_err(parse_error)?;
-    config.validate().map_err(|message| ConfigError::Invalid {
-        origin: path.display().to_string(),
-        message,
-    })?;
+    config.validate().map_err(|message| ConfigError::Invalid { origin: path.display().to_string(), message })?;
     let table: Table = toml::from_str(text).map_err(parse_error)?;
     Ok((config, table))
 }
@@ -594,15 +534,9 @@ fn env_layer(vars: &[(String, String)], home: Option<&Path>) -> Result<Table, Co
         let Some(section) = SECTIONS.iter().find(|s| s.to_ascii_uppercase() == section) else {
             continue;
         };
-        let env_error = |message: String| ConfigError::Env {
-            var: var.clone(),
-            message,
-        };
+        let env_error = |message: String| ConfigError::Env { var: var.clone(), message };
         if key.is_empty() {
-            return Err(env_error(format!(
-                "names no key; use TOOLSHED_{}_<KEY>",
-                section.to_ascii_uppercase()
-            )));
+            return Err(env_error(format!("names no key; use TOOLSHED_{}_<KEY>", section.to_ascii_uppercase())));
         }
         let key = key.to_ascii_lowercase();
         let single = |value: Value| {
@@ -612,10 +546,7 @@ fn env_layer(vars: &[(String, String)], home: Option<&Path>) -> Result<Table, Co
             table.insert((*section).to_owned(), Value::Table(section_table));
             table
         };
-        let parsed = format!("v = {raw}")
-            .parse::<Table>()
-            .ok()
-            .and_then(|mut table| table.remove("v"));
+        let parsed = format!("v = {raw}").parse::<Table>().ok().and_then(|mut table| table.remove("v"));
         let string = Value::String(raw.clone());
         let mut table = match parsed {
             // A value that parses as TOML but has the wrong type may still
@@ -648,25 +579,15 @@ fn check(table: Table) -> Result<(), String> {
 /// Deserializes merged layers. Every layer was checked on its own, so this
 /// fails only if merging itself produced something invalid.
 fn deserialize_merged(table: Table) -> Result<Config, ConfigError> {
-    let invalid = |message: String| ConfigError::Invalid {
-        origin: "the merged configuration".to_owned(),
-        message,
-    };
-    let config: Config = table
-        .try_into()
-        .map_err(|err| invalid(one_line(&err.to_string())))?;
+    let invalid = |message: String| ConfigError::Invalid { origin: "the merged configuration".to_owned(), message };
+    let config: Config = table.try_into().map_err(|err| invalid(one_line(&err.to_string())))?;
     config.validate().map_err(invalid)?;
     Ok(config)
 }
 
 /// Joins a multi-line message into one line.
 fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ")
+    message.lines().map(str::trim).filter(|line| !line.is_empty()).collect::<Vec<_>>().join("; ")
 }
 
 /// Merges `later` into `base`: tables merge key by key, anything else in
@@ -736,11 +657,7 @@ fn restrict_workspace(
     warnings: &mut Vec<String>,
 ) {
     let untrusted_warning = |key: &str| {
-        format!(
-            "ignored `{key}` in {}: workspace {} is not trusted; {TRUST_HINT}",
-            file.display(),
-            cwd.display()
-        )
+        format!("ignored `{key}` in {}: workspace {} is not trusted; {TRUST_HINT}", file.display(), cwd.display())
     };
     for (section, value) in layer.iter_mut() {
         let Value::Table(section_table) = value else {
@@ -784,9 +701,9 @@ fn restrict_workspace(
                 ("timeouts", _) | ("commands", "default_timeout_ms" | "long_timeout_ms") => true,
                 ("approval", "auto_approve_safe" | "auto_approve_all" | "yolo")
                 | ("web", "enabled" | "feature_flag") => value.as_bool() == Some(false),
-                ("plugins", "max_abandoned") => value
-                    .as_integer()
-                    .is_some_and(|max| max <= i64::from(user_side.plugins.max_abandoned)),
+                ("plugins", "max_abandoned") => {
+                    value.as_integer().is_some_and(|max| max <= i64::from(user_side.plugins.max_abandoned))
+                }
                 _ => false,
             };
             if !tightens {
@@ -820,11 +737,7 @@ mod tests {
             let workspace = root.join("ws");
             fs::create_dir_all(home.join(".toolshed")).unwrap();
             fs::create_dir_all(workspace.join(".toolshed")).unwrap();
-            Self {
-                _dir: dir,
-                home,
-                workspace,
-            }
+            Self { _dir: dir, home, workspace }
         }
 
         fn user_path(&self) -> PathBuf {
@@ -864,9 +777,7 @@ mod tests {
     }
 
     fn env(vars: &[(&str, &str)]) -> Vec<(String, String)> {
-        vars.iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect()
+        vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
     }
 
     #[test]
@@ -888,10 +799,7 @@ mod tests {
         assert_eq!(config.timeouts.abandon_grace(), Duration::from_millis(100));
         assert_eq!(config.timeouts.watch_debounce(), Duration::from_millis(300));
         assert_eq!(Config::from_toml_str("").unwrap(), config);
-        assert_eq!(
-            Config::from_toml_str("[web]\n[timeouts]\n").unwrap(),
-            config
-        );
+        assert_eq!(Config::from_toml_str("[web]\n[timeouts]\n").unwrap(), config);
 
         let scratch = Scratch::new();
         let loaded = scratch.loader().load().unwrap();
@@ -909,15 +817,9 @@ mod tests {
     #[test]
     fn layers_take_precedence_in_order() {
         let scratch = Scratch::new();
-        scratch.trust_workspace(
-            "[timeouts]\ncall_ms = 1\nprepare_ms = 1\nshutdown_ms = 1\nlist_files_ms = 1\n",
-        );
+        scratch.trust_workspace("[timeouts]\ncall_ms = 1\nprepare_ms = 1\nshutdown_ms = 1\nlist_files_ms = 1\n");
         let config_path = scratch.home.join("cli.toml");
-        fs::write(
-            &config_path,
-            "[timeouts]\ncall_ms = 2\nprepare_ms = 2\nshutdown_ms = 2\n",
-        )
-        .unwrap();
+        fs::write(&config_path, "[timeouts]\ncall_ms = 2\nprepare_ms = 2\nshutdown_ms = 2\n").unwrap();
         scratch.write_workspace("[timeouts]\ncall_ms = 3\nprepare_ms = 3\n");
         let loaded = scratch
             .loader()
@@ -927,36 +829,19 @@ mod tests {
             .unwrap();
         assert!(loaded.workspace_trusted);
         let t = &loaded.config.timeouts;
-        assert_eq!(
-            (t.call_ms, t.prepare_ms, t.shutdown_ms, t.list_files_ms),
-            (4, 3, 2, 1)
-        );
+        assert_eq!((t.call_ms, t.prepare_ms, t.shutdown_ms, t.list_files_ms), (4, 3, 2, 1));
         assert_eq!(t.ask_ms, 0, "untouched keys keep their defaults");
     }
 
     #[test]
     fn tables_merge_and_arrays_replace() {
         let scratch = Scratch::new();
-        scratch.write_user(
-            "[approval.tools]\nread_file = \"deny\"\n[plugins]\noverrides = [\"a\", \"b\"]\n",
-        );
+        scratch.write_user("[approval.tools]\nread_file = \"deny\"\n[plugins]\noverrides = [\"a\", \"b\"]\n");
         let config_path = scratch.home.join("cli.toml");
-        fs::write(
-            &config_path,
-            "[approval.tools]\nwrite_to_file = \"ask\"\n[plugins]\noverrides = [\"c\"]\n",
-        )
-        .unwrap();
-        let config = scratch
-            .loader()
-            .config_file(Some(config_path))
-            .load()
-            .unwrap()
-            .config;
-        let expected: BTreeMap<String, Rule> = [
-            ("read_file".to_owned(), Rule::Deny),
-            ("write_to_file".to_owned(), Rule::Ask),
-        ]
-        .into();
+        fs::write(&config_path, "[approval.tools]\nwrite_to_file = \"ask\"\n[plugins]\noverrides = [\"c\"]\n").unwrap();
+        let config = scratch.loader().config_file(Some(config_path)).load().unwrap().config;
+        let expected: BTreeMap<String, Rule> =
+            [("read_file".to_owned(), Rule::Deny), ("write_to_file".to_owned(), Rule::Ask)].into();
         assert_eq!(config.approval.tools, expected);
         assert_eq!(config.plugins.overrides, vec!["c".to_owned()]);
     }
@@ -968,15 +853,8 @@ mod tests {
         assert!(scratch.loader().load().is_ok());
         // ...a missing --config file is not.
         let missing = scratch.home.join("nope.toml");
-        let err = scratch
-            .loader()
-            .config_file(Some(missing.clone()))
-            .load()
-            .unwrap_err();
-        assert!(
-            matches!(&err, ConfigError::Read { path, .. } if *path == missing),
-            "{err:?}"
-        );
+        let err = scratch.loader().config_file(Some(missing.clone())).load().unwrap_err();
+        assert!(matches!(&err, ConfigError::Read { path, .. } if *path == missing), "{err:?}");
         assert!(err.to_string().contains("nope.toml"), "{err}");
     }
 
@@ -985,39 +863,21 @@ mod tests {
         let scratch = Scratch::new();
         let config_path = scratch.home.join("cli.toml");
         let cases = [
-            (
-                scratch.user_path(),
-                "[web]\nprovder = \"cline\"\n",
-                "provder",
-            ),
+            (scratch.user_path(), "[web]\nprovder = \"cline\"\n", "provder"),
             (config_path.clone(), "[timeouts]\ncall = 5\n", "call"),
-            (
-                scratch.workspace_path(),
-                "[approval]\nyollo = false\n",
-                "yollo",
-            ),
+            (scratch.workspace_path(), "[approval]\nyollo = false\n", "yollo"),
             (scratch.user_path(), "[webb]\nenabled = true\n", "webb"),
         ];
         for (path, text, key) in cases {
             fs::write(&path, text).unwrap();
-            let err = scratch
-                .loader()
-                .config_file(Some(config_path.clone()))
-                .load()
-                .unwrap_err();
+            let err = scratch.loader().config_file(Some(config_path.clone())).load().unwrap_err();
             let ConfigError::Parse { path: at, message } = &err else {
                 panic!("{key}: expected a parse error, got {err:?}");
             };
             assert_eq!(at, &path, "{key}");
-            assert!(
-                message.starts_with("line ") && message.contains(&format!("`{key}`")),
-                "{message}"
-            );
+            assert!(message.starts_with("line ") && message.contains(&format!("`{key}`")), "{message}");
             let shown = err.to_string();
-            assert!(
-                shown.contains(&path.display().to_string()) && !shown.contains('\n'),
-                "{shown}"
-            );
+            assert!(shown.contains(&path.display().to_string()) && !shown.contains('\n'), "{shown}");
             // Leave the layer valid for the next case.
             fs::write(&path, "").unwrap();
         }
@@ -1026,11 +886,7 @@ mod tests {
     #[test]
     fn unknown_env_key_names_the_variable() {
         let scratch = Scratch::new();
-        let err = scratch
-            .loader()
-            .env(env(&[("TOOLSHED_TIMEOUTS_CALL", "5")]))
-            .load()
-            .unwrap_err();
+        let err = scratch.loader().env(env(&[("TOOLSHED_TIMEOUTS_CALL", "5")])).load().unwrap_err();
         let ConfigError::Env { var, message } = &err else {
             panic!("expected an env error, got {err:?}");
         };
@@ -1038,15 +894,8 @@ mod tests {
         assert!(message.contains("`call`"), "{message}");
         assert!(err.to_string().contains("TOOLSHED_TIMEOUTS_CALL"), "{err}");
 
-        let err = scratch
-            .loader()
-            .env(env(&[("TOOLSHED_MCP", "x")]))
-            .load()
-            .unwrap_err();
-        assert!(
-            matches!(&err, ConfigError::Env { var, .. } if var == "TOOLSHED_MCP"),
-            "{err:?}"
-        );
+        let err = scratch.loader().env(env(&[("TOOLSHED_MCP", "x")])).load().unwrap_err();
+        assert!(matches!(&err, ConfigError::Env { var, .. } if var == "TOOLSHED_MCP"), "{err:?}");
     }
 
     #[test]
@@ -1077,10 +926,7 @@ mod tests {
                 ("TOOLSHED_WEB_API_BASE_URL", "http://127.0.0.1:9/api"),
                 ("TOOLSHED_WEB_PROVIDER", "123"),
                 ("TOOLSHED_COMMANDS_PERMISSIONS", r#"{"allow":["npm *"]}"#),
-                (
-                    "TOOLSHED_PLUGINS_OVERRIDES",
-                    r#"["read_file", "search_files"]"#,
-                ),
+                ("TOOLSHED_PLUGINS_OVERRIDES", r#"["read_file", "search_files"]"#),
                 ("TOOLSHED_APPROVAL_TOOLS", r#"{ read_file = "deny" }"#),
             ]))
             .load()
@@ -1090,14 +936,8 @@ mod tests {
         assert_eq!(config.timeouts.call_ms, 200);
         assert_eq!(config.web.api_base_url, "http://127.0.0.1:9/api");
         assert_eq!(config.web.provider.as_deref(), Some("123"));
-        assert_eq!(
-            config.commands.permissions.as_deref(),
-            Some(r#"{"allow":["npm *"]}"#)
-        );
-        assert_eq!(
-            config.plugins.overrides,
-            vec!["read_file".to_owned(), "search_files".to_owned()]
-        );
+        assert_eq!(config.commands.permissions.as_deref(), Some(r#"{"allow":["npm *"]}"#));
+        assert_eq!(config.plugins.overrides, vec!["read_file".to_owned(), "search_files".to_owned()]);
         assert_eq!(config.approval.tools.get("read_file"), Some(&Rule::Deny));
 
         for (var, value) in [
@@ -1105,32 +945,16 @@ mod tests {
             ("TOOLSHED_TIMEOUTS_CALL_MS", "soon"),
             ("TOOLSHED_TIMEOUTS_CALL_MS", "-1"),
         ] {
-            let err = scratch
-                .loader()
-                .env(env(&[(var, value)]))
-                .load()
-                .unwrap_err();
-            assert!(
-                matches!(&err, ConfigError::Env { var: v, .. } if v == var),
-                "{var}={value}: {err:?}"
-            );
+            let err = scratch.loader().env(env(&[(var, value)])).load().unwrap_err();
+            assert!(matches!(&err, ConfigError::Env { var: v, .. } if v == var), "{var}={value}: {err:?}");
         }
     }
 
     #[test]
     fn backend_is_validated() {
         let err = Config::from_toml_str("[web]\nbackend = \"proxy\"\n").unwrap_err();
-        assert!(
-            matches!(&err, ConfigError::Invalid { message, .. } if message.contains("\"direct\"")),
-            "{err:?}"
-        );
-        assert_eq!(
-            Config::from_toml_str("[web]\nbackend = \"direct\"\n")
-                .unwrap()
-                .web
-                .backend,
-            "direct"
-        );
+        assert!(matches!(&err, ConfigError::Invalid { message, .. } if message.contains("\"direct\"")), "{err:?}");
+        assert_eq!(Config::from_toml_str("[web]\nbackend = \"direct\"\n").unwrap().web.backend, "direct");
 
         let scratch = Scratch::new();
         scratch.write_user("[web]\nbackend = \"proxy\"\n");
@@ -1140,15 +964,8 @@ mod tests {
             "{err:?}"
         );
         let _ = fs::remove_file(scratch.user_path());
-        let err = scratch
-            .loader()
-            .env(env(&[("TOOLSHED_WEB_BACKEND", "proxy")]))
-            .load()
-            .unwrap_err();
-        assert!(
-            matches!(&err, ConfigError::Env { var, .. } if var == "TOOLSHED_WEB_BACKEND"),
-            "{err:?}"
-        );
+        let err = scratch.loader().env(env(&[("TOOLSHED_WEB_BACKEND", "proxy")])).load().unwrap_err();
+        assert!(matches!(&err, ConfigError::Env { var, .. } if var == "TOOLSHED_WEB_BACKEND"), "{err:?}");
     }
 
     #[test]
@@ -1175,10 +992,7 @@ mod tests {
         ]
         .into();
         assert_eq!(config.approval.tools, expected);
-        assert_eq!(
-            (config.timeouts.call_ms, config.timeouts.ask_ms),
-            (5000, 10)
-        );
+        assert_eq!((config.timeouts.call_ms, config.timeouts.ask_ms), (5000, 10));
         assert_eq!(config.commands.default_timeout_ms, 7);
         assert_eq!(config.plugins.max_abandoned, 2);
     }
@@ -1189,46 +1003,22 @@ mod tests {
         scratch.write_user("[approval.tools]\nexecute_command = \"deny\"\n");
         let user_side = scratch.loader().load().unwrap().config;
         let cases = [
-            (
-                "approval.tools.read_file",
-                "[approval.tools]\nread_file = \"allow\"\n",
-            ),
-            (
-                "approval.tools.execute_command",
-                "[approval.tools]\nexecute_command = \"ask\"\n",
-            ),
-            (
-                "approval.auto_approve_all",
-                "[approval]\nauto_approve_all = true\n",
-            ),
-            (
-                "approval.auto_approve_safe",
-                "[approval]\nauto_approve_safe = true\n",
-            ),
+            ("approval.tools.read_file", "[approval.tools]\nread_file = \"allow\"\n"),
+            ("approval.tools.execute_command", "[approval.tools]\nexecute_command = \"ask\"\n"),
+            ("approval.auto_approve_all", "[approval]\nauto_approve_all = true\n"),
+            ("approval.auto_approve_safe", "[approval]\nauto_approve_safe = true\n"),
             ("approval.yolo", "[approval]\nyolo = true\n"),
             ("mcp.settings", "[mcp]\nsettings = \"/tmp/mcp.json\"\n"),
-            (
-                "web.api_base_url",
-                "[web]\napi_base_url = \"https://evil.example\"\n",
-            ),
+            ("web.api_base_url", "[web]\napi_base_url = \"https://evil.example\"\n"),
             ("web.enabled", "[web]\nenabled = true\n"),
             ("web.feature_flag", "[web]\nfeature_flag = true\n"),
             ("web.provider", "[web]\nprovider = \"cline\"\n"),
             ("web.backend", "[web]\nbackend = \"direct\"\n"),
             ("plugins.dirs", "[plugins]\ndirs = [\"plugins\"]\n"),
-            (
-                "plugins.overrides",
-                "[plugins]\noverrides = [\"read_file\"]\n",
-            ),
-            (
-                "plugins.trusted_workspaces",
-                "[plugins]\ntrusted_workspaces = [\"/\"]\n",
-            ),
+            ("plugins.overrides", "[plugins]\noverrides = [\"read_file\"]\n"),
+            ("plugins.trusted_workspaces", "[plugins]\ntrusted_workspaces = [\"/\"]\n"),
             ("plugins.max_abandoned", "[plugins]\nmax_abandoned = 100\n"),
-            (
-                "plugins.config",
-                "[plugins.config.my_tool]\ntoken = \"x\"\n",
-            ),
+            ("plugins.config", "[plugins.config.my_tool]\ntoken = \"x\"\n"),
             ("commands.permissions", "[commands]\npermissions = \"{}\"\n"),
         ];
         for (key, text) in cases {
@@ -1257,15 +1047,9 @@ mod tests {
         assert!(loaded.workspace_trusted);
         assert_eq!(loaded.warnings, Vec::<String>::new());
         let config = loaded.config;
-        assert_eq!(
-            config.approval.tools.get("execute_command"),
-            Some(&Rule::Allow)
-        );
+        assert_eq!(config.approval.tools.get("execute_command"), Some(&Rule::Allow));
         assert_eq!(config.web.api_base_url, "http://localhost:8080");
-        assert_eq!(
-            config.plugins.dirs,
-            vec![scratch.workspace.join(".toolshed/plugins")]
-        );
+        assert_eq!(config.plugins.dirs, vec![scratch.workspace.join(".toolshed/plugins")]);
     }
 
     #[test]
@@ -1279,41 +1063,23 @@ mod tests {
         let loaded = scratch.loader().load().unwrap();
         assert!(!loaded.workspace_trusted);
         assert!(!loaded.config.approval.yolo);
-        assert_eq!(
-            loaded.config.plugins.trusted_workspaces,
-            Vec::<PathBuf>::new()
-        );
+        assert_eq!(loaded.config.plugins.trusted_workspaces, Vec::<PathBuf>::new());
         assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
-        assert!(
-            loaded.warnings[1].contains("`plugins.trusted_workspaces`"),
-            "{:?}",
-            loaded.warnings
-        );
+        assert!(loaded.warnings[1].contains("`plugins.trusted_workspaces`"), "{:?}", loaded.warnings);
 
         // A trusted workspace still cannot extend the list.
         scratch.trust_workspace("");
         scratch.write_workspace("[plugins]\ntrusted_workspaces = [\"/elsewhere\"]\n");
         let loaded = scratch.loader().load().unwrap();
         assert!(loaded.workspace_trusted);
-        assert_eq!(
-            loaded.config.plugins.trusted_workspaces,
-            vec![scratch.workspace.clone()]
-        );
+        assert_eq!(loaded.config.plugins.trusted_workspaces, vec![scratch.workspace.clone()]);
         assert_eq!(loaded.warnings.len(), 1);
-        assert!(
-            loaded.warnings[0].contains("cannot grant trust"),
-            "{:?}",
-            loaded.warnings
-        );
+        assert!(loaded.warnings[0].contains("cannot grant trust"), "{:?}", loaded.warnings);
 
         // Trust may also come from --config or the environment.
         let _ = fs::remove_file(scratch.user_path());
         let var = format!("[{:?}]", scratch.workspace.display().to_string());
-        let loaded = scratch
-            .loader()
-            .env(env(&[("TOOLSHED_PLUGINS_TRUSTED_WORKSPACES", &var)]))
-            .load()
-            .unwrap();
+        let loaded = scratch.loader().env(env(&[("TOOLSHED_PLUGINS_TRUSTED_WORKSPACES", &var)])).load().unwrap();
         assert!(loaded.workspace_trusted);
     }
 
@@ -1322,17 +1088,10 @@ mod tests {
         let scratch = Scratch::new();
         scratch.write_user("[mcp]\nsettings = \"mcp.json\"\n[plugins]\ndirs = [\"plugins\", \"~/more\", \"/abs\"]\n");
         let config = scratch.loader().load().unwrap().config;
-        assert_eq!(
-            config.mcp.settings,
-            Some(scratch.home.join(".toolshed/mcp.json"))
-        );
+        assert_eq!(config.mcp.settings, Some(scratch.home.join(".toolshed/mcp.json")));
         assert_eq!(
             config.plugins.dirs,
-            vec![
-                scratch.home.join(".toolshed/plugins"),
-                scratch.home.join("more"),
-                PathBuf::from("/abs")
-            ]
+            vec![scratch.home.join(".toolshed/plugins"), scratch.home.join("more"), PathBuf::from("/abs")]
         );
     }
 
@@ -1340,11 +1099,7 @@ mod tests {
     fn home_as_workspace_reads_the_user_file_once() {
         let scratch = Scratch::new();
         scratch.write_user("[approval]\nyolo = true\n");
-        let loaded = scratch
-            .loader()
-            .workspace(Some(scratch.home.clone()))
-            .load()
-            .unwrap();
+        let loaded = scratch.loader().workspace(Some(scratch.home.clone())).load().unwrap();
         assert!(loaded.config.approval.yolo);
         assert_eq!(loaded.warnings, Vec::<String>::new());
     }
@@ -1368,18 +1123,14 @@ mod tests {
         .unwrap();
         let text = toml::to_string(&config).unwrap();
         assert_eq!(Config::from_toml_str(&text).unwrap(), config);
-        assert_eq!(
-            Config::from_toml_str(&toml::to_string(&Config::default()).unwrap()).unwrap(),
-            Config::default()
-        );
+        assert_eq!(Config::from_toml_str(&toml::to_string(&Config::default()).unwrap()).unwrap(), Config::default());
     }
 
     #[test]
     fn plugin_config_becomes_json() {
-        let config = Config::from_toml_str(
-            "[plugins.config.my_tool]\nlimit = 3\nnames = [\"a\"]\nnested = { on = true }\n",
-        )
-        .unwrap();
+        let config =
+            Config::from_toml_str("[plugins.config.my_tool]\nlimit = 3\nnames = [\"a\"]\nnested = { on = true }\n")
+                .unwrap();
         assert_eq!(
             config.plugins.config_json("my_tool"),
             Some(serde_json::json!({ "limit": 3, "names": ["a"], "nested": { "on": true } }))

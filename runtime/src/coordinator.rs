@@ -106,24 +106,14 @@ pub(crate) struct Coordinator {
 
 impl Coordinator {
     pub fn new(settings: CoordinatorSettings, routing: RoutingCell) -> Self {
-        Self {
-            settings,
-            entries: BTreeMap::new(),
-            names: HashMap::new(),
-            routing,
-        }
+        Self { settings, entries: BTreeMap::new(), names: HashMap::new(), routing }
     }
 
     fn publish(&self) {
         let routes = self
             .entries
             .values()
-            .flat_map(|entry| {
-                entry
-                    .routes
-                    .iter()
-                    .map(|route| (route.meta.name.clone(), route.clone()))
-            })
+            .flat_map(|entry| entry.routes.iter().map(|route| (route.meta.name.clone(), route.clone())))
             .collect();
         let snapshot = Arc::new(Routing { routes });
         match self.routing.write() {
@@ -134,35 +124,23 @@ impl Coordinator {
 
     fn register_tool(&mut self, plugin: &LoadedPlugin, decl: &ToolDeclaration) -> RegisterEvent {
         let file = &plugin.identity.file;
-        let refuse = |reason: String| RegisterEvent::Refused {
-            name: decl.name.clone(),
-            reason,
-        };
-        let names: Vec<String> = std::iter::once(decl.name.clone())
-            .chain(decl.aliases.iter().map(|a| a.name.clone()))
-            .collect();
+        let refuse = |reason: String| RegisterEvent::Refused { name: decl.name.clone(), reason };
+        let names: Vec<String> =
+            std::iter::once(decl.name.clone()).chain(decl.aliases.iter().map(|a| a.name.clone())).collect();
         for name in &names {
             if let Err(e) = check_plugin_tool_name(name) {
                 return refuse(format!("{}: {e}", file.display()));
             }
         }
-        if let Some((_, dup)) = names
-            .iter()
-            .enumerate()
-            .find(|(i, n)| names[..*i].contains(n))
-        {
-            return refuse(format!(
-                "{}: declares the name '{dup}' twice",
-                file.display()
-            ));
+        if let Some((_, dup)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
+            return refuse(format!("{}: declares the name '{dup}' twice", file.display()));
         }
         // A taken name is refused unless the user's config lets a later plugin override that built-in name.
         let mut replaced = BTreeSet::new();
         for name in &names {
             if let Some(owner_id) = self.names.get(name) {
                 let owner = &self.entries[owner_id].plugin;
-                let overridable =
-                    ToolId::from_name(name).is_builtin() && self.settings.overrides.contains(name);
+                let overridable = ToolId::from_name(name).is_builtin() && self.settings.overrides.contains(name);
                 if !overridable {
                     return refuse(format!(
                         "tool name '{name}' is already registered by {}; {} cannot register it too (to replace a built-in tool, list '{name}' in [plugins] overrides of your user config)",
@@ -173,19 +151,10 @@ impl Coordinator {
                 replaced.insert(owner_id.clone());
             }
         }
-        let config = self
-            .settings
-            .plugin_config
-            .get(&plugin.identity.name)
-            .map_or("{}", String::as_str);
+        let config = self.settings.plugin_config.get(&plugin.identity.name).map_or("{}", String::as_str);
         let handler = match plugin.new_handler(&decl.name, config) {
             Ok(Some(handler)) => handler,
-            Ok(None) => {
-                return RegisterEvent::Declined {
-                    name: decl.name.clone(),
-                    file: file.clone(),
-                }
-            }
+            Ok(None) => return RegisterEvent::Declined { name: decl.name.clone(), file: file.clone() },
             Err(message) => {
                 return refuse(format!(
                     "{}: constructing the handler of '{}' failed: {message}",
@@ -203,24 +172,13 @@ impl Coordinator {
             }
         }
         let inline = decl.capabilities.iter().any(|c| c == capability::INLINE);
-        let actor = ToolActor::new(
-            &decl.name,
-            handler,
-            self.settings.workers_per_tool,
-            inline,
-            self.settings.max_abandoned,
-        );
+        let actor =
+            ToolActor::new(&decl.name, handler, self.settings.workers_per_tool, inline, self.settings.max_abandoned);
         let health = actor.health();
         let addr = actor.start();
         let id = ToolId::from_name(&decl.name);
         let per_name = std::iter::once((&decl.name, &decl.display, &decl.specs)).chain(
-            decl.aliases.iter().map(|a| {
-                (
-                    &a.name,
-                    a.display.as_ref().map_or(&decl.display, |_| &a.display),
-                    &a.specs,
-                )
-            }),
+            decl.aliases.iter().map(|a| (&a.name, a.display.as_ref().map_or(&decl.display, |_| &a.display), &a.specs)),
         );
         let routes = per_name
             .map(|(name, display, specs)| Route {
@@ -242,17 +200,8 @@ impl Coordinator {
         for name in &names {
             self.names.insert(name.clone(), id.clone());
         }
-        self.entries.insert(
-            id,
-            Registered {
-                plugin: Arc::clone(&plugin.identity),
-                routes,
-            },
-        );
-        RegisterEvent::Registered {
-            names,
-            file: file.clone(),
-        }
+        self.entries.insert(id, Registered { plugin: Arc::clone(&plugin.identity), routes });
+        RegisterEvent::Registered { names, file: file.clone() }
     }
 }
 
@@ -261,13 +210,7 @@ fn required_params(specs: &BTreeMap<String, ToolSpec>) -> Vec<String> {
     specs
         .get("generic")
         .or_else(|| specs.values().next())
-        .map(|spec| {
-            spec.parameters
-                .iter()
-                .filter(|p| p.required)
-                .map(|p| p.name.clone())
-                .collect()
-        })
+        .map(|spec| spec.parameters.iter().filter(|p| p.required).map(|p| p.name.clone()).collect())
         .unwrap_or_default()
 }
 
@@ -284,12 +227,7 @@ impl Handler<Register> for Coordinator {
     type Result = MessageResult<Register>;
 
     fn handle(&mut self, Register(plugin): Register, _ctx: &mut Self::Context) -> Self::Result {
-        let events = plugin
-            .declaration
-            .tools
-            .iter()
-            .map(|decl| self.register_tool(&plugin, decl))
-            .collect();
+        let events = plugin.declaration.tools.iter().map(|decl| self.register_tool(&plugin, decl)).collect();
         self.publish();
         MessageResult(events)
     }

@@ -39,24 +39,12 @@ pub enum ToolInput {
 impl ToolUse {
     /// A tool use with parsed input.
     pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
-        Self {
-            id: id.into(),
-            name: name.into(),
-            input: ToolInput::Json(input),
-        }
+        Self { id: id.into(), name: name.into(), input: ToolInput::Json(input) }
     }
 
     /// A tool use whose input is JSON text.
-    pub fn from_text(
-        id: impl Into<String>,
-        name: impl Into<String>,
-        input: impl Into<String>,
-    ) -> Self {
-        Self {
-            id: id.into(),
-            name: name.into(),
-            input: ToolInput::Text(input.into()),
-        }
+    pub fn from_text(id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
+        Self { id: id.into(), name: name.into(), input: ToolInput::Text(input.into()) }
     }
 }
 
@@ -121,11 +109,7 @@ impl ToolResult {
             [Block::Text { text }] => {
                 out.push_str(&self.description);
                 out.push_str(" Result:\n");
-                out.push_str(if text.is_empty() {
-                    messages::EMPTY_RESULT
-                } else {
-                    text
-                });
+                out.push_str(if text.is_empty() { messages::EMPTY_RESULT } else { text });
             }
             blocks => {
                 let parts: Vec<String> = blocks
@@ -204,11 +188,7 @@ fn call_json(tool: &str, id: &str, input: &Value, task: &TaskShared) -> String {
 }
 
 /// Runs one tool use for a task.
-pub(crate) async fn execute(
-    shared: &Shared,
-    task: &Arc<TaskShared>,
-    tool_use: ToolUse,
-) -> ToolResult {
+pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: ToolUse) -> ToolResult {
     task.calls.fetch_add(1, Ordering::Relaxed);
     let route = shared.route(&tool_use.name);
     let Some(route) = route else {
@@ -219,15 +199,7 @@ pub(crate) async fn execute(
             tool_use.name,
             names.join(", ")
         ));
-        return mistake(
-            task,
-            ToolResult::text(
-                &tool_use,
-                format!("[{}]", tool_use.name),
-                ResultStatus::Error,
-                text,
-            ),
-        );
+        return mistake(task, ToolResult::text(&tool_use, format!("[{}]", tool_use.name), ResultStatus::Error, text));
     };
     let input = match &tool_use.input {
         ToolInput::Json(value) => value.clone(),
@@ -238,12 +210,8 @@ pub(crate) async fn execute(
                     "Invalid JSON input for {}: {e}. Please retry with the parameters as one JSON object.",
                     tool_use.name
                 ));
-                let description =
-                    describe(route.meta.display.as_deref(), &tool_use.name, &Value::Null);
-                return mistake(
-                    task,
-                    ToolResult::text(&tool_use, description, ResultStatus::Error, text),
-                );
+                let description = describe(route.meta.display.as_deref(), &tool_use.name, &Value::Null);
+                return mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text));
             }
         },
     };
@@ -254,50 +222,22 @@ pub(crate) async fn execute(
             tool_use.name,
             json_kind(&input)
         ));
-        return mistake(
-            task,
-            ToolResult::text(&tool_use, description, ResultStatus::Error, text),
-        );
+        return mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text));
     }
-    if let Some(param) = route
-        .meta
-        .required
-        .iter()
-        .find(|p| is_missing(input.get(p.as_str())))
-    {
+    if let Some(param) = route.meta.required.iter().find(|p| is_missing(input.get(p.as_str()))) {
         let text = messages::tool_error(&messages::missing_parameter(param));
-        return mistake(
-            task,
-            ToolResult::text(&tool_use, description, ResultStatus::Error, text),
-        );
+        return mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text));
     }
 
-    if task.mode == Mode::Plan
-        && route
-            .meta
-            .capabilities
-            .iter()
-            .any(|c| c == capability::WRITES_FILES)
-    {
+    if task.mode == Mode::Plan && route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES) {
         let text = messages::tool_error(&messages::plan_mode_refusal(&tool_use.name));
         return ToolResult::text(&tool_use, description, ResultStatus::Error, text);
     }
 
     let call = call_json(&tool_use.name, &tool_use.id, &input, task);
-    let prepared = match run_phase(
-        &route,
-        Phase::Prepare,
-        call.clone(),
-        task,
-        shared.timeouts.prepare,
-    )
-    .await
-    {
+    let prepared = match run_phase(&route, Phase::Prepare, call.clone(), task, shared.timeouts.prepare).await {
         Ok(text) => serde_json::from_str::<Prepared>(&text).unwrap_or_else(|e| {
-            Prepared::Error(boundary_error(
-                &tool_use.name,
-                &format!("unreadable answer from prepare: {e}"),
-            ))
+            Prepared::Error(boundary_error(&tool_use.name, &format!("unreadable answer from prepare: {e}")))
         }),
         Err(error) => Prepared::Error(phase_error(&route, &error)),
     };
@@ -370,10 +310,7 @@ pub(crate) async fn execute(
 
     let outcome = match run_phase(&route, Phase::Execute, call, task, shared.timeouts.call).await {
         Ok(text) => serde_json::from_str::<Outcome>(&text).unwrap_or_else(|e| {
-            Outcome::Error(boundary_error(
-                &tool_use.name,
-                &format!("unreadable answer from execute: {e}"),
-            ))
+            Outcome::Error(boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
         }),
         Err(error) => Outcome::Error(phase_error(&route, &error)),
     };
@@ -429,34 +366,21 @@ async fn run_phase(
     task: &Arc<TaskShared>,
     timeout: Duration,
 ) -> Result<String, PhaseError> {
-    let message = RunPhase {
-        phase,
-        call,
-        task: Arc::clone(task),
-        timeout,
-    };
+    let message = RunPhase { phase, call, task: Arc::clone(task), timeout };
     match route.actor.send(message).await {
         Ok(answer) => answer,
-        Err(_) => Err(PhaseError::Failed(
-            "the tool's actor has stopped".to_owned(),
-        )),
+        Err(_) => Err(PhaseError::Failed("the tool's actor has stopped".to_owned())),
     }
 }
 
 fn boundary_error(tool: &str, message: &str) -> ToolError {
-    ToolError {
-        message: format!("Error executing {tool}: {message}"),
-        mistake: false,
-    }
+    ToolError { message: format!("Error executing {tool}: {message}"), mistake: false }
 }
 
 fn phase_error(route: &Route, error: &PhaseError) -> ToolError {
     let tool = &route.meta.name;
-    let writes = route
-        .meta
-        .capabilities
-        .iter()
-        .any(|c| c == capability::WRITES_FILES || c == capability::RUNS_COMMANDS);
+    let writes =
+        route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES || c == capability::RUNS_COMMANDS);
     let message = match error {
         PhaseError::Failed(message) => format!("Error executing {tool}: {message}"),
         PhaseError::TimedOut(limit) => format!(
@@ -469,10 +393,7 @@ fn phase_error(route: &Route, error: &PhaseError) -> ToolError {
             "Error executing {tool}: the tool is quarantined because {n} earlier calls are still running after their timeout. Use another tool or try again later."
         ),
     };
-    ToolError {
-        message,
-        mistake: false,
-    }
+    ToolError { message, mistake: false }
 }
 
 fn mistake(task: &TaskShared, result: ToolResult) -> ToolResult {
@@ -480,18 +401,8 @@ fn mistake(task: &TaskShared, result: ToolResult) -> ToolResult {
     result
 }
 
-fn tool_error(
-    task: &TaskShared,
-    tool_use: &ToolUse,
-    description: String,
-    error: ToolError,
-) -> ToolResult {
-    let result = ToolResult::text(
-        tool_use,
-        description,
-        ResultStatus::Error,
-        messages::tool_error(&error.message),
-    );
+fn tool_error(task: &TaskShared, tool_use: &ToolUse, description: String, error: ToolError) -> ToolResult {
+    let result = ToolResult::text(tool_use, description, ResultStatus::Error, messages::tool_error(&error.message));
     if error.mistake {
         mistake(task, result)
     } else {
@@ -500,12 +411,7 @@ fn tool_error(
 }
 
 fn denied(tool_use: &ToolUse, description: String) -> ToolResult {
-    ToolResult::text(
-        tool_use,
-        description,
-        ResultStatus::Denied,
-        messages::TOOL_DENIED.to_owned(),
-    )
+    ToolResult::text(tool_use, description, ResultStatus::Denied, messages::TOOL_DENIED.to_owned())
 }
 
 #[cfg(test)]
@@ -516,19 +422,10 @@ mod tests {
     #[test]
     fn descriptions_render_like_cline() {
         let t = Some("[{tool} for '{path}']");
-        assert_eq!(
-            describe(t, "read_file", &json!({"path": "src/a.rs"})),
-            "[read_file for 'src/a.rs']"
-        );
-        assert_eq!(
-            describe(t, "read_file", &json!({})),
-            "[read_file for 'undefined']"
-        );
+        assert_eq!(describe(t, "read_file", &json!({"path": "src/a.rs"})), "[read_file for 'src/a.rs']");
+        assert_eq!(describe(t, "read_file", &json!({})), "[read_file for 'undefined']");
         assert_eq!(describe(None, "x", &json!({})), "[x]");
-        assert_eq!(
-            describe(Some("[{tool} {n}] {"), "x", &json!({"n": 3})),
-            "[x 3] {"
-        );
+        assert_eq!(describe(Some("[{tool} {n}] {"), "x", &json!({"n": 3})), "[x 3] {");
     }
 
     #[test]

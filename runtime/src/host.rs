@@ -10,18 +10,13 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use toolshed_plugin_api::services::{
-    self, CheckRequest, CheckResponse, ForgetRequest, RecordReadRequest, RecordReadResponse,
-    ResolveRequest,
+    self, CheckRequest, CheckResponse, ForgetRequest, RecordReadRequest, RecordReadResponse, ResolveRequest,
 };
 use toolshed_plugin_api::{log_level, Host, ServiceError, ServiceErrorKind};
 
 /// The services every host offers, in the order `services()` lists them.
-const SERVICES: &[&str] = &[
-    services::PATH_RESOLVE,
-    services::PATH_CHECK,
-    services::READ_CACHE_RECORD,
-    services::READ_CACHE_FORGET,
-];
+const SERVICES: &[&str] =
+    &[services::PATH_RESOLVE, services::PATH_CHECK, services::READ_CACHE_RECORD, services::READ_CACHE_FORGET];
 
 /// The host for one call of one tool.
 pub(crate) struct CallHost {
@@ -39,28 +34,15 @@ impl CallHost {
     fn dispatch(&self, name: &str, request: &str) -> Result<String, ServiceError> {
         // Blocking services must not keep an abandoned call busy: once cancelled, every service says so.
         if self.is_cancelled_now() {
-            return Err(ServiceError::new(
-                ServiceErrorKind::Cancelled,
-                "the call was cancelled or timed out",
-            ));
+            return Err(ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled or timed out"));
         }
         match name {
-            services::PATH_RESOLVE => answer(request, |req: ResolveRequest| {
-                Ok(self.task.workspace.resolve(&req.path))
-            }),
+            services::PATH_RESOLVE => answer(request, |req: ResolveRequest| Ok(self.task.workspace.resolve(&req.path))),
             services::PATH_CHECK => answer(request, |req: CheckRequest| {
-                Ok(CheckResponse {
-                    allowed: req
-                        .paths
-                        .iter()
-                        .map(|p| self.task.workspace.allows(p))
-                        .collect(),
-                })
+                Ok(CheckResponse { allowed: req.paths.iter().map(|p| self.task.workspace.allows(p)).collect() })
             }),
             services::READ_CACHE_RECORD => answer(request, |req: RecordReadRequest| {
-                Ok(RecordReadResponse {
-                    read_count: self.task.record_read(&req.path, req.mtime_ns),
-                })
+                Ok(RecordReadResponse { read_count: self.task.record_read(&req.path, req.mtime_ns) })
             }),
             services::READ_CACHE_FORGET => answer(request, |req: ForgetRequest| {
                 self.task.forget_reads(&req.paths);
@@ -78,15 +60,10 @@ fn answer<Req: DeserializeOwned, Resp: Serialize>(
     request: &str,
     f: impl FnOnce(Req) -> Result<Resp, ServiceError>,
 ) -> Result<String, ServiceError> {
-    let req = serde_json::from_str(request).map_err(|e| {
-        ServiceError::new(
-            ServiceErrorKind::InvalidRequest,
-            format!("invalid request: {e}"),
-        )
-    })?;
+    let req = serde_json::from_str(request)
+        .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid request: {e}")))?;
     let resp = f(req)?;
-    serde_json::to_string(&resp)
-        .map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
+    serde_json::to_string(&resp).map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
 }
 
 fn error_json(error: &ServiceError) -> RString {
@@ -97,9 +74,7 @@ fn error_json(error: &ServiceError) -> RString {
 
 impl Host for CallHost {
     fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
-        match catch_unwind(AssertUnwindSafe(|| {
-            self.dispatch(name.as_str(), request.as_str())
-        })) {
+        match catch_unwind(AssertUnwindSafe(|| self.dispatch(name.as_str(), request.as_str()))) {
             Ok(Ok(text)) => RResult::ROk(text.into()),
             Ok(Err(error)) => RResult::RErr(error_json(&error)),
             Err(_) => RResult::RErr(error_json(&ServiceError::new(

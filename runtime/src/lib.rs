@@ -37,8 +37,7 @@ pub use coordinator::RegisterEvent;
 pub use executor::{ResultStatus, ToolInput, ToolResult, ToolUse};
 pub use loader::{LoadError, PluginIdentity};
 pub use policy::{
-    Answer, ApprovalPrompt, Approver, BoxFuture, Decision, Policy, PolicyRequest, Reply, Source,
-    TerminalApprover,
+    Answer, ApprovalPrompt, Approver, BoxFuture, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
 };
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
 pub use task::{Mode, TaskContext};

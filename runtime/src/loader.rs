@@ -39,19 +39,13 @@ pub struct LoadedPlugin {
 
 impl fmt::Debug for LoadedPlugin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LoadedPlugin")
-            .field("identity", &self.identity)
-            .finish_non_exhaustive()
+        f.debug_struct("LoadedPlugin").field("identity", &self.identity).finish_non_exhaustive()
     }
 }
 
 impl LoadedPlugin {
     /// Asks the plugin's factory for the handler of `tool`; `Ok(None)` when the plugin declines it.
-    pub fn new_handler(
-        &self,
-        tool: &str,
-        config_json: &str,
-    ) -> Result<Option<ToolHandlerBox>, String> {
+    pub fn new_handler(&self, tool: &str, config_json: &str) -> Result<Option<ToolHandlerBox>, String> {
         match (self.module.new_handler())(RStr::from_str(tool), RStr::from_str(config_json)) {
             RResult::ROk(handler) => Ok(handler.into_option()),
             RResult::RErr(message) => Err(message.into_string()),
@@ -71,10 +65,7 @@ pub struct LoadError {
 
 impl LoadError {
     fn new(file: &Path, reason: impl Into<String>) -> Self {
-        Self {
-            file: file.to_owned(),
-            reason: reason.into(),
-        }
+        Self { file: file.to_owned(), reason: reason.into() }
     }
 }
 
@@ -87,17 +78,12 @@ pub fn discover(dirs: &[PathBuf]) -> (Vec<PathBuf>, Vec<LoadError>) {
     for dir in dirs {
         match std::fs::read_dir(dir) {
             Ok(entries) => {
-                let mut found: Vec<PathBuf> = entries
-                    .filter_map(|entry| entry.ok().map(|e| e.path()))
-                    .filter(|path| is_library(path))
-                    .collect();
+                let mut found: Vec<PathBuf> =
+                    entries.filter_map(|entry| entry.ok().map(|e| e.path())).filter(|path| is_library(path)).collect();
                 found.sort();
                 files.extend(found);
             }
-            Err(e) => errors.push(LoadError::new(
-                dir,
-                format!("cannot read plugin directory: {e}"),
-            )),
+            Err(e) => errors.push(LoadError::new(dir, format!("cannot read plugin directory: {e}"))),
         }
     }
     (files, errors)
@@ -105,10 +91,7 @@ pub fn discover(dirs: &[PathBuf]) -> (Vec<PathBuf>, Vec<LoadError>) {
 
 /// Whether a path names a dynamic library of this platform.
 pub fn is_library(path: &Path) -> bool {
-    path.is_file()
-        && path
-            .extension()
-            .is_some_and(|ext| ext == std::env::consts::DLL_EXTENSION)
+    path.is_file() && path.extension().is_some_and(|ext| ext == std::env::consts::DLL_EXTENSION)
 }
 
 /// The directory shadow copies are loaded from: one per user, files named by process and content.
@@ -119,40 +102,25 @@ fn shadow_dir() -> PathBuf {
 
 /// Loads one library: copy to a content-named shadow path, open, check the ABI, read the declarations.
 pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
-    let bytes =
-        std::fs::read(file).map_err(|e| LoadError::new(file, format!("cannot read: {e}")))?;
-    let hash = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&bytes));
     let dir = shadow_dir();
-    std::fs::create_dir_all(&dir).map_err(|e| {
-        LoadError::new(
-            file,
-            format!("cannot create shadow directory {}: {e}", dir.display()),
-        )
-    })?;
-    let stem = file
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let shadow = dir.join(format!(
-        "{}-{}-{stem}.{}",
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| LoadError::new(file, format!("cannot create shadow directory {}: {e}", dir.display())))?;
+    // Copy to a temporary name while hashing (one pass, bounded memory), then rename to the content's name,
+    // so a concurrent load of the same content never maps a half-written file.
+    let partial = dir.join(format!(
+        "{}-{:x}.partial",
         std::process::id(),
-        &hash[..16],
-        std::env::consts::DLL_EXTENSION
-    ));
-    // Write under a temporary name and rename, so a concurrent load of the same content never maps a
-    // half-written file.
-    let partial = shadow.with_extension(format!(
-        "partial-{:x}",
         xxhash_rust::xxh3::xxh3_64(file.as_os_str().as_encoded_bytes())
     ));
-    std::fs::write(&partial, &bytes)
-        .and_then(|()| std::fs::rename(&partial, &shadow))
-        .map_err(|e| {
-            LoadError::new(
-                file,
-                format!("cannot write shadow copy {}: {e}", shadow.display()),
-            )
-        })?;
+    let hash = copy_hashing(file, &partial).map_err(|e| {
+        let _ = std::fs::remove_file(&partial);
+        LoadError::new(file, format!("cannot copy to the shadow directory {}: {e}", dir.display()))
+    })?;
+    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let shadow =
+        dir.join(format!("{}-{}-{stem}.{}", std::process::id(), &hash[..16], std::env::consts::DLL_EXTENSION));
+    std::fs::rename(&partial, &shadow)
+        .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
     let loaded = open(file, &shadow);
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
     let _ = std::fs::remove_file(&shadow);
@@ -171,10 +139,7 @@ pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
         RResult::ROk(json) => serde_json::from_str::<PluginDeclaration>(json.as_str())
             .map_err(|e| LoadError::new(file, format!("unreadable tool declarations: {e}")))?,
         RResult::RErr(message) => {
-            return Err(LoadError::new(
-                file,
-                format!("declaring its tools failed: {}", message.as_str()),
-            ))
+            return Err(LoadError::new(file, format!("declaring its tools failed: {}", message.as_str())))
         }
     };
     let identity = PluginIdentity {
@@ -184,18 +149,31 @@ pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
         api_version,
         content_hash: hash,
     };
-    Ok(LoadedPlugin {
-        identity: Arc::new(identity),
-        declaration,
-        module,
-    })
+    Ok(LoadedPlugin { identity: Arc::new(identity), declaration, module })
+}
+
+/// Copies `from` to `to` and returns the xxh3-128 of the bytes, hex.
+fn copy_hashing(from: &Path, to: &Path) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut input = std::fs::File::open(from)?;
+    let mut output = std::fs::File::create(to)?;
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = input.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        output.write_all(&buf[..n])?;
+    }
+    output.flush()?;
+    Ok(format!("{:032x}", hasher.digest128()))
 }
 
 fn open(file: &Path, shadow: &Path) -> Result<PluginModRef, LoadError> {
     let header = lib_header_from_path(shadow).map_err(|e| LoadError::new(file, describe(&e)))?;
-    header
-        .init_root_module::<PluginModRef>()
-        .map_err(|e| LoadError::new(file, describe(&e)))
+    header.init_root_module::<PluginModRef>().map_err(|e| LoadError::new(file, describe(&e)))
 }
 
 /// Turns an `abi_stable` error (whose layout dumps run to 15 KB) into one or two lines and what to do.
@@ -212,14 +190,35 @@ fn describe(error: &LibraryError) -> String {
             "incompatible interface version: {library_name} {actual_version} in the plugin, {expected_version} expected; {rebuild}"
         ),
         LibraryError::AbiInstability(_) => {
-            let text = error.to_string();
-            let errors: Vec<&str> = text.lines().map(str::trim).filter(|l| l.starts_with("Error:")).take(2).collect();
-            let detail = if errors.is_empty() { "layout differs".to_owned() } else { errors.join(" ") };
+            let errors = layout_errors(&error.to_string());
+            let detail = if errors.is_empty() { "layout differs".to_owned() } else { errors.join("; ") };
             format!("incompatible plugin interface layout ({}); {rebuild}", one_line(&detail))
         }
         LibraryError::RootModule { err, .. } => format!("its root module failed to initialise: {}", one_line(&err.to_string())),
         other => format!("{}; {rebuild}", one_line(&other.to_string())),
     }
+}
+
+/// The distinct `Error:` lines of a layout report (at most two), each with its `Expected:`/`Found:` values.
+fn layout_errors(report: &str) -> Vec<String> {
+    let lines: Vec<&str> = report.lines().map(str::trim).collect();
+    let mut errors: Vec<String> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some(message) = line.strip_prefix("Error:") else {
+            continue;
+        };
+        let mut error = message.trim().to_owned();
+        if let ["Expected:", expected, "Found:", found, ..] = lines.get(i + 1..).unwrap_or_default() {
+            error.push_str(&format!(": expected {expected}, found {found}"));
+        }
+        if !errors.contains(&error) {
+            errors.push(error);
+        }
+        if errors.len() == 2 {
+            break;
+        }
+    }
+    errors
 }
 
 fn one_line(text: &str) -> String {
@@ -261,42 +260,34 @@ mod tests {
     }
 
     #[test]
+    fn layout_reports_shrink_to_their_error_lines() {
+        let report = "Error:incompatible package versions\nExpected:\n    0.1.0\nFound:\n    0.2.0\n0 error(s)inside:\n...\nError:incompatible package versions\nExpected:\n 0.1.0\nFound:\n 0.2.0\nError:incompatible type size\n";
+        assert_eq!(
+            layout_errors(report),
+            vec!["incompatible package versions: expected 0.1.0, found 0.2.0", "incompatible type size"]
+        );
+    }
+
+    #[test]
     fn corrupt_file_is_a_clean_error() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("libjunk.so");
         std::fs::write(&file, b"\x7fELF this is not really a library").unwrap();
         let err = load(&file).unwrap_err();
         assert_eq!(err.file, file);
-        assert!(
-            err.reason.starts_with("not a loadable library"),
-            "{}",
-            err.reason
-        );
+        assert!(err.reason.starts_with("not a loadable library"), "{}", err.reason);
         assert!(!err.reason.contains('\n'));
     }
 
     #[test]
     fn discovery_lists_libraries_and_reports_missing_dirs() {
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(
-            dir.path()
-                .join(format!("libb.{}", std::env::consts::DLL_EXTENSION)),
-            b"",
-        )
-        .unwrap();
-        std::fs::write(
-            dir.path()
-                .join(format!("liba.{}", std::env::consts::DLL_EXTENSION)),
-            b"",
-        )
-        .unwrap();
+        std::fs::write(dir.path().join(format!("libb.{}", std::env::consts::DLL_EXTENSION)), b"").unwrap();
+        std::fs::write(dir.path().join(format!("liba.{}", std::env::consts::DLL_EXTENSION)), b"").unwrap();
         std::fs::write(dir.path().join("notes.txt"), b"").unwrap();
         let missing = dir.path().join("missing");
         let (files, errors) = discover(&[dir.path().to_owned(), missing.clone()]);
-        let names: Vec<_> = files
-            .iter()
-            .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
-            .collect();
+        let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_string_lossy().into_owned()).collect();
         assert_eq!(
             names,
             vec![

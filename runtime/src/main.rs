@@ -8,11 +8,7 @@ use std::process::ExitCode;
 use toolshed::{ConfigLoader, Runtime, TaskContext, TerminalApprover, ToolUse};
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "toolshed",
-    version,
-    about = "Runs AI coding agents' tools from native plugins."
-)]
+#[command(name = "toolshed", version, about = "Runs AI coding agents' tools from native plugins.")]
 struct Cli {
     /// A plugin directory (repeatable); default $TOOLSHED_PLUGINS, else ~/.toolshed/plugins.
     #[arg(long = "plugins", global = true, value_name = "DIR")]
@@ -73,10 +69,7 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("TOOLSHED_LOG")
-                .unwrap_or_else(|_| filter.into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TOOLSHED_LOG").unwrap_or_else(|_| filter.into()))
         .with_target(false)
         .without_time()
         .init();
@@ -91,15 +84,10 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let cwd = match &cli.cwd {
-        Some(dir) => dir
-            .canonicalize()
-            .with_context(|| format!("--cwd {}", dir.display()))?,
+        Some(dir) => dir.canonicalize().with_context(|| format!("--cwd {}", dir.display()))?,
         None => std::env::current_dir().context("the current directory")?,
     };
-    let loaded = ConfigLoader::new()
-        .config_file(cli.config.clone())
-        .workspace(Some(cwd.clone()))
-        .load()?;
+    let loaded = ConfigLoader::new().config_file(cli.config.clone()).workspace(Some(cwd.clone())).load()?;
     for warning in &loaded.warnings {
         tracing::warn!("{warning}");
     }
@@ -135,34 +123,21 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
     let mut context = TaskContext::new(cwd);
     for (name, dir) in &cli.roots {
-        let dir = dir
-            .canonicalize()
-            .with_context(|| format!("--root {name}={}", dir.display()))?;
+        let dir = dir.canonicalize().with_context(|| format!("--root {name}={}", dir.display()))?;
         context = context.with_root(name.clone(), dir);
     }
 
     match cli.command {
         Command::Tools { json } => {
-            let runtime = Runtime::builder()
-                .config(config)
-                .plugin_dirs(dirs)
-                .build()?;
+            let runtime = Runtime::builder().config(config).plugin_dirs(dirs).build()?;
             report_load_errors(&runtime);
             let tools = runtime.tools();
             if json {
                 println!("{}", serde_json::to_string_pretty(&tools)?);
             } else {
                 for tool in &tools {
-                    let aliases = if tool.aliases.is_empty() {
-                        "-".to_owned()
-                    } else {
-                        tool.aliases.join(",")
-                    };
-                    let caps = if tool.capabilities.is_empty() {
-                        "-".to_owned()
-                    } else {
-                        tool.capabilities.join(",")
-                    };
+                    let aliases = if tool.aliases.is_empty() { "-".to_owned() } else { tool.aliases.join(",") };
+                    let caps = if tool.capabilities.is_empty() { "-".to_owned() } else { tool.capabilities.join(",") };
                     println!(
                         "{:<28} {:<20} {:<10} aliases={aliases} capabilities={caps}",
                         tool.name, tool.plugin, tool.version
@@ -171,18 +146,11 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Call {
-            tool,
-            input,
-            yes,
-            images,
-        } => {
+        Command::Call { tool, input, yes, images } => {
             let input = match input.as_deref() {
                 Some("-") => {
                     let mut text = String::new();
-                    std::io::stdin()
-                        .read_to_string(&mut text)
-                        .context("reading the input from stdin")?;
+                    std::io::stdin().read_to_string(&mut text).context("reading the input from stdin")?;
                     text
                 }
                 Some(text) => text.to_owned(),
@@ -195,19 +163,13 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let runtime = builder.build()?;
             report_load_errors(&runtime);
             let task = runtime.task(context.with_images(images));
-            let executor = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
+            let executor = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             let result = executor.block_on(task.execute(ToolUse::from_text("cli", tool, input)));
             println!("{}", result.to_model_text());
             if let Some(note) = &result.note {
                 eprintln!("toolshed: {note}");
             }
-            Ok(if result.is_error() {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
-            })
+            Ok(if result.is_error() { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
     }
 }

@@ -26,7 +26,9 @@ pub const TOOL_DENIED: &str = "The user denied this operation.";
 
 /// `missingToolParameterError(p)`.
 pub fn missing_parameter(param: &str) -> String {
-    format!("Missing value for required parameter '{param}'. Please retry with complete response.\n\n{TOOL_USE_REMINDER}")
+    format!(
+        "Missing value for required parameter '{param}'. Please retry with complete response.\n\n{TOOL_USE_REMINDER}"
+    )
 }
 
 /// The feedback block pushed before a tool result when the user typed text with their answer.

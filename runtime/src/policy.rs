@@ -159,8 +159,7 @@ impl TerminalApprover {
     /// The terminal approver when stdin and stderr are terminals, else `None` (asks are then denied).
     pub fn detect() -> Option<Self> {
         use std::io::IsTerminal;
-        (std::io::stdin().is_terminal() && std::io::stderr().is_terminal())
-            .then_some(TerminalApprover)
+        (std::io::stdin().is_terminal() && std::io::stderr().is_terminal()).then_some(TerminalApprover)
     }
 }
 
@@ -168,33 +167,22 @@ impl Approver for TerminalApprover {
     fn ask(&self, prompt: ApprovalPrompt) -> BoxFuture<Reply> {
         let (tx, rx) = tokio::sync::oneshot::channel();
         // Reading stdin blocks; do it on a thread of its own so no executor stalls.
-        let spawned = std::thread::Builder::new()
-            .name("toolshed-ask".to_owned())
-            .spawn(move || {
-                use std::io::Write;
-                let mut err = std::io::stderr().lock();
-                let _ = write!(err, "{} [y]es / [n]o / [a]lways: ", prompt.message);
-                let _ = err.flush();
-                let mut line = String::new();
-                let reply = match std::io::stdin().read_line(&mut line) {
-                    Ok(_) => parse_answer(line.trim()),
-                    Err(_) => Reply {
-                        answer: Answer::Deny,
-                        feedback: None,
-                    },
-                };
-                let _ = tx.send(reply);
-            });
+        let spawned = std::thread::Builder::new().name("toolshed-ask".to_owned()).spawn(move || {
+            use std::io::Write;
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "{} [y]es / [n]o / [a]lways: ", prompt.message);
+            let _ = err.flush();
+            let mut line = String::new();
+            let reply = match std::io::stdin().read_line(&mut line) {
+                Ok(_) => parse_answer(line.trim()),
+                Err(_) => Reply { answer: Answer::Deny, feedback: None },
+            };
+            let _ = tx.send(reply);
+        });
         Box::pin(async move {
             match spawned {
-                Ok(_) => rx.await.unwrap_or(Reply {
-                    answer: Answer::Deny,
-                    feedback: None,
-                }),
-                Err(_) => Reply {
-                    answer: Answer::Deny,
-                    feedback: None,
-                },
+                Ok(_) => rx.await.unwrap_or(Reply { answer: Answer::Deny, feedback: None }),
+                Err(_) => Reply { answer: Answer::Deny, feedback: None },
             }
         })
     }
@@ -205,17 +193,9 @@ fn parse_answer(line: &str) -> Reply {
         "y" | "yes" => Answer::Approve,
         "a" | "always" => Answer::AlwaysAllow,
         "" | "n" | "no" => Answer::Deny,
-        _ => {
-            return Reply {
-                answer: Answer::Deny,
-                feedback: Some(line.to_owned()),
-            }
-        }
+        _ => return Reply { answer: Answer::Deny, feedback: Some(line.to_owned()) },
     };
-    Reply {
-        answer,
-        feedback: None,
-    }
+    Reply { answer, feedback: None }
 }
 
 #[cfg(test)]
@@ -263,34 +243,11 @@ mod tests {
     fn each_source_in_rank_order() {
         use Decision::*;
         let cases = [
-            Case {
-                what: "read-only built-in inside the workspace runs",
-                ..BASE
-            },
-            Case {
-                what: "outside the workspace asks",
-                inside: false,
-                expect: Ask(Source::Default),
-                ..BASE
-            },
-            Case {
-                what: "a write asks",
-                read_only: false,
-                expect: Ask(Source::Default),
-                ..BASE
-            },
-            Case {
-                what: "a third-party read-only tool asks",
-                builtin: false,
-                expect: Ask(Source::Default),
-                ..BASE
-            },
-            Case {
-                what: "auto_approve_safe off asks",
-                safe: false,
-                expect: Ask(Source::Default),
-                ..BASE
-            },
+            Case { what: "read-only built-in inside the workspace runs", ..BASE },
+            Case { what: "outside the workspace asks", inside: false, expect: Ask(Source::Default), ..BASE },
+            Case { what: "a write asks", read_only: false, expect: Ask(Source::Default), ..BASE },
+            Case { what: "a third-party read-only tool asks", builtin: false, expect: Ask(Source::Default), ..BASE },
+            Case { what: "auto_approve_safe off asks", safe: false, expect: Ask(Source::Default), ..BASE },
             Case {
                 what: "auto_approve_all runs a write",
                 read_only: false,
@@ -344,11 +301,7 @@ mod tests {
                 expect: Allow(Source::CliFlag),
                 ..BASE
             },
-            Case {
-                what: "rules of other tools do not apply",
-                rules: &[("other", Rule::Deny)],
-                ..BASE
-            },
+            Case { what: "rules of other tools do not apply", rules: &[("other", Rule::Deny)], ..BASE },
         ];
         for case in cases {
             let policy = Policy::new(&config(case.rules, case.safe, case.all, false), case.yes);
@@ -391,10 +344,7 @@ mod tests {
         assert_eq!(parse_answer("").answer, Answer::Deny);
         assert_eq!(
             parse_answer("use the other file"),
-            Reply {
-                answer: Answer::Deny,
-                feedback: Some("use the other file".into())
-            }
+            Reply { answer: Answer::Deny, feedback: Some("use the other file".into()) }
         );
     }
 }

@@ -46,9 +46,7 @@ impl WorkerPool {
 
     /// Queues a job; starts a thread when none is idle and the bound allows.
     pub fn submit(&self, job: impl FnOnce() + Send + 'static) -> Result<(), String> {
-        self.tx
-            .send(Box::new(job))
-            .map_err(|_| "the worker pool is shut down".to_owned())?;
+        self.tx.send(Box::new(job)).map_err(|_| "the worker pool is shut down".to_owned())?;
         if self.shared.idle.load(Ordering::Acquire) == 0 {
             self.grow();
         }
@@ -62,20 +60,13 @@ impl WorkerPool {
             if current >= shared.max {
                 return;
             }
-            match shared.threads.compare_exchange(
-                current,
-                current + 1,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            match shared.threads.compare_exchange(current, current + 1, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => break,
                 Err(actual) => current = actual,
             }
         }
         let worker = Arc::clone(shared);
-        let spawned = std::thread::Builder::new()
-            .name(shared.name.clone())
-            .spawn(move || worker.run());
+        let spawned = std::thread::Builder::new().name(shared.name.clone()).spawn(move || worker.run());
         if let Err(error) = spawned {
             shared.threads.fetch_sub(1, Ordering::AcqRel);
             tracing::error!(pool = %shared.name, "cannot start a worker thread: {error}");

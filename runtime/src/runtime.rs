@@ -2,9 +2,7 @@
 //! `Send` task handles whose futures any executor can await.
 
 use crate::config::Config;
-use crate::coordinator::{
-    Coordinator, CoordinatorSettings, RegisterEvent, Route, Routing, RoutingCell,
-};
+use crate::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Route, Routing, RoutingCell};
 use crate::executor::{self, ToolResult, ToolUse};
 use crate::loader::{self, LoadError, LoadedPlugin};
 use crate::policy::{Approver, Policy};
@@ -157,12 +155,7 @@ impl RuntimeBuilder {
             .filter_map(|name| Some((name.clone(), config.plugins.config_json(name)?.to_string())))
             .collect();
         let settings = CoordinatorSettings {
-            overrides: config
-                .plugins
-                .overrides
-                .iter()
-                .cloned()
-                .collect::<BTreeSet<_>>(),
+            overrides: config.plugins.overrides.iter().cloned().collect::<BTreeSet<_>>(),
             plugin_config,
             workers_per_tool: self.workers_per_tool,
             max_abandoned: config.plugins.max_abandoned as usize,
@@ -180,9 +173,7 @@ impl RuntimeBuilder {
                 }
             }
         }
-        let plugin_timeouts = [("list_files".to_owned(), config.timeouts.list_files_ms)]
-            .into_iter()
-            .collect();
+        let plugin_timeouts = [("list_files".to_owned(), config.timeouts.list_files_ms)].into_iter().collect();
         let shared = Arc::new(Shared {
             routing,
             policy: Policy::new(&config.approval, self.yes),
@@ -194,14 +185,7 @@ impl RuntimeBuilder {
             },
             plugin_timeouts,
         });
-        Ok(Runtime {
-            shared,
-            system,
-            thread: Some(thread),
-            shutdown: config.timeouts.shutdown(),
-            load_errors,
-            events,
-        })
+        Ok(Runtime { shared, system, thread: Some(thread), shutdown: config.timeouts.shutdown(), load_errors, events })
     }
 }
 
@@ -239,9 +223,8 @@ fn start_system(
             }
         })
         .map_err(|e| RuntimeError::System(e.to_string()))?;
-    let (system, events) = rx
-        .recv()
-        .map_err(|_| RuntimeError::System("the actor thread ended during start-up".to_owned()))?;
+    let (system, events) =
+        rx.recv().map_err(|_| RuntimeError::System("the actor thread ended during start-up".to_owned()))?;
     Ok((system, thread, events))
 }
 
@@ -273,10 +256,7 @@ impl Runtime {
     pub fn task(&self, context: TaskContext) -> TaskHandle {
         TaskHandle {
             shared: Arc::clone(&self.shared),
-            task: Arc::new(TaskShared::new(
-                context,
-                self.shared.plugin_timeouts.clone(),
-            )),
+            task: Arc::new(TaskShared::new(context, self.shared.plugin_timeouts.clone())),
         }
     }
 
@@ -294,11 +274,7 @@ impl Runtime {
     pub fn spec(&self, name: &str, family: &str) -> Option<toolshed_plugin_api::ToolSpec> {
         let route = self.shared.route(name)?;
         let specs = &route.meta.specs;
-        specs
-            .get(family)
-            .or_else(|| specs.get("generic"))
-            .or_else(|| specs.values().next())
-            .cloned()
+        specs.get(family).or_else(|| specs.get("generic")).or_else(|| specs.values().next()).cloned()
     }
 
     /// The loaded tools, sorted by name.
@@ -377,8 +353,6 @@ impl TaskHandle {
 
     /// Consecutive mistakes of the model in this task (reset by a successful call).
     pub fn consecutive_mistakes(&self) -> u32 {
-        self.task
-            .mistakes
-            .load(std::sync::atomic::Ordering::Relaxed)
+        self.task.mistakes.load(std::sync::atomic::Ordering::Relaxed)
     }
 }

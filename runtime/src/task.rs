@@ -122,21 +122,14 @@ static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
 impl TaskShared {
     pub fn new(context: TaskContext, timeouts_ms: BTreeMap<String, u64>) -> Self {
         let task_id = if context.task_id.is_empty() {
-            format!(
-                "task-{}-{}",
-                std::process::id(),
-                NEXT_TASK.fetch_add(1, Ordering::Relaxed)
-            )
+            format!("task-{}-{}", std::process::id(), NEXT_TASK.fetch_add(1, Ordering::Relaxed))
         } else {
             context.task_id
         };
         let roots: Vec<WorkspaceRoot> = context
             .roots
             .iter()
-            .map(|(name, path)| WorkspaceRoot {
-                name: name.clone(),
-                path: path.to_string_lossy().into_owned(),
-            })
+            .map(|(name, path)| WorkspaceRoot { name: name.clone(), path: path.to_string_lossy().into_owned() })
             .collect();
         let workspace = Workspace::new(&roots);
         let info = TaskInfo {
@@ -168,10 +161,7 @@ impl TaskShared {
 
     /// Records a read of `path` with `mtime`; returns the read count of the unchanged file.
     pub fn record_read(&self, path: &str, mtime: u128) -> u32 {
-        let mut entry = self
-            .read_cache
-            .entry(path.to_lowercase())
-            .or_insert((mtime, 0));
+        let mut entry = self.read_cache.entry(path.to_lowercase()).or_insert((mtime, 0));
         if entry.0 != mtime {
             *entry = (mtime, 0);
         }

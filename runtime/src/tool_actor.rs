@@ -79,13 +79,7 @@ pub(crate) struct ToolActor {
 }
 
 impl ToolActor {
-    pub fn new(
-        name: &str,
-        handler: ToolHandlerBox,
-        workers: usize,
-        inline: bool,
-        max_abandoned: usize,
-    ) -> Self {
+    pub fn new(name: &str, handler: ToolHandlerBox, workers: usize, inline: bool, max_abandoned: usize) -> Self {
         Self {
             name: Arc::from(name),
             handler: Arc::new(handler),
@@ -105,12 +99,7 @@ impl Actor for ToolActor {
     type Context = Context<Self>;
 }
 
-fn run_handler(
-    handler: &ToolHandlerBox,
-    phase: Phase,
-    call: &str,
-    host: &CallHost,
-) -> Result<String, PhaseError> {
+fn run_handler(handler: &ToolHandlerBox, phase: Phase, call: &str, host: &CallHost) -> Result<String, PhaseError> {
     let host = Host_TO::from_ptr(host, TD_Opaque);
     let call = RStr::from_str(call);
     let answer = match phase {
@@ -133,11 +122,8 @@ impl Handler<RunPhase> for ToolActor {
             return Box::pin(async move { Err(PhaseError::Quarantined(abandoned)) });
         }
         let cancelled = Arc::new(AtomicBool::new(false));
-        let host = CallHost {
-            task: Arc::clone(&msg.task),
-            cancelled: Arc::clone(&cancelled),
-            tool: Arc::clone(&self.name),
-        };
+        let host =
+            CallHost { task: Arc::clone(&msg.task), cancelled: Arc::clone(&cancelled), tool: Arc::clone(&self.name) };
         if self.inline {
             let answer = run_handler(&self.handler, msg.phase, &msg.call, &host);
             return Box::pin(async move { answer });
@@ -146,11 +132,7 @@ impl Handler<RunPhase> for ToolActor {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let state = Arc::new(AtomicU8::new(RUNNING));
         let job = {
-            let (handler, state, health) = (
-                Arc::clone(&self.handler),
-                Arc::clone(&state),
-                Arc::clone(&self.health),
-            );
+            let (handler, state, health) = (Arc::clone(&self.handler), Arc::clone(&state), Arc::clone(&self.health));
             let (phase, call) = (msg.phase, msg.call);
             move || {
                 let answer = run_handler(&handler, phase, &call, &host);
@@ -167,13 +149,8 @@ impl Handler<RunPhase> for ToolActor {
             return Box::pin(async move { Err(PhaseError::Failed(message)) });
         }
 
-        let (health, name, max_abandoned, task, timeout) = (
-            Arc::clone(&self.health),
-            Arc::clone(&self.name),
-            self.max_abandoned,
-            msg.task,
-            msg.timeout,
-        );
+        let (health, name, max_abandoned, task, timeout) =
+            (Arc::clone(&self.health), Arc::clone(&self.name), self.max_abandoned, msg.task, msg.timeout);
         Box::pin(async move {
             let failure = tokio::select! {
                 answer = rx => return answer.unwrap_or_else(|_| Err(PhaseError::Failed("the worker thread was lost".to_owned()))),
@@ -183,10 +160,7 @@ impl Handler<RunPhase> for ToolActor {
             // Reply now; the plugin call keeps its thread until it returns. Every blocking host service it
             // uses from here on answers `Cancelled`.
             cancelled.store(true, Ordering::Release);
-            if state
-                .compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
-                .is_ok()
-            {
+            if state.compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                 let abandoned = health.abandoned.fetch_add(1, Ordering::AcqRel) + 1;
                 if abandoned >= max_abandoned && !health.quarantined.swap(true, Ordering::AcqRel) {
                     tracing::error!(tool = %name, abandoned, "tool quarantined: too many calls still running after being abandoned");

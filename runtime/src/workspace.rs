@@ -16,10 +16,8 @@ impl Workspace {
     /// A workspace over `roots`; the first is the primary root. Relative roots are made absolute.
     pub fn new(roots: &[WorkspaceRoot]) -> Self {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let mut roots: Vec<(String, PathBuf)> = roots
-            .iter()
-            .map(|r| (r.name.clone(), normalize(&cwd.join(&r.path))))
-            .collect();
+        let mut roots: Vec<(String, PathBuf)> =
+            roots.iter().map(|r| (r.name.clone(), normalize(&cwd.join(&r.path)))).collect();
         if roots.is_empty() {
             roots.push((root_name(&cwd), normalize(&cwd)));
         }
@@ -39,12 +37,7 @@ impl Workspace {
         let (root_name, root, rel, display) = match self.parse_hint(raw) {
             Some((index, hint, rel)) => {
                 let (name, path) = &self.roots[index];
-                (
-                    name.clone(),
-                    path.clone(),
-                    rel.to_owned(),
-                    format!("@{hint}:{rel}"),
-                )
+                (name.clone(), path.clone(), rel.to_owned(), format!("@{hint}:{rel}"))
             }
             None => {
                 let (name, path) = &self.roots[0];
@@ -95,11 +88,7 @@ impl Workspace {
             .roots
             .iter()
             .position(|(name, _)| name == hint)
-            .or_else(|| {
-                self.roots
-                    .iter()
-                    .position(|(_, path)| path.to_string_lossy().contains(hint))
-            })
+            .or_else(|| self.roots.iter().position(|(_, path)| path.to_string_lossy().contains(hint)))
             .unwrap_or(0);
         Some((index, hint, rel))
     }
@@ -107,9 +96,7 @@ impl Workspace {
 
 /// A root's default name: its directory name.
 pub fn root_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "root".to_owned())
+    path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "root".to_owned())
 }
 
 /// Lexical normalisation (`.` and `..` removed) without touching the filesystem, as Node's `path.resolve`.
@@ -133,10 +120,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn root(name: &str, path: &str) -> WorkspaceRoot {
-        WorkspaceRoot {
-            name: name.into(),
-            path: path.into(),
-        }
+        WorkspaceRoot { name: name.into(), path: path.into() }
     }
 
     #[test]

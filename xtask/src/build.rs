@@ -24,16 +24,9 @@ pub fn plugins(release: bool) -> Result<Built> {
     let suffix = if release { "" } else { "-debug" };
     let target = root().join("target");
     let out = target.join(profile);
-    let plugins = copy_libraries(
-        &root().join("plugins"),
-        &out,
-        &target.join(format!("plugins{suffix}")),
-    )?;
-    let fixtures = copy_libraries(
-        &root().join("host-tests/fixtures"),
-        &out,
-        &target.join(format!("fixtures{suffix}")),
-    )?;
+    let plugins = copy_libraries(&root().join("plugins"), &out, &target.join(format!("plugins{suffix}")))?;
+    let fixtures =
+        copy_libraries(&root().join("host-tests/fixtures"), &out, &target.join(format!("fixtures{suffix}")))?;
     eprintln!("xtask: plugins in {}", plugins.display());
     Ok(Built { plugins, fixtures })
 }
@@ -55,23 +48,15 @@ fn copy_libraries(crates: &Path, out: &Path, dest: &Path) -> Result<PathBuf> {
         let file = library_file(&name);
         let from = out.join(&file);
         if !from.is_file() {
-            bail!(
-                "{} was not built; is `[lib] name = \"{name}\"` and crate-type cdylib set?",
-                from.display()
-            );
+            bail!("{} was not built; is `[lib] name = \"{name}\"` and crate-type cdylib set?", from.display());
         }
         // Copy, never link: a running runtime may still have the old file mapped.
-        std::fs::copy(&from, dest.join(&file))
-            .with_context(|| format!("copying {}", from.display()))?;
+        std::fs::copy(&from, dest.join(&file)).with_context(|| format!("copying {}", from.display()))?;
     }
     Ok(dest.to_owned())
 }
 
 /// The platform's file name of a dynamic library.
 pub fn library_file(name: &str) -> String {
-    format!(
-        "{}{name}{}",
-        std::env::consts::DLL_PREFIX,
-        std::env::consts::DLL_SUFFIX
-    )
+    format!("{}{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
 }

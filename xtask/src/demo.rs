@@ -13,14 +13,7 @@ pub fn run(release: bool) -> Result<()> {
 /// Runs the demo against already built plugins.
 pub fn run_with(plugins: &Path, release: bool) -> Result<()> {
     let plugins = plugins.to_string_lossy().into_owned();
-    let mut args = vec![
-        "run",
-        "--quiet",
-        "--package",
-        "toolshed",
-        "--example",
-        "demo",
-    ];
+    let mut args = vec!["run", "--quiet", "--package", "toolshed", "--example", "demo"];
     if release {
         args.push("--release");
     }

@@ -1,1 +1,627 @@
-//! placeholder
+//! Cline's `read_file` tool as a Toolshed plugin: numbered line windows of text files, images for models that
+//! accept them, and the per-task dedup notices.
+//!
+//! Names, parameters, output format and message texts are Cline's. Where Cline has a bug we keep the format and
+//! fix the behaviour: Cline cuts a file at 400 KB before it applies `start_line`/`end_line` and refuses text files
+//! over 20 MB, so most of a large file can never be read. This plugin applies the window to the whole file,
+//! streams it (memory stays bounded by the window, whatever the file's size), and applies the 400 KB cap to the
+//! text it returns, with Cline's footers and truncation marker.
+//!
+//! ```
+//! use toolshed_plugin_api::Tool;
+//!
+//! let declaration = read_file::ReadFile::declaration();
+//! assert_eq!(declaration.name, "read_file");
+//! assert_eq!(declaration.specs["generic"].parameters.len(), 3);
+//! ```
+#![deny(missing_docs)]
+
+mod encoding;
+mod image;
+mod window;
+
+use encoding::{looks_binary, Bom, Utf16Reader, SNIFF_LEN};
+use serde::Deserialize;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+use std::time::UNIX_EPOCH;
+use toolshed_plugin_api::sdk::{lenient_int, lenient_string};
+use toolshed_plugin_api::{
+    capability, export_plugin, log_level, result, services, Block, HostClient, Outcome, ParamSpec, Prepared, Risk,
+    Tool, ToolCall, ToolDeclaration, ToolInit, ToolSpec,
+};
+use window::{read_window, LineRange};
+
+/// Cline's description of the tool (apps/vscode/src/core/prompts/system-prompt/tools/read_file.ts).
+const DESCRIPTION: &str = "Request to read the contents of a file at the specified path. Use this when you need to examine the contents of an existing file you do not know the contents of, for example to analyze code, review text files, or extract information from configuration files. Returned text lines are prefixed with line labels (e.g. `1 |`, `2 |`). These labels are metadata, not part of the file content. For large files, output is automatically limited to 1000 lines. Use start_line and end_line to read specific sections. Automatically extracts raw text from PDF and DOCX files. May not be suitable for other types of binary files, as it returns the raw content as a string. Do NOT use this tool to list the contents of a directory. Only use this tool on files.";
+
+/// Cline's parameters: name, required, JSON type, description, usage example.
+const PARAMETERS: [(&str, bool, &str, &str, &str); 3] = [
+    (
+        "path",
+        true,
+        "string",
+        "The path of the file to read (relative to the current working directory {{CWD}}){{MULTI_ROOT_HINT}}",
+        "File path here",
+    ),
+    ("start_line", false, "integer", "The 1-based line number to start reading from (inclusive). Defaults to 1.", "1"),
+    (
+        "end_line",
+        false,
+        "integer",
+        "The 1-based line number to stop reading at (inclusive). Defaults to start_line + 1000. Use with start_line to read specific sections of large files.",
+        "1000",
+    ),
+];
+
+/// Cline prefixes every extraction error with this, unless the message already starts with it.
+const ERROR_PREFIX: &str = "Error reading file:";
+
+/// The model's input. Numbers may arrive as strings and anything unparsable counts as absent, as in Cline.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct ReadFileArgs {
+    /// The file, as the model wrote it: relative to the workspace, absolute, or `@root:path`.
+    #[serde(deserialize_with = "lenient_string")]
+    pub path: Option<String>,
+    /// The first line to show, 1-based.
+    #[serde(deserialize_with = "lenient_int")]
+    pub start_line: Option<i64>,
+    /// The last line to show, 1-based and inclusive.
+    #[serde(deserialize_with = "lenient_int")]
+    pub end_line: Option<i64>,
+}
+
+impl ReadFileArgs {
+    /// The path, unless it is missing or blank.
+    fn requested_path(&self) -> Option<&str> {
+        self.path.as_deref().filter(|path| !path.trim().is_empty())
+    }
+}
+
+/// The `read_file` tool. It holds no state: the dedup cache lives in the host, per task.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadFile;
+
+impl Tool for ReadFile {
+    type Args = ReadFileArgs;
+
+    fn declaration() -> ToolDeclaration {
+        let parameters = PARAMETERS
+            .iter()
+            .map(|&(name, required, kind, description, usage)| ParamSpec {
+                name: name.to_owned(),
+                required,
+                kind: kind.to_owned(),
+                description: description.to_owned(),
+                enum_values: None,
+                items: None,
+                usage: Some(usage.to_owned()),
+            })
+            .collect();
+        let spec = ToolSpec {
+            id: "read_file".to_owned(),
+            name: "read_file".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters,
+            context_requirements: Vec::new(),
+        };
+        ToolDeclaration {
+            name: "read_file".to_owned(),
+            aliases: Vec::new(),
+            capabilities: vec![capability::READ_ONLY.to_owned()],
+            display: Some("[{tool} for '{path}']".to_owned()),
+            specs: [("generic".to_owned(), spec)].into_iter().collect(),
+        }
+    }
+
+    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        Ok(Some(ReadFile))
+    }
+
+    fn prepare(&self, call: &ToolCall<ReadFileArgs>, host: &HostClient<'_>) -> Prepared {
+        // The runtime refuses a call without a path before it gets here; should one slip through, `execute`
+        // reports it with Cline's missing-parameter text.
+        let Some(raw) = call.input.requested_path() else {
+            return Prepared::Proceed;
+        };
+        match host.path_allowed(raw) {
+            Ok(true) => {}
+            Ok(false) => {
+                return result::refuse(format!(
+                    "Access to {raw} is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file."
+                ))
+            }
+            Err(e) => return result::refuse(e.message),
+        }
+        match host.resolve_path(raw) {
+            Ok(resolved) => result::approval(
+                "read",
+                format!("Cline wants to read {}", resolved.display),
+                vec![resolved.absolute],
+                Risk::Low,
+            ),
+            Err(e) => result::refuse(e.message),
+        }
+    }
+
+    fn execute(&self, call: &ToolCall<ReadFileArgs>, host: &HostClient<'_>) -> Outcome {
+        let Some(raw) = call.input.requested_path() else {
+            return result::missing_parameter("path");
+        };
+        let resolved = match host.resolve_path(raw) {
+            Ok(resolved) => resolved,
+            Err(e) => return result::mistake(e.message),
+        };
+        let (content, mtime_ns) = match extract(&resolved.absolute, &call.input, call.task.supports_images, host) {
+            Ok(read) => read,
+            Err(message) if message.starts_with(ERROR_PREFIX) => return result::mistake(message),
+            Err(message) => return result::mistake(format!("{ERROR_PREFIX} {message}")),
+        };
+        let notice = duplicate_notice(host, &resolved.absolute, mtime_ns, &resolved.display);
+        let with_notice = |text: String| match &notice {
+            Some(notice) => format!("{notice}\n{text}"),
+            None => text,
+        };
+        match content {
+            Content::Text(text) => result::text(with_notice(text)),
+            // Cline puts the image before the tool result's text, and sends it again on cached re-reads.
+            Content::Image(image) => {
+                result::blocks(vec![image, Block::Text { text: with_notice("Successfully read image".to_owned()) }])
+            }
+        }
+    }
+}
+
+/// The exported root module. It sits in a private module because the items `export_plugin!` generates carry no
+/// docs; the loader finds them by symbol, not by path.
+mod export {
+    use super::{export_plugin, ReadFile};
+
+    export_plugin! { name: "read_file", version: env!("CARGO_PKG_VERSION"), tools: [ReadFile] }
+}
+
+/// What a successful read produced.
+#[derive(Debug)]
+enum Content {
+    /// The rendered line window.
+    Text(String),
+    /// An image block.
+    Image(Block),
+}
+
+/// Cline's `extractFileContent` with our text path: the content and the file's modification time.
+fn extract(
+    absolute: &str,
+    args: &ReadFileArgs,
+    supports_images: bool,
+    host: &HostClient<'_>,
+) -> Result<(Content, u128), String> {
+    let path = Path::new(absolute);
+    // Cline checks existence with `fs.access`, so every failure to reach the file reads "File not found".
+    let metadata = std::fs::metadata(path).map_err(|_| format!("File not found: {absolute}"))?;
+    if metadata.is_dir() {
+        return Err(format!("{absolute} is a directory. Use list_files to see its contents."));
+    }
+    // A FIFO or a device could block or never end; Cline would hang on it.
+    if !metadata.is_file() {
+        return Err(format!("{absolute} is not a regular file."));
+    }
+    let mtime_ns = metadata.modified().ok().and_then(|t| t.duration_since(UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+    // `path.extname(...).toLowerCase()`: the dot included, empty when there is none.
+    let extension = path.extension().map(|ext| format!(".{}", ext.to_string_lossy().to_lowercase()));
+    if let Some(media_type) = extension.as_deref().and_then(image::media_type) {
+        if !supports_images {
+            return Err("Current model does not support image input".to_owned());
+        }
+        return Ok((Content::Image(image::read_image(path, media_type)?), mtime_ns));
+    }
+    let range = LineRange::new(args.start_line, args.end_line);
+    Ok((Content::Text(read_text(path, extension.as_deref(), range, host)?), mtime_ns))
+}
+
+/// Reads and renders the window `range` of a text file, refusing binary files that have an extension.
+fn read_text(path: &Path, extension: Option<&str>, range: LineRange, host: &HostClient<'_>) -> Result<String, String> {
+    let io_error = |e: io::Error| format!("{}: {e}", path.display());
+    let mut file = File::open(path).map_err(io_error)?;
+    let mut sample = Vec::with_capacity(SNIFF_LEN);
+    (&mut file).take(SNIFF_LEN as u64).read_to_end(&mut sample).map_err(io_error)?;
+    let bom = Bom::detect(&sample);
+    // Cline decodes extension-less binaries as UTF-8 all the same, so only files with an extension are refused.
+    if let (None, Some(extension)) = (bom, extension) {
+        if looks_binary(&sample) {
+            return Err(format!("Cannot read text for file type: {extension}"));
+        }
+    }
+    file.seek(SeekFrom::Start(bom.map_or(0, Bom::len))).map_err(io_error)?;
+    let file = Cancellable { inner: file, host };
+    let window = match bom {
+        Some(Bom::Utf16Le) => read_window(Utf16Reader::new(file, false), range),
+        Some(Bom::Utf16Be) => read_window(Utf16Reader::new(file, true), range),
+        Some(Bom::Utf8) | None => read_window(file, range),
+    }
+    .map_err(io_error)?;
+    Ok(window.render(range))
+}
+
+/// Stops a long read once the call is cancelled or has timed out, instead of reading a huge file to its end.
+struct Cancellable<'h, 'c, R> {
+    inner: R,
+    host: &'h HostClient<'c>,
+}
+
+impl<R: Read> Read for Cancellable<'_, '_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.host.is_cancelled() {
+            return Err(io::Error::other("the read was cancelled"));
+        }
+        self.inner.read(buf)
+    }
+}
+
+/// Records the read in the task's cache and returns Cline's notice for a repeated read of an unchanged file.
+/// A host without the cache service gets no notices.
+fn duplicate_notice(host: &HostClient<'_>, absolute: &str, mtime_ns: u128, display: &str) -> Option<String> {
+    if !host.offers(services::READ_CACHE_RECORD) {
+        return None;
+    }
+    let request = services::RecordReadRequest { path: absolute.to_owned(), mtime_ns };
+    match host.call::<_, services::RecordReadResponse>(services::READ_CACHE_RECORD, &request) {
+        Ok(response) => match response.read_count {
+            0 | 1 => None,
+            2 => Some(format!(
+                "[File already read] The file '{display}' was already read earlier in this conversation. Returning content:"
+            )),
+            count => Some(format!(
+                "[DUPLICATE READ] You have already read '{display}' {count} times in this conversation. The content has not changed since your last read. Please use the information you already have and proceed with your task."
+            )),
+        },
+        Err(e) => {
+            // The read itself succeeded; a broken cache must not turn it into an error.
+            host.log(log_level::WARN, &format!("{}: {e}", services::READ_CACHE_RECORD));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+    use std::collections::HashMap;
+    use std::path::PathBuf;
+    use std::sync::Mutex;
+    use std::time::{Duration, SystemTime};
+    use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
+    use toolshed_plugin_api::abi_stable::std_types::{RResult, RStr, RString, RVec};
+    use toolshed_plugin_api::{Host, Host_TO, ServiceError, ServiceErrorKind};
+
+    /// A host with a workspace root, a list of blocked paths and, optionally, the read cache.
+    struct FakeHost {
+        root: PathBuf,
+        blocked: Vec<String>,
+        cache: Option<Mutex<HashMap<String, (u128, u32)>>>,
+    }
+
+    impl FakeHost {
+        fn new(root: &Path) -> Self {
+            Self { root: root.to_owned(), blocked: Vec::new(), cache: Some(Mutex::default()) }
+        }
+
+        fn dispatch(&self, name: &str, request: &str) -> Result<String, ServiceError> {
+            let bad = |e: serde_json::Error| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string());
+            let answer = match name {
+                services::PATH_RESOLVE => {
+                    let request: services::ResolveRequest = serde_json::from_str(request).map_err(bad)?;
+                    serde_json::to_string(&services::ResolvedPath {
+                        absolute: self.root.join(&request.path).to_string_lossy().into_owned(),
+                        display: request.path,
+                        root: "root".to_owned(),
+                        inside_workspace: true,
+                    })
+                }
+                services::PATH_CHECK => {
+                    let request: services::CheckRequest = serde_json::from_str(request).map_err(bad)?;
+                    let allowed = request.paths.iter().map(|p| !self.blocked.contains(p)).collect();
+                    serde_json::to_string(&services::CheckResponse { allowed })
+                }
+                services::READ_CACHE_RECORD if self.cache.is_some() => {
+                    let request: services::RecordReadRequest = serde_json::from_str(request).map_err(bad)?;
+                    let Some(Ok(mut cache)) = self.cache.as_ref().map(Mutex::lock) else {
+                        return Err(ServiceError::new(ServiceErrorKind::Failed, "poisoned"));
+                    };
+                    let entry = cache.entry(request.path.to_lowercase()).or_insert((request.mtime_ns, 0));
+                    if entry.0 != request.mtime_ns {
+                        *entry = (request.mtime_ns, 0);
+                    }
+                    entry.1 += 1;
+                    serde_json::to_string(&services::RecordReadResponse { read_count: entry.1 })
+                }
+                other => return Err(ServiceError::new(ServiceErrorKind::UnknownService, other)),
+            };
+            answer.map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
+        }
+    }
+
+    impl Host for FakeHost {
+        fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
+            match self.dispatch(name.as_str(), request.as_str()) {
+                Ok(answer) => RResult::ROk(answer.into()),
+                Err(e) => RResult::RErr(serde_json::to_string(&e).unwrap_or_default().into()),
+            }
+        }
+
+        fn services(&self) -> RVec<RString> {
+            let mut names = vec![services::PATH_RESOLVE, services::PATH_CHECK];
+            if self.cache.is_some() {
+                names.push(services::READ_CACHE_RECORD);
+            }
+            names.into_iter().map(RString::from).collect()
+        }
+
+        fn is_cancelled(&self) -> bool {
+            false
+        }
+
+        fn log(&self, _level: u8, _message: RStr<'_>) {}
+    }
+
+    fn call(input: serde_json::Value, supports_images: bool) -> ToolCall<ReadFileArgs> {
+        let call = json!({ "tool": "read_file", "input": input, "task": { "supports_images": supports_images } });
+        match serde_json::from_value(call) {
+            Ok(call) => call,
+            Err(e) => panic!("bad test call: {e}"),
+        }
+    }
+
+    fn execute(host: &FakeHost, input: serde_json::Value) -> Outcome {
+        ReadFile.execute(&call(input, false), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+    }
+
+    fn execute_with_images(host: &FakeHost, input: serde_json::Value) -> Outcome {
+        ReadFile.execute(&call(input, true), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+    }
+
+    fn prepare(host: &FakeHost, input: serde_json::Value) -> Prepared {
+        ReadFile.prepare(&call(input, false), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+    }
+
+    fn workspace() -> io::Result<tempfile::TempDir> {
+        let dir = tempfile::tempdir()?;
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\nthree\n")?;
+        Ok(dir)
+    }
+
+    #[test]
+    fn declaration_matches_cline() {
+        let declaration = ReadFile::declaration();
+        assert_eq!(declaration.capabilities, vec![capability::READ_ONLY.to_owned()]);
+        assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{path}']"));
+        let spec = &declaration.specs["generic"];
+        assert_eq!(spec.description, DESCRIPTION);
+        let params: Vec<_> = spec
+            .parameters
+            .iter()
+            .map(|p| (p.name.as_str(), p.required, p.kind.as_str(), p.usage.as_deref()))
+            .collect();
+        assert_eq!(
+            params,
+            vec![
+                ("path", true, "string", Some("File path here")),
+                ("start_line", false, "integer", Some("1")),
+                ("end_line", false, "integer", Some("1000")),
+            ]
+        );
+    }
+
+    #[test]
+    fn arguments_are_lenient() {
+        let strings = call(json!({ "path": "a.txt", "start_line": "3", "end_line": "oops" }), false);
+        assert_eq!(strings.input, ReadFileArgs { path: Some("a.txt".to_owned()), start_line: Some(3), end_line: None });
+        let numbers = call(json!({ "path": 12, "end_line": 7.0 }), false);
+        assert_eq!(numbers.input, ReadFileArgs { path: Some("12".to_owned()), start_line: None, end_line: Some(7) });
+    }
+
+    #[test]
+    fn prepare_asks_to_read() -> io::Result<()> {
+        let dir = workspace()?;
+        let host = FakeHost::new(dir.path());
+        let absolute = dir.path().join("a.txt").to_string_lossy().into_owned();
+        assert_eq!(
+            prepare(&host, json!({ "path": "a.txt" })),
+            result::approval("read", "Cline wants to read a.txt", vec![absolute], Risk::Low)
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn prepare_refuses_ignored_paths() -> io::Result<()> {
+        let dir = workspace()?;
+        let host = FakeHost { blocked: vec!["secret.env".to_owned()], ..FakeHost::new(dir.path()) };
+        assert_eq!(
+            prepare(&host, json!({ "path": "secret.env" })),
+            result::refuse("Access to secret.env is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file.")
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn missing_path() -> io::Result<()> {
+        let dir = workspace()?;
+        let host = FakeHost::new(dir.path());
+        assert_eq!(execute(&host, json!({})), result::missing_parameter("path"));
+        assert_eq!(execute(&host, json!({ "path": "  " })), result::missing_parameter("path"));
+        assert_eq!(prepare(&host, json!({})), Prepared::Proceed);
+        Ok(())
+    }
+
+    #[test]
+    fn reads_a_window() -> io::Result<()> {
+        let dir = workspace()?;
+        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        assert_eq!(
+            execute(&host, json!({ "path": "a.txt", "start_line": 2, "end_line": "2" })),
+            result::text("2 | two\n\n(Showing lines 2-2 of 3 total. Use start_line=3 to continue reading.)")
+        );
+        assert_eq!(
+            execute(&host, json!({ "path": "a.txt" })),
+            result::text("1 | one\n2 | two\n3 | three\n\n(File has 3 lines total.)")
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn repeated_reads_get_cline_notices() -> io::Result<()> {
+        let dir = workspace()?;
+        let host = FakeHost::new(dir.path());
+        let body = "1 | one\n2 | two\n3 | three\n\n(File has 3 lines total.)";
+        assert_eq!(execute(&host, json!({ "path": "a.txt" })), result::text(body));
+        assert_eq!(
+            execute(&host, json!({ "path": "a.txt" })),
+            result::text(format!("[File already read] The file 'a.txt' was already read earlier in this conversation. Returning content:\n{body}"))
+        );
+        assert_eq!(
+            execute(&host, json!({ "path": "a.txt" })),
+            result::text(format!("[DUPLICATE READ] You have already read 'a.txt' 3 times in this conversation. The content has not changed since your last read. Please use the information you already have and proceed with your task.\n{body}"))
+        );
+        // A changed modification time starts the count again.
+        let file = File::options().write(true).open(dir.path().join("a.txt"))?;
+        file.set_modified(SystemTime::now() + Duration::from_secs(5))?;
+        assert_eq!(execute(&host, json!({ "path": "a.txt" })), result::text(body));
+        Ok(())
+    }
+
+    #[test]
+    fn missing_file() -> io::Result<()> {
+        let dir = workspace()?;
+        let host = FakeHost::new(dir.path());
+        let absolute = dir.path().join("nope.txt");
+        assert_eq!(
+            execute(&host, json!({ "path": "nope.txt" })),
+            result::mistake(format!("Error reading file: File not found: {}", absolute.display()))
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn directory() -> io::Result<()> {
+        let dir = workspace()?;
+        std::fs::create_dir(dir.path().join("src"))?;
+        let host = FakeHost::new(dir.path());
+        let absolute = dir.path().join("src");
+        assert_eq!(
+            execute(&host, json!({ "path": "src" })),
+            result::mistake(format!(
+                "Error reading file: {} is a directory. Use list_files to see its contents.",
+                absolute.display()
+            ))
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn binary_files_with_an_extension_are_refused() -> io::Result<()> {
+        let dir = workspace()?;
+        std::fs::write(dir.path().join("lib.SO"), b"\x7fELF\x02\x01\x01\0\0\0\0")?;
+        let host = FakeHost::new(dir.path());
+        assert_eq!(
+            execute(&host, json!({ "path": "lib.SO" })),
+            result::mistake("Error reading file: Cannot read text for file type: .so")
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn binary_files_without_an_extension_are_decoded_lossily() -> io::Result<()> {
+        let dir = workspace()?;
+        std::fs::write(dir.path().join("blob"), b"\x7fELF\0\xff\n")?;
+        let host = FakeHost::new(dir.path());
+        assert_eq!(
+            execute(&host, json!({ "path": "blob" })),
+            result::text("1 | \u{7f}ELF\0\u{FFFD}\n\n(File has 1 lines total.)")
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn empty_files_return_nothing() -> io::Result<()> {
+        let dir = workspace()?;
+        std::fs::write(dir.path().join("empty.txt"), "")?;
+        std::fs::write(dir.path().join("bom.txt"), "\u{FEFF}")?;
+        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        assert_eq!(execute(&host, json!({ "path": "empty.txt" })), result::text(""));
+        assert_eq!(execute(&host, json!({ "path": "bom.txt" })), result::text(""));
+        Ok(())
+    }
+
+    #[test]
+    fn byte_order_marks() -> io::Result<()> {
+        let dir = workspace()?;
+        std::fs::write(dir.path().join("utf8.txt"), "\u{FEFF}first\r\nsecond")?;
+        let mut utf16 = vec![0xFF, 0xFE];
+        utf16.extend("first\r\nsecond".encode_utf16().flat_map(u16::to_le_bytes));
+        std::fs::write(dir.path().join("utf16.txt"), utf16)?;
+        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        let expected = result::text("1 | first\n2 | second\n\n(File has 2 lines total.)");
+        assert_eq!(execute(&host, json!({ "path": "utf8.txt" })), expected);
+        assert_eq!(execute(&host, json!({ "path": "utf16.txt" })), expected);
+        Ok(())
+    }
+
+    #[test]
+    fn images() -> io::Result<()> {
+        let dir = workspace()?;
+        let png = image::tests::png_header(4, 4);
+        std::fs::write(dir.path().join("pic.PNG"), &png)?;
+        std::fs::write(dir.path().join("huge.webp"), image::tests::png_header(8000, 10))?;
+        std::fs::write(dir.path().join("fake.jpg"), "not a jpeg")?;
+        let host = FakeHost::new(dir.path());
+        assert_eq!(
+            execute(&host, json!({ "path": "pic.PNG" })),
+            result::mistake("Error reading file: Current model does not support image input")
+        );
+        let data = {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.encode(&png)
+        };
+        assert_eq!(
+            execute_with_images(&host, json!({ "path": "pic.PNG" })),
+            result::blocks(vec![
+                result::image("image/png", data.clone()),
+                Block::Text { text: "Successfully read image".to_owned() }
+            ])
+        );
+        assert_eq!(
+            execute_with_images(&host, json!({ "path": "pic.PNG" })),
+            result::blocks(vec![
+                result::image("image/png", data),
+                Block::Text {
+                    text: "[File already read] The file 'pic.PNG' was already read earlier in this conversation. Returning content:\nSuccessfully read image".to_owned()
+                }
+            ])
+        );
+        assert_eq!(
+            execute_with_images(&host, json!({ "path": "huge.webp" })),
+            result::mistake("Error reading file: Image dimensions exceed 7500px by 7500px, so image could not be read")
+        );
+        assert_eq!(
+            execute_with_images(&host, json!({ "path": "fake.jpg" })),
+            result::mistake("Error reading file: Could not determine image dimensions, so image could not be read")
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_large_file_is_windowed_not_refused() -> io::Result<()> {
+        let dir = workspace()?;
+        // Over Cline's 20 MB refusal threshold: 21 MB of 100-byte lines.
+        let line = format!("{}\n", "y".repeat(99));
+        std::fs::write(dir.path().join("big.log"), line.repeat(210_000))?;
+        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        let expected = format!("209999 | {0}\n210000 | {0}\n\n(File has 210000 lines total.)", "y".repeat(99));
+        assert_eq!(execute(&host, json!({ "path": "big.log", "start_line": 209_999 })), result::text(expected));
+        Ok(())
+    }
+}

@@ -1,0 +1,96 @@
+//! Timeouts and cancellation: an immediate reply, abandoned threads counted until they return, quarantine.
+
+use crate::util::*;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use toolshed::{Config, ResultStatus, Runtime};
+
+fn config(call_ms: u64, max_abandoned: u32) -> Config {
+    let mut config = Config::default();
+    config.timeouts.call_ms = call_ms;
+    config.plugins.max_abandoned = max_abandoned;
+    config
+}
+
+fn abandoned(runtime: &Runtime) -> usize {
+    runtime.tools().into_iter().find(|t| t.name == "sleep").map(|t| t.abandoned).unwrap()
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_timeout_replies_at_once_and_counts_the_thread_until_it_returns() {
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(config(200, 4)).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    let result = call(&task, "sleep", json!({"ms": 1500}));
+    assert_eq!(result.status, ResultStatus::Error);
+    assert!(text(&result).contains("did not finish within 200 ms"), "{}", text(&result));
+    // The reply came back while the plugin still sleeps: the thread is counted as abandoned.
+    assert_eq!(abandoned(&runtime), 1);
+    wait_until("the sleep returns", || abandoned(&runtime) == 0);
+    // A call within the timeout works normally.
+    assert!(text(&call(&task, "sleep", json!({"ms": 1}))).starts_with("slept 1 ms; cancelled=false; service=served"));
+}
+
+#[test]
+fn too_many_abandoned_calls_quarantine_the_tool_until_they_return() {
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(config(100, 2)).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    for _ in 0..2 {
+        assert!(text(&call(&task, "sleep", json!({"ms": 1500}))).contains("did not finish within 100 ms"));
+    }
+    let tool = runtime.tools().into_iter().find(|t| t.name == "sleep").unwrap();
+    assert!(tool.quarantined && tool.abandoned == 2, "{tool:?}");
+    let refused = call(&task, "sleep", json!({"ms": 1}));
+    assert!(
+        text(&refused).contains("the tool is quarantined because 2 earlier calls are still running"),
+        "{}",
+        text(&refused)
+    );
+    // Other tools are unaffected.
+    assert_eq!(text(&call(&task, "noop_pooled", json!({}))), "ok");
+    wait_until("the quarantine lifts", || !runtime.tools().into_iter().any(|t| t.name == "sleep" && t.quarantined));
+    assert!(text(&call(&task, "sleep", json!({"ms": 1}))).starts_with("slept 1 ms"));
+}
+
+#[test]
+fn cancelling_a_task_replies_at_once_and_services_refuse_afterwards() {
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(config(60_000, 4)).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    let canceller = task.clone();
+    let handle = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        canceller.cancel();
+    });
+    let result = call(&task, "sleep", json!({"ms": 1500}));
+    handle.join().unwrap();
+    assert!(text(&result).contains("Error executing sleep: the task was cancelled."), "{}", text(&result));
+    assert_eq!(abandoned(&runtime), 1);
+    wait_until("the sleep returns", || abandoned(&runtime) == 0);
+}
+
+#[test]
+fn dropping_a_runtime_with_a_call_in_flight_is_bounded() {
+    let mut config = config(60_000, 4);
+    config.timeouts.shutdown_ms = 200;
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(config).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    let caller = std::thread::spawn(move || call(&task, "sleep", json!({"ms": 3000})));
+    std::thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    drop(runtime);
+    assert!(started.elapsed() < Duration::from_secs(2), "drop took {:?}", started.elapsed());
+    // The caller is answered rather than left hanging: the actor stopped.
+    let result = caller.join().unwrap();
+    assert_eq!(result.status, ResultStatus::Error);
+}

@@ -1,0 +1,104 @@
+//! The harness: where the built plugins and fixtures are, temp workspaces, runtimes, and the CLI binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use toolshed::{Runtime, RuntimeBuilder, TaskContext, TaskHandle, ToolResult, ToolUse};
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
+fn dir_from_env(var: &str, default: &str, must_hold: &str) -> PathBuf {
+    let dir = std::env::var_os(var).map(PathBuf::from).unwrap_or_else(|| workspace_root().join(default));
+    assert!(
+        dir.join(must_hold).is_file(),
+        "{} not found: the host tests load real plugin libraries; run `cargo xtask test`, which builds them first",
+        dir.join(must_hold).display()
+    );
+    dir
+}
+
+/// A library file name on this platform.
+pub fn lib(name: &str) -> String {
+    format!("{}{name}{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX)
+}
+
+/// The shipped plugins, built by `cargo xtask test`.
+pub fn plugins() -> PathBuf {
+    dir_from_env("TOOLSHED_TEST_PLUGINS", "target/plugins-debug", &lib("read_file"))
+}
+
+/// The in-workspace fixture plugins.
+pub fn fixtures() -> PathBuf {
+    dir_from_env("TOOLSHED_TEST_FIXTURES", "target/fixtures-debug", &lib("fixture_tools"))
+}
+
+/// Fixtures built against foreign copies of the interface.
+pub fn foreign() -> PathBuf {
+    dir_from_env("TOOLSHED_TEST_FOREIGN", "target/fixtures-foreign/debug", &lib("fixture_api_v2"))
+}
+
+/// A fixture library file.
+pub fn fixture(name: &str) -> PathBuf {
+    fixtures().join(lib(name))
+}
+
+/// The `toolshed` binary, built by `cargo xtask test` next to the plugins.
+pub fn toolshed_bin() -> PathBuf {
+    let bin = workspace_root().join("target/debug/toolshed");
+    assert!(bin.is_file(), "{} not found: run `cargo xtask test`", bin.display());
+    bin
+}
+
+/// A runtime builder over the shipped plugins.
+pub fn shipped() -> RuntimeBuilder {
+    Runtime::builder().plugin_dir(plugins())
+}
+
+/// Runs a future to completion on a fresh current-thread runtime (as a host with its own executor would).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().expect("tokio runtime").block_on(future)
+}
+
+/// One call through the full pipeline.
+pub fn call(task: &TaskHandle, tool: &str, input: serde_json::Value) -> ToolResult {
+    block_on(task.execute(ToolUse::new("t1", tool, input)))
+}
+
+/// The text of a one-block text result.
+pub fn text(result: &ToolResult) -> String {
+    match result.blocks.as_slice() {
+        [toolshed::Block::Text { text }] => text.clone(),
+        other => panic!("expected one text block, got {other:?}"),
+    }
+}
+
+/// A temporary workspace directory.
+pub fn workspace() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+/// A task in `dir`.
+pub fn task_in(runtime: &Runtime, dir: &Path) -> TaskHandle {
+    runtime.task(TaskContext::new(dir))
+}
+
+/// Runs the CLI with a private HOME (no user config leaks in) and returns its output.
+pub fn toolshed(home: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(toolshed_bin());
+    command.args(args).current_dir(cwd).env("HOME", home).env_remove("TOOLSHED_PLUGINS");
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("running toolshed")
+}
+
+/// Stdout as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Stderr as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
