@@ -166,6 +166,7 @@ fn a_window_deep_in_a_50_mb_file_without_holding_it() {
     let report = stderr(&out);
     let (code, peak_kb) =
         report.split_once(' ').map(|(c, p)| (c.parse::<i32>().unwrap(), p.trim().parse::<u64>().unwrap())).unwrap();
+    assert_eq!(code, 0, "{stdout}");
     let body: Vec<&str> = stdout.lines().collect();
     assert_eq!(body[0], "[read_file for 'big.log'] Result:");
     assert_eq!(
