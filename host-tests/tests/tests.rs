@@ -5,6 +5,7 @@ mod util;
 
 mod aliases;
 mod cli;
+mod list_files;
 mod loading;
 mod panics;
 mod policy;

@@ -73,9 +73,10 @@ pub fn text(result: &ToolResult) -> String {
     }
 }
 
-/// A temporary workspace directory.
+/// A temporary workspace directory. Its name must not start with `.` (tempfile's default `.tmp`): Cline's
+/// list_files shows hidden directories when the listed directory is itself hidden.
 pub fn workspace() -> tempfile::TempDir {
-    tempfile::tempdir().expect("tempdir")
+    tempfile::Builder::new().prefix("ws-").tempdir().expect("tempdir")
 }
 
 /// A task in `dir`.

@@ -92,9 +92,9 @@ fn main() -> anyhow::Result<()> {
         step("read_file", json!({"path": "logo.bin"}), Error, &["Cannot read text for file type: .bin"]),
         step("read_file", json!({"path": "no/such/file.rs"}), Error, &["Error reading file: File not found: "]),
         step("read_file", json!({}), Error, &["Missing value for required parameter 'path'"]),
-        step("list_files", json!({"path": "."}), Success, &["README.md", "plugins/"]),
+        step("list_files", json!({"path": "."}), Success, &["🔒 .clineignore", "README.md", "plugins/"]),
         step("list_files", json!({"path": "runtime", "recursive": "true"}), Success, &["src/", "src/lib.rs"]),
-        step("list_files", json!({"path": "."}), Success, &["🔒 secrets/"]),
+        step("list_files", json!({"path": "secrets", "recursive": true}), Success, &["🔒 token.txt"]),
         step("list_files", json!({"path": "does-not-exist"}), Success, &["No files found."]),
     ];
 

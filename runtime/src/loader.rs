@@ -9,6 +9,7 @@ use abi_stable::library::{lib_header_from_path, LibraryError};
 use abi_stable::std_types::{RResult, RStr};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use toolshed_plugin_api::{PluginDeclaration, PluginModRef, ToolHandlerBox, API_VERSION};
 
@@ -100,6 +101,9 @@ fn shadow_dir() -> PathBuf {
     std::env::temp_dir().join(format!("toolshed-shadow-{user}"))
 }
 
+/// Numbers this process's shadow copies, so concurrent loads of one file never share a temporary name.
+static NEXT_COPY: AtomicU64 = AtomicU64::new(0);
+
 /// Loads one library: copy to a content-named shadow path, open, check the ABI, read the declarations.
 pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
     let dir = shadow_dir();
@@ -107,18 +111,13 @@ pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
         .map_err(|e| LoadError::new(file, format!("cannot create shadow directory {}: {e}", dir.display())))?;
     // Copy to a temporary name while hashing (one pass, bounded memory), then rename to the content's name,
     // so a concurrent load of the same content never maps a half-written file.
-    let partial = dir.join(format!(
-        "{}-{:x}.partial",
-        std::process::id(),
-        xxhash_rust::xxh3::xxh3_64(file.as_os_str().as_encoded_bytes())
-    ));
+    let partial = dir.join(format!("{}-{}.partial", std::process::id(), NEXT_COPY.fetch_add(1, Ordering::Relaxed)));
     let hash = copy_hashing(file, &partial).map_err(|e| {
         let _ = std::fs::remove_file(&partial);
         LoadError::new(file, format!("cannot copy to the shadow directory {}: {e}", dir.display()))
     })?;
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let shadow =
-        dir.join(format!("{}-{}-{stem}.{}", std::process::id(), &hash[..16], std::env::consts::DLL_EXTENSION));
+    let shadow = dir.join(format!("{}-{}-{stem}.{}", std::process::id(), &hash[..16], std::env::consts::DLL_EXTENSION));
     std::fs::rename(&partial, &shadow)
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
     let loaded = open(file, &shadow);
