@@ -98,3 +98,19 @@ fn many_runtimes_live_in_one_process() {
     }
     drop(runtimes);
 }
+
+#[test]
+fn a_host_loop_can_run_on_the_runtime_thread() {
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    let done = block_on(runtime.run_on_runtime(move || async move {
+        let mut ok = 0;
+        for i in 0..100 {
+            let result = task.execute(toolshed::ToolUse::new(format!("n{i}"), "noop", json!({}))).await;
+            ok += usize::from(result.status == toolshed::ResultStatus::Success);
+        }
+        ok
+    }));
+    assert_eq!(done, Some(100));
+}

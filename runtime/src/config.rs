@@ -231,9 +231,6 @@ pub struct TimeoutsConfig {
     /// How long to wait for a terminal answer to an approval question; 0
     /// waits forever.
     pub ask_ms: u64,
-    /// How long a timed-out worker thread gets to finish before it is
-    /// counted as abandoned.
-    pub abandon_grace_ms: u64,
     /// How long the plugin watcher waits for file events to settle.
     pub watch_debounce_ms: u64,
 }
@@ -246,7 +243,6 @@ impl Default for TimeoutsConfig {
             shutdown_ms: 2_000,
             list_files_ms: 10_000,
             ask_ms: 0,
-            abandon_grace_ms: 100,
             watch_debounce_ms: 300,
         }
     }
@@ -271,11 +267,6 @@ impl TimeoutsConfig {
     /// The longest a file listing may take.
     pub fn list_files(&self) -> Duration {
         Duration::from_millis(self.list_files_ms)
-    }
-
-    /// How long a timed-out worker thread gets before it counts as abandoned.
-    pub fn abandon_grace(&self) -> Duration {
-        Duration::from_millis(self.abandon_grace_ms)
     }
 
     /// How long the plugin watcher waits for file events to settle.
@@ -796,7 +787,6 @@ mod tests {
         assert_eq!(config.timeouts.shutdown(), Duration::from_secs(2));
         assert_eq!(config.timeouts.list_files(), Duration::from_secs(10));
         assert_eq!(config.timeouts.ask(), None);
-        assert_eq!(config.timeouts.abandon_grace(), Duration::from_millis(100));
         assert_eq!(config.timeouts.watch_debounce(), Duration::from_millis(300));
         assert_eq!(Config::from_toml_str("").unwrap(), config);
         assert_eq!(Config::from_toml_str("[web]\n[timeouts]\n").unwrap(), config);

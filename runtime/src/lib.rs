@@ -35,7 +35,7 @@ mod workspace;
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};
 pub use coordinator::RegisterEvent;
 pub use executor::{ResultStatus, ToolInput, ToolResult, ToolUse};
-pub use loader::{LoadError, PluginIdentity};
+pub use loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
 pub use policy::{
     Answer, ApprovalPrompt, Approver, BoxFuture, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
 };

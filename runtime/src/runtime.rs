@@ -270,6 +270,29 @@ impl Runtime {
         &self.events
     }
 
+    /// Runs a future on the runtime's own actor thread and resolves with its output (`None` if the runtime
+    /// stopped first). A host loop that makes many calls one at a time pays a cross-thread wake-up per call
+    /// when it awaits from its own threads (~80 µs on idle VMs); run there, it pays the actor hop alone.
+    pub fn run_on_runtime<F, Fut, T>(&self, make: F) -> impl std::future::Future<Output = Option<T>> + Send + 'static
+    where
+        F: FnOnce() -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = T> + 'static,
+        T: Send + 'static,
+    {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let spawned = self.system.arbiter().spawn_fn(move || {
+            actix::spawn(async move {
+                let _ = tx.send(make().await);
+            });
+        });
+        async move {
+            if !spawned {
+                return None;
+            }
+            rx.await.ok()
+        }
+    }
+
     /// The spec of a tool for a model family: that family's, else the generic one, else any.
     pub fn spec(&self, name: &str, family: &str) -> Option<toolshed_plugin_api::ToolSpec> {
         let route = self.shared.route(name)?;
