@@ -140,6 +140,30 @@ impl<'a> HostClient<'a> {
         self.host.log(level, RStr::from_str(message));
     }
 
+    /// `say`: a UI message. Hosts without the service (or subagent runs) drop it.
+    pub fn say(&self, kind: &str, text: &str, partial: bool) {
+        let request = crate::services::SayRequest { kind: kind.to_owned(), text: text.to_owned(), partial };
+        let _ = self.call::<_, crate::services::Empty>(crate::services::SAY, &request);
+    }
+
+    /// `state.get`: a value from the task's state.
+    pub fn state_get(&self, key: &str) -> Result<Option<serde_json::Value>, ServiceError> {
+        let request = crate::services::StateGetRequest { key: key.to_owned() };
+        Ok(self.call::<_, crate::services::StateGetResponse>(crate::services::STATE_GET, &request)?.value)
+    }
+
+    /// `state.set`: stores (or with `None`, deletes) a value in the task's state.
+    pub fn state_set(&self, key: &str, value: Option<serde_json::Value>) -> Result<(), ServiceError> {
+        let request = crate::services::StateSetRequest { key: key.to_owned(), value };
+        self.call::<_, crate::services::Empty>(crate::services::STATE_SET, &request).map(|_| ())
+    }
+
+    /// `read_cache.forget`: drops paths from the task's read cache after a write (all when empty).
+    pub fn forget_reads(&self, paths: Vec<String>) -> Result<(), ServiceError> {
+        let request = crate::services::ForgetRequest { paths };
+        self.call::<_, crate::services::Empty>(crate::services::READ_CACHE_FORGET, &request).map(|_| ())
+    }
+
     /// `path.resolve`.
     pub fn resolve_path(&self, path: &str) -> Result<crate::services::ResolvedPath, ServiceError> {
         self.call(crate::services::PATH_RESOLVE, &crate::services::ResolveRequest { path: path.to_owned() })

@@ -11,6 +11,56 @@ pub const READ_CACHE_RECORD: &str = "read_cache.record";
 /// `read_cache.forget`: drops paths from the task's read cache (after a write).
 pub const READ_CACHE_FORGET: &str = "read_cache.forget";
 
+/// `say`: a message for the user's UI (progress, a streamed diff); never part of a tool result. Subagent
+/// runs drop them.
+pub const SAY: &str = "say";
+/// `state.get`: reads a JSON value from the task's state (where a stateless handler keeps per-task state,
+/// such as a streamed edit's progress).
+pub const STATE_GET: &str = "state.get";
+/// `state.set`: writes (or with `null`, deletes) a JSON value in the task's state.
+pub const STATE_SET: &str = "state.set";
+
+/// Request of [`SAY`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SayRequest {
+    /// What kind of message (`tool`, `diff`, `command_output`, `text`, …).
+    pub kind: String,
+    /// The message.
+    pub text: String,
+    /// Whether a later message of the same kind will replace this one (streaming).
+    #[serde(default)]
+    pub partial: bool,
+}
+
+/// Request of [`STATE_GET`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateGetRequest {
+    /// The key; plugins prefix keys with their tool name.
+    pub key: String,
+}
+
+/// Response of [`STATE_GET`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateGetResponse {
+    /// The value, if set.
+    #[serde(default)]
+    pub value: Option<serde_json::Value>,
+}
+
+/// Request of [`STATE_SET`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StateSetRequest {
+    /// The key.
+    pub key: String,
+    /// The value; `None` deletes the key.
+    #[serde(default)]
+    pub value: Option<serde_json::Value>,
+}
+
+/// The empty response of services that answer nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Empty {}
+
 /// Request of [`PATH_RESOLVE`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolveRequest {

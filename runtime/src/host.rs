@@ -10,13 +10,21 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use toolshed_plugin_api::services::{
-    self, CheckRequest, CheckResponse, ForgetRequest, RecordReadRequest, RecordReadResponse, ResolveRequest,
+    self, CheckRequest, CheckResponse, Empty, ForgetRequest, RecordReadRequest, RecordReadResponse, ResolveRequest,
+    SayRequest, StateGetRequest, StateGetResponse, StateSetRequest,
 };
 use toolshed_plugin_api::{log_level, Host, ServiceError, ServiceErrorKind};
 
 /// The services every host offers, in the order `services()` lists them.
-const SERVICES: &[&str] =
-    &[services::PATH_RESOLVE, services::PATH_CHECK, services::READ_CACHE_RECORD, services::READ_CACHE_FORGET];
+const SERVICES: &[&str] = &[
+    services::PATH_RESOLVE,
+    services::PATH_CHECK,
+    services::READ_CACHE_RECORD,
+    services::READ_CACHE_FORGET,
+    services::SAY,
+    services::STATE_GET,
+    services::STATE_SET,
+];
 
 /// The host for one call of one tool.
 pub(crate) struct CallHost {
@@ -46,7 +54,21 @@ impl CallHost {
             }),
             services::READ_CACHE_FORGET => answer(request, |req: ForgetRequest| {
                 self.task.forget_reads(&req.paths);
-                Ok(serde_json::Value::Object(Default::default()))
+                Ok(Empty {})
+            }),
+            services::SAY => answer(request, |req: SayRequest| {
+                self.task.say(&self.tool, req);
+                Ok(Empty {})
+            }),
+            services::STATE_GET => answer(request, |req: StateGetRequest| {
+                Ok(StateGetResponse { value: self.task.state.get(&req.key).map(|v| v.clone()) })
+            }),
+            services::STATE_SET => answer(request, |req: StateSetRequest| {
+                match req.value {
+                    Some(value) => self.task.state.insert(req.key, value),
+                    None => self.task.state.remove(&req.key).map(|(_, v)| v),
+                };
+                Ok(Empty {})
             }),
             other => Err(ServiceError::new(
                 ServiceErrorKind::UnknownService,

@@ -40,6 +40,6 @@ pub use policy::{
     Answer, ApprovalPrompt, Approver, BoxFuture, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
 };
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
-pub use task::{Mode, TaskContext};
+pub use task::{Mode, TaskContext, UiEvent};
 pub use tool_id::{check_plugin_tool_name, NameError, ToolId};
 pub use toolshed_plugin_api::Block;

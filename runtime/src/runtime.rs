@@ -6,7 +6,7 @@ use crate::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Route,
 use crate::executor::{self, ToolResult, ToolUse};
 use crate::loader::{self, LoadError, LoadedPlugin};
 use crate::policy::{Approver, Policy};
-use crate::task::{TaskContext, TaskShared};
+use crate::task::{EventSink, TaskContext, TaskShared, UiEvent};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -29,6 +29,7 @@ pub(crate) struct Shared {
     pub timeouts: Timeouts,
     /// Timeouts plugins honour themselves, handed to them in every call's task info.
     pub plugin_timeouts: BTreeMap<String, u64>,
+    pub events: Option<EventSink>,
 }
 
 impl Shared {
@@ -87,6 +88,7 @@ pub struct RuntimeBuilder {
     yes: bool,
     approver: Option<Arc<dyn Approver>>,
     workers_per_tool: usize,
+    events: Option<EventSink>,
 }
 
 impl RuntimeBuilder {
@@ -123,6 +125,12 @@ impl RuntimeBuilder {
     /// How the runtime asks its user; without one, calls that need asking are denied.
     pub fn approver(mut self, approver: impl Approver) -> Self {
         self.approver = Some(Arc::new(approver));
+        self
+    }
+
+    /// Receives the UI messages tools send with `say` (progress, streamed diffs, command output).
+    pub fn on_event(mut self, sink: impl Fn(&UiEvent) + Send + Sync + 'static) -> Self {
+        self.events = Some(Arc::new(sink));
         self
     }
 
@@ -184,6 +192,7 @@ impl RuntimeBuilder {
                 ask: config.timeouts.ask(),
             },
             plugin_timeouts,
+            events: self.events,
         });
         Ok(Runtime { shared, system, thread: Some(thread), shutdown: config.timeouts.shutdown(), load_errors, events })
     }
@@ -249,6 +258,7 @@ impl Runtime {
             yes: false,
             approver: None,
             workers_per_tool: 8,
+            events: None,
         }
     }
 
@@ -256,7 +266,7 @@ impl Runtime {
     pub fn task(&self, context: TaskContext) -> TaskHandle {
         TaskHandle {
             shared: Arc::clone(&self.shared),
-            task: Arc::new(TaskShared::new(context, self.shared.plugin_timeouts.clone())),
+            task: Arc::new(TaskShared::new(context, self.shared.plugin_timeouts.clone(), self.shared.events.clone())),
         }
     }
 

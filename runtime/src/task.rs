@@ -101,7 +101,6 @@ impl CancelToken {
 }
 
 /// Everything the runtime keeps for one task, shared by its calls.
-#[derive(Debug)]
 pub(crate) struct TaskShared {
     pub info: TaskInfo,
     /// `info` as JSON, built once: every call embeds it.
@@ -114,13 +113,37 @@ pub(crate) struct TaskShared {
     pub always_allow: DashSet<String>,
     /// The read_file dedup cache: lower-cased absolute path → (mtime, read count).
     pub read_cache: DashMap<String, (u128, u32)>,
+    /// Per-task JSON state that stateless handlers keep through the `state.*` services.
+    pub state: DashMap<String, serde_json::Value>,
     pub calls: AtomicU64,
+    /// Where `say` messages go; `None` drops them (no UI, or a subagent run).
+    pub events: Option<EventSink>,
 }
+
+/// A message for the user's UI, sent by a tool through the `say` service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UiEvent {
+    /// The task it belongs to.
+    pub task_id: String,
+    /// The tool that sent it.
+    pub tool: String,
+    /// Its kind (`tool`, `diff`, `command_output`, …).
+    pub kind: String,
+    /// The text.
+    pub text: String,
+    /// Whether a later event of the same kind replaces it.
+    pub partial: bool,
+}
+
+/// The host's receiver of UI events.
+pub type EventSink = std::sync::Arc<dyn Fn(&UiEvent) + Send + Sync>;
 
 static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
 
 impl TaskShared {
-    pub fn new(context: TaskContext, timeouts_ms: BTreeMap<String, u64>) -> Self {
+    pub fn new(context: TaskContext, timeouts_ms: BTreeMap<String, u64>, events: Option<EventSink>) -> Self {
+        // Subagent runs push nothing to the UI.
+        let events = if context.subagent { None } else { events };
         let task_id = if context.task_id.is_empty() {
             format!("task-{}-{}", std::process::id(), NEXT_TASK.fetch_add(1, Ordering::Relaxed))
         } else {
@@ -155,7 +178,22 @@ impl TaskShared {
             mistakes: AtomicU32::new(0),
             always_allow: DashSet::new(),
             read_cache: DashMap::new(),
+            state: DashMap::new(),
             calls: AtomicU64::new(0),
+            events,
+        }
+    }
+
+    /// Hands a `say` message to the host's event sink.
+    pub fn say(&self, tool: &str, request: toolshed_plugin_api::services::SayRequest) {
+        if let Some(sink) = &self.events {
+            sink(&UiEvent {
+                task_id: self.info.task_id.clone(),
+                tool: tool.to_owned(),
+                kind: request.kind,
+                text: request.text,
+                partial: request.partial,
+            });
         }
     }
 

@@ -1,5 +1,6 @@
-//! Project automation (`cargo xtask …`): build the plugins, run the whole test suite, run the demo.
+//! Project automation (`cargo xtask …`): build the plugins, run the whole test suite, run the demo, measure.
 
+mod bench;
 mod build;
 mod demo;
 mod test;
@@ -13,7 +14,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   plugins [--release]   build every plugin and copy the libraries to target/plugins[-debug]/
   test                  build the plugins and fixtures, then run every test and the demo
-  demo [--release]      run a scripted agent session that exercises every shipped tool";
+  demo [--release]      run a scripted agent session that exercises every shipped tool
+  bench                 build in release and measure the performance budget against references run side by
+                        side; prints the table and writes target/bench/latest.json";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,6 +35,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("plugins") => build::plugins(release).map(|_| ()),
         Some("test") => test::run(),
         Some("demo") => demo::run(release),
+        Some("bench") => bench::run(),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

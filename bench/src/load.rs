@@ -1,0 +1,99 @@
+//! Row 5, plugin load: every shipped plugin loaded cold by `toolshed::load_plugin` (shadow copy, hash, open,
+//! version check, declarations), against `lib_header_from_path` + `init_root_module` of the same library.
+//!
+//! "Cold" means a file the process has never mapped: every load gets its own copy with a few unique bytes
+//! appended (an ELF library still loads with trailing bytes), so neither the dynamic loader nor our
+//! content-named shadow copy can reuse an earlier mapping. Libraries are never unloaded, so the number of
+//! loads stays modest.
+
+use crate::stats::{Figure, Row, Target, Unit};
+use abi_stable::library::lib_header_from_path;
+use abi_stable::std_types::RResult;
+use anyhow::{bail, ensure, Context, Result};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+use toolshed_plugin_api::{PluginDeclaration, PluginModRef};
+
+/// Timed loads per side and plugin, after one untimed load of each.
+const LOADS: usize = 20;
+
+/// Runs row 5 over every library in `plugins`, with the copies under `work/load`.
+pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
+    let dir = work.join("load");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    let mut libraries: Vec<PathBuf> = std::fs::read_dir(plugins)
+        .with_context(|| format!("reading {}", plugins.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == std::env::consts::DLL_EXTENSION))
+        .collect();
+    libraries.sort();
+    ensure!(!libraries.is_empty(), "no plugin libraries in {}", plugins.display());
+
+    let mut rows = Vec::new();
+    for library in &libraries {
+        let stem = library.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        let bytes = std::fs::read(library).with_context(|| format!("reading {}", library.display()))?;
+        let copies = |side: &str| -> Result<Vec<PathBuf>> {
+            (0..=LOADS)
+                .map(|i| {
+                    let path = dir.join(format!("{stem}-{side}-{i}.{}", std::env::consts::DLL_EXTENSION));
+                    let mut copy = bytes.clone();
+                    copy.extend_from_slice(format!("\0toolshed-bench {side} {i} {}", std::process::id()).as_bytes());
+                    std::fs::write(&path, copy).with_context(|| format!("writing {}", path.display()))?;
+                    Ok(path)
+                })
+                .collect()
+        };
+        let (ours, reference) = (copies("ours")?, copies("ref")?);
+
+        // The first load of each side is the check that both read the same plugin, and is not timed.
+        let loaded = toolshed::load_plugin(&ours[0])?;
+        let (name, declaration) = reference_load(&reference[0])?;
+        ensure!(
+            loaded.identity.name == name && loaded.declaration == declaration,
+            "{}: load_plugin and the reference read different plugins",
+            library.display()
+        );
+
+        let (mut ours_ns, mut reference_ns) = (Vec::with_capacity(LOADS), Vec::with_capacity(LOADS));
+        for i in 1..=LOADS {
+            // Alternate which side loads first.
+            for ours_side in if i % 2 == 0 { [true, false] } else { [false, true] } {
+                let start = Instant::now();
+                if ours_side {
+                    toolshed::load_plugin(&ours[i])?;
+                    ours_ns.push(start.elapsed().as_nanos() as f64);
+                } else {
+                    let header = lib_header_from_path(&reference[i])?;
+                    header.init_root_module::<PluginModRef>()?;
+                    reference_ns.push(start.elapsed().as_nanos() as f64);
+                }
+            }
+        }
+        rows.push(Row {
+            id: "5".to_owned(),
+            what: format!("plugin load, cold: {stem} ({} KiB)", bytes.len() / 1024),
+            unit: Unit::Nanos,
+            ours: Figure::with_p99(&mut ours_ns),
+            reference_name: "`lib_header_from_path` + `init_root_module`".to_owned(),
+            reference: Figure::with_p99(&mut reference_ns),
+            target: Target::RatioAtMost(1.5),
+            higher_is_better: false,
+            note: None,
+        });
+    }
+    Ok(rows)
+}
+
+/// The reference load, plus what the check compares: the plugin's name and its declarations.
+fn reference_load(path: &Path) -> Result<(String, PluginDeclaration)> {
+    let module = lib_header_from_path(path)?.init_root_module::<PluginModRef>()?;
+    let declaration = match (module.declarations())() {
+        RResult::ROk(json) => serde_json::from_str(json.as_str())?,
+        RResult::RErr(message) => bail!("{}: declarations failed: {message}", path.display()),
+    };
+    Ok((module.name().as_str().to_owned(), declaration))
+}

@@ -1,0 +1,106 @@
+//! `toolshed-bench`, run by `cargo xtask bench`: the performance budget of the design measured as ratios
+//! against references run side by side in the same process (interleaved, after warm-up, medians over many
+//! runs), each pair checked to give the same answer before it is timed. Prints a Markdown table and writes
+//! `<out>/latest.json` with the git revision, the machine and the reference tools' versions.
+//!
+//! Usage: `toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR`
+
+mod dispatch;
+mod load;
+mod read_file;
+mod report;
+mod stats;
+
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR
+
+  --plugins DIR    the shipped plugins (target/plugins)
+  --fixtures DIR   the fixture plugins, for libfixture_tools (target/fixtures)
+  --toolshed BIN   the release `toolshed` binary, for the peak-memory row
+  --out DIR        where the bench's files and latest.json go (target/bench)";
+
+/// The command line.
+struct Args {
+    plugins: PathBuf,
+    fixtures: PathBuf,
+    toolshed: PathBuf,
+    out: PathBuf,
+}
+
+fn parse(args: &[String]) -> Result<Args> {
+    let value = |flag: &str| -> Result<PathBuf> {
+        let at = args.iter().position(|a| a == flag).with_context(|| format!("{flag} is missing\n\n{USAGE}"))?;
+        args.get(at + 1).map(PathBuf::from).with_context(|| format!("{flag} needs a value\n\n{USAGE}"))
+    };
+    Ok(Args {
+        plugins: value("--plugins")?,
+        fixtures: value("--fixtures")?,
+        toolshed: value("--toolshed")?,
+        out: value("--out")?,
+    })
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    match parse(&args).and_then(|args| run(&args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("toolshed-bench: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<()> {
+    let started = Instant::now();
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let out = args.out.canonicalize()?;
+    let fixture =
+        args.fixtures.join(format!("{}fixture_tools{}", std::env::consts::DLL_PREFIX, std::env::consts::DLL_SUFFIX));
+    if !fixture.is_file() {
+        bail!("{} not found: build it with `cargo xtask plugins --release`", fixture.display());
+    }
+    // The dispatch rows' workspace: an empty directory, since the no-op tools touch no files.
+    let workspace = out.join("workspace");
+    std::fs::create_dir_all(&workspace)?;
+    let info = report::RunInfo::collect(&std::env::current_dir()?);
+
+    let mut rows = Vec::new();
+    eprintln!("toolshed-bench: row 1, dispatch");
+    rows.extend(dispatch::rows(&fixture, &workspace)?);
+    eprintln!("toolshed-bench: row 4, read_file on a 50 MiB file");
+    rows.extend(read_file::rows(&args.plugins, &args.toolshed, &out)?);
+    eprintln!("toolshed-bench: row 5, plugin load");
+    rows.extend(load::rows(&args.plugins, &out)?);
+
+    println!(
+        "Measured {} on {} at {}{}.\n",
+        info.date,
+        info.machine(),
+        short(&info.revision),
+        if info.dirty { " (with uncommitted changes)" } else { "" }
+    );
+    println!("{}", report::table(&rows));
+    let json = report::write_json(&out, &info, &rows)?;
+    let failed = rows.iter().filter(|row| row.pass() == Some(false)).count();
+    eprintln!(
+        "toolshed-bench: {} rows, {failed} over budget, {:.0} s; wrote {}",
+        rows.len(),
+        started.elapsed().as_secs_f64(),
+        json.display()
+    );
+    Ok(())
+}
+
+/// A revision's usual short form.
+fn short(revision: &str) -> &str {
+    revision.get(..10).unwrap_or(revision)
+}
