@@ -20,6 +20,95 @@ pub const STATE_GET: &str = "state.get";
 /// `state.set`: writes (or with `null`, deletes) a JSON value in the task's state.
 pub const STATE_SET: &str = "state.set";
 
+/// `process.spawn`: starts `$SHELL -c COMMAND` in its own process group, stdin closed, stdout and stderr
+/// interleaved into one stream, with Cline's pager-free environment. Plugins never spawn or reap children
+/// themselves.
+pub const PROCESS_SPAWN: &str = "process.spawn";
+/// `process.read`: the output that arrived since the last read, waiting up to `wait_ms` for some.
+pub const PROCESS_READ: &str = "process.read";
+/// `process.kill`: SIGTERM to the process group, SIGKILL after the grace period. Works after cancellation.
+pub const PROCESS_KILL: &str = "process.kill";
+/// `commands.settings`: the user's command settings (permissions JSON, timeouts, YOLO).
+pub const COMMANDS_SETTINGS: &str = "commands.settings";
+
+/// Request of [`PROCESS_SPAWN`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpawnRequest {
+    /// The shell command.
+    pub command: String,
+    /// The absolute working directory; the primary workspace root when absent.
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// Extra environment variables.
+    #[serde(default)]
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+/// Response of [`PROCESS_SPAWN`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpawnResponse {
+    /// The handle for `process.read` and `process.kill`.
+    pub id: u64,
+    /// The shell's process id (also its process group id).
+    pub pid: u32,
+}
+
+/// Request of [`PROCESS_READ`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadRequest {
+    /// The process.
+    pub id: u64,
+    /// How long to wait for output when none is buffered.
+    pub wait_ms: u64,
+    /// The most bytes to return at once.
+    #[serde(default = "default_read_max")]
+    pub max_bytes: usize,
+}
+
+fn default_read_max() -> usize {
+    256 * 1024
+}
+
+/// Response of [`PROCESS_READ`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReadResponse {
+    /// Output since the last read (invalid UTF-8 replaced; a character split across reads is kept whole).
+    pub output: String,
+    /// The process has exited and all its output was read.
+    pub done: bool,
+    /// Its exit code, once exited normally.
+    #[serde(default)]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it, by name (`SIGKILL`), once ended by one.
+    #[serde(default)]
+    pub signal: Option<String>,
+}
+
+/// Request of [`PROCESS_KILL`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KillRequest {
+    /// The process.
+    pub id: u64,
+}
+
+/// Response of [`COMMANDS_SETTINGS`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CommandsSettings {
+    /// The JSON of `CLINE_COMMAND_PERMISSIONS` (the environment variable wins over the config file).
+    #[serde(default)]
+    pub permissions: Option<String>,
+    /// The default command timeout.
+    pub default_timeout_ms: u64,
+    /// The timeout of long-running commands (builds, installs, tests).
+    pub long_timeout_ms: u64,
+    /// YOLO mode: commands get timeouts.
+    #[serde(default)]
+    pub yolo: bool,
+    /// How long "still running" waits before it is said.
+    #[serde(default)]
+    pub notice_ms: u64,
+}
+
 /// Request of [`SAY`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SayRequest {

@@ -233,6 +233,10 @@ pub struct TimeoutsConfig {
     pub ask_ms: u64,
     /// How long the plugin watcher waits for file events to settle.
     pub watch_debounce_ms: u64,
+    /// Between SIGTERM and SIGKILL when a command's process group is stopped.
+    pub kill_grace_ms: u64,
+    /// How long a command runs before its "still running" notice is said to the user.
+    pub command_notice_ms: u64,
 }
 
 impl Default for TimeoutsConfig {
@@ -244,6 +248,8 @@ impl Default for TimeoutsConfig {
             list_files_ms: 10_000,
             ask_ms: 0,
             watch_debounce_ms: 300,
+            kill_grace_ms: 2_000,
+            command_notice_ms: 15_000,
         }
     }
 }
@@ -267,6 +273,11 @@ impl TimeoutsConfig {
     /// The longest a file listing may take.
     pub fn list_files(&self) -> Duration {
         Duration::from_millis(self.list_files_ms)
+    }
+
+    /// Between SIGTERM and SIGKILL.
+    pub fn kill_grace(&self) -> Duration {
+        Duration::from_millis(self.kill_grace_ms)
     }
 
     /// How long the plugin watcher waits for file events to settle.

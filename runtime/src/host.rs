@@ -9,9 +9,11 @@ use serde::{de::DeserializeOwned, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use toolshed_plugin_api::services::{
-    self, CheckRequest, CheckResponse, Empty, ForgetRequest, RecordReadRequest, RecordReadResponse, ResolveRequest,
-    SayRequest, StateGetRequest, StateGetResponse, StateSetRequest,
+    self, CheckRequest, CheckResponse, Empty, ForgetRequest, KillRequest, ReadRequest, ReadResponse, RecordReadRequest,
+    RecordReadResponse, ResolveRequest, SayRequest, SpawnRequest, SpawnResponse, StateGetRequest, StateGetResponse,
+    StateSetRequest,
 };
 use toolshed_plugin_api::{log_level, Host, ServiceError, ServiceErrorKind};
 
@@ -24,6 +26,10 @@ const SERVICES: &[&str] = &[
     services::SAY,
     services::STATE_GET,
     services::STATE_SET,
+    services::PROCESS_SPAWN,
+    services::PROCESS_READ,
+    services::PROCESS_KILL,
+    services::COMMANDS_SETTINGS,
 ];
 
 /// The host for one call of one tool.
@@ -40,9 +46,20 @@ impl CallHost {
     }
 
     fn dispatch(&self, name: &str, request: &str) -> Result<String, ServiceError> {
+        // Stopping what it started must work for a cancelled call too.
+        if name == services::PROCESS_KILL {
+            return answer(request, |req: KillRequest| {
+                self.task
+                    .host
+                    .processes
+                    .kill(req.id)
+                    .map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))?;
+                Ok(Empty {})
+            });
+        }
         // Blocking services must not keep an abandoned call busy: once cancelled, every service says so.
         if self.is_cancelled_now() {
-            return Err(ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled or timed out"));
+            return Err(cancelled());
         }
         match name {
             services::PATH_RESOLVE => answer(request, |req: ResolveRequest| Ok(self.task.workspace.resolve(&req.path))),
@@ -70,12 +87,45 @@ impl CallHost {
                 };
                 Ok(Empty {})
             }),
+            services::PROCESS_SPAWN => answer(request, |req: SpawnRequest| {
+                let cwd = match &req.cwd {
+                    Some(dir) => std::path::PathBuf::from(dir),
+                    None => self.task.workspace.primary().to_owned(),
+                };
+                let (id, pid) = self
+                    .task
+                    .host
+                    .processes
+                    .spawn(&self.task.info.task_id, &req.command, &cwd, &req.env)
+                    .map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))?;
+                Ok(SpawnResponse { id, pid })
+            }),
+            services::PROCESS_READ => answer(request, |req: ReadRequest| {
+                let chunk = self
+                    .task
+                    .host
+                    .processes
+                    .read(req.id, Duration::from_millis(req.wait_ms), req.max_bytes, &|| self.is_cancelled_now())
+                    .map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))?
+                    .ok_or_else(cancelled)?;
+                Ok(ReadResponse {
+                    output: chunk.output,
+                    done: chunk.done,
+                    exit_code: chunk.exit_code,
+                    signal: chunk.signal,
+                })
+            }),
+            services::COMMANDS_SETTINGS => answer(request, |_: serde_json::Value| Ok(self.task.host.commands.clone())),
             other => Err(ServiceError::new(
                 ServiceErrorKind::UnknownService,
                 format!("this host offers no service named '{other}'"),
             )),
         }
     }
+}
+
+fn cancelled() -> ServiceError {
+    ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled or timed out")
 }
 
 fn answer<Req: DeserializeOwned, Resp: Serialize>(

@@ -26,6 +26,7 @@ mod loader;
 mod messages;
 mod policy;
 mod pool;
+mod process;
 mod runtime;
 mod task;
 mod tool_actor;

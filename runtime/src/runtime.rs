@@ -6,12 +6,14 @@ use crate::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Route,
 use crate::executor::{self, ToolResult, ToolUse};
 use crate::loader::{self, LoadError, LoadedPlugin};
 use crate::policy::{Approver, Policy};
-use crate::task::{EventSink, TaskContext, TaskShared, UiEvent};
+use crate::process::ProcessManager;
+use crate::task::{EventSink, HostServices, TaskContext, TaskShared, UiEvent};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use toolshed_plugin_api::services::CommandsSettings;
 
 /// Timeouts the executor applies.
 #[derive(Debug, Clone)]
@@ -30,6 +32,7 @@ pub(crate) struct Shared {
     /// Timeouts plugins honour themselves, handed to them in every call's task info.
     pub plugin_timeouts: BTreeMap<String, u64>,
     pub events: Option<EventSink>,
+    pub host: Arc<HostServices>,
 }
 
 impl Shared {
@@ -193,6 +196,19 @@ impl RuntimeBuilder {
             },
             plugin_timeouts,
             events: self.events,
+            host: Arc::new(HostServices {
+                processes: ProcessManager::new(config.timeouts.kill_grace()),
+                commands: CommandsSettings {
+                    // As in Cline, the environment variable wins over the configuration file.
+                    permissions: std::env::var("CLINE_COMMAND_PERMISSIONS")
+                        .ok()
+                        .or_else(|| config.commands.permissions.clone()),
+                    default_timeout_ms: config.commands.default_timeout_ms,
+                    long_timeout_ms: config.commands.long_timeout_ms,
+                    yolo: config.approval.yolo,
+                    notice_ms: config.timeouts.command_notice_ms,
+                },
+            }),
         });
         Ok(Runtime { shared, system, thread: Some(thread), shutdown: config.timeouts.shutdown(), load_errors, events })
     }
@@ -266,7 +282,12 @@ impl Runtime {
     pub fn task(&self, context: TaskContext) -> TaskHandle {
         TaskHandle {
             shared: Arc::clone(&self.shared),
-            task: Arc::new(TaskShared::new(context, self.shared.plugin_timeouts.clone(), self.shared.events.clone())),
+            task: Arc::new(TaskShared::new(
+                context,
+                self.shared.plugin_timeouts.clone(),
+                self.shared.events.clone(),
+                Arc::clone(&self.shared.host),
+            )),
         }
     }
 
@@ -338,6 +359,8 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        // Commands still running when the runtime goes are killed, not orphaned.
+        self.shared.host.processes.kill_all();
         self.system.stop();
         if let Some(thread) = self.thread.take() {
             let deadline = Instant::now() + self.shutdown;
@@ -372,6 +395,7 @@ impl TaskHandle {
     /// Cancels the task: calls in flight return at once with a cancellation error.
     pub fn cancel(&self) {
         self.task.cancel.cancel();
+        self.shared.host.processes.kill_task(&self.task.info.task_id);
     }
 
     /// The task's id.

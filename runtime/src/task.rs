@@ -6,6 +6,7 @@ use dashmap::{DashMap, DashSet};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use tokio::sync::Notify;
 use toolshed_plugin_api::{TaskInfo, WorkspaceRoot};
 
@@ -118,6 +119,14 @@ pub(crate) struct TaskShared {
     pub calls: AtomicU64,
     /// Where `say` messages go; `None` drops them (no UI, or a subagent run).
     pub events: Option<EventSink>,
+    /// Runtime-wide service state.
+    pub host: Arc<HostServices>,
+}
+
+/// What the host services share across tasks.
+pub(crate) struct HostServices {
+    pub processes: crate::process::ProcessManager,
+    pub commands: toolshed_plugin_api::services::CommandsSettings,
 }
 
 /// A message for the user's UI, sent by a tool through the `say` service.
@@ -141,7 +150,12 @@ pub type EventSink = std::sync::Arc<dyn Fn(&UiEvent) + Send + Sync>;
 static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
 
 impl TaskShared {
-    pub fn new(context: TaskContext, timeouts_ms: BTreeMap<String, u64>, events: Option<EventSink>) -> Self {
+    pub fn new(
+        context: TaskContext,
+        timeouts_ms: BTreeMap<String, u64>,
+        events: Option<EventSink>,
+        host: Arc<HostServices>,
+    ) -> Self {
         // Subagent runs push nothing to the UI.
         let events = if context.subagent { None } else { events };
         let task_id = if context.task_id.is_empty() {
@@ -181,6 +195,7 @@ impl TaskShared {
             state: DashMap::new(),
             calls: AtomicU64::new(0),
             events,
+            host,
         }
     }
 
