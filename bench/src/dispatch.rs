@@ -58,13 +58,20 @@ pub fn rows(fixture: &Path, workspace: &Path) -> Result<Vec<Row>> {
         let task = task.clone();
         on_runtime.run(move || async move {
             if ours {
-                sequential(INLINE_CALLS, async || is_ok(&task.execute(noop("noop")).await)).await
+                let mut timer = Timer::start(INLINE_CALLS);
+                for _ in 0..INLINE_CALLS {
+                    timer.record(is_ok(&task.execute(noop("noop")).await));
+                }
+                timer.finish()
             } else {
                 let (client, server) = echo_server();
-                let timed = sequential(INLINE_CALLS, async || round_trip(&client).await).await;
+                let mut timer = Timer::start(INLINE_CALLS);
+                for _ in 0..INLINE_CALLS {
+                    timer.record(round_trip(&client).await);
+                }
                 drop(client);
                 let _ = server.await;
-                timed
+                timer.finish()
             }
         })
     })?;
@@ -83,15 +90,17 @@ pub fn rows(fixture: &Path, workspace: &Path) -> Result<Vec<Row>> {
 
     let (mut ours, mut reference) = interleave(ROUNDS, |ours| {
         let task = task.clone();
-        on_runtime.run(move || {
-            async move {
-                if ours {
-                    sequential(POOLED_CALLS, async || is_ok(&task.execute(noop("noop_pooled")).await)).await
+        on_runtime.run(move || async move {
+            let mut timer = Timer::start(POOLED_CALLS);
+            for _ in 0..POOLED_CALLS {
+                timer.record(if ours {
+                    is_ok(&task.execute(noop("noop_pooled")).await)
                 } else {
                     // Prepare and execute each run on a worker thread: two hops there and back per call.
-                    sequential(POOLED_CALLS, async || blocking_round_trip().await && blocking_round_trip().await).await
-                }
+                    blocking_round_trip().await && blocking_round_trip().await
+                });
             }
+            timer.finish()
         })
     })?;
     rows.push(Row {
@@ -161,7 +170,8 @@ impl OnRuntime<'_> {
     }
 }
 
-/// Row 1d: the same `noop` calls from a host's own multi-thread tokio runtime, one at a time and many in flight.
+/// Rows 1d and 1e: the same `noop` calls from a host's own multi-thread tokio runtime, one at a time and many in
+/// flight.
 /// Its reference is 1a's (one same-thread round trip); a bare cross-thread round trip to the actor thread is
 /// measured alongside, interleaved, so the table shows how much of the cost is the wake-ups alone.
 fn host_rows(runtime: &Runtime, task: &TaskHandle, inline_reference: Figure) -> Result<Vec<Row>> {
@@ -174,11 +184,11 @@ fn host_rows(runtime: &Runtime, task: &TaskHandle, inline_reference: Figure) -> 
         let (task, client) = (task.clone(), client.clone());
         // Spawned, so the loop runs on a worker thread of the host's runtime as a host's task would.
         host.block_on(host.spawn(async move {
-            if ours {
-                sequential(HOST_CALLS, async || is_ok(&task.execute(noop("noop")).await)).await
-            } else {
-                sequential(HOST_CALLS, async || round_trip(&client).await).await
+            let mut timer = Timer::start(HOST_CALLS);
+            for _ in 0..HOST_CALLS {
+                timer.record(if ours { is_ok(&task.execute(noop("noop")).await) } else { round_trip(&client).await });
             }
+            timer.finish()
         }))?
     })?;
     let (mut many, many_wake) = interleave(LONG_ROUNDS, |ours| {
@@ -227,7 +237,7 @@ fn host_rows(runtime: &Runtime, task: &TaskHandle, inline_reference: Figure) -> 
             note: Some(format!("a bare cross-thread round trip to the actor thread: {}", wake(&one_wake))),
         },
         Row {
-            id: "1d".to_owned(),
+            id: "1e".to_owned(),
             what: format!("host's own tokio runtime: `noop`, {HOST_CALLERS} in flight, per call"),
             unit: Unit::Nanos,
             ours: Figure::median(&mut many),
@@ -277,22 +287,34 @@ fn interleave(rounds: usize, mut measure: impl FnMut(bool) -> Result<Vec<f64>>) 
     Ok((ours, reference))
 }
 
-/// Makes `n` calls one after another and returns each call's duration in ns; fails if any call failed.
-async fn sequential(n: usize, mut call: impl AsyncFnMut() -> bool) -> Result<Vec<f64>> {
-    let mut samples = Vec::with_capacity(n);
-    let mut failed = 0;
-    // One clock read per call: each call's time is the gap since the previous one ended.
-    let mut last = Instant::now();
-    for _ in 0..n {
-        failed += usize::from(!call().await);
+/// Per-call durations of calls made one after another, with one clock read per call: each call's time is the
+/// gap since the previous one ended.
+struct Timer {
+    samples: Vec<f64>,
+    failed: usize,
+    last: Instant,
+}
+
+impl Timer {
+    fn start(calls: usize) -> Self {
+        Self { samples: Vec::with_capacity(calls), failed: 0, last: Instant::now() }
+    }
+
+    /// Records the end of a call and whether it answered as it should.
+    fn record(&mut self, ok: bool) {
         let now = Instant::now();
-        samples.push((now - last).as_nanos() as f64);
-        last = now;
+        self.samples.push((now - self.last).as_nanos() as f64);
+        self.failed += usize::from(!ok);
+        self.last = now;
     }
-    if failed > 0 {
-        bail!("{failed} of {n} calls failed");
+
+    /// Every call's duration in ns; fails if any call failed.
+    fn finish(self) -> Result<Vec<f64>> {
+        if self.failed > 0 {
+            bail!("{} of {} calls failed", self.failed, self.samples.len());
+        }
+        Ok(self.samples)
     }
-    Ok(samples)
 }
 
 /// Runs `callers` tasks on this thread's local set, each making `per_caller` calls in sequence; returns the

@@ -10,6 +10,7 @@ use crate::stats::{Figure, Row, Target, Unit};
 use abi_stable::library::lib_header_from_path;
 use abi_stable::std_types::RResult;
 use anyhow::{bail, ensure, Context, Result};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 use toolshed_plugin_api::{PluginDeclaration, PluginModRef};
@@ -33,7 +34,7 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
     ensure!(!libraries.is_empty(), "no plugin libraries in {}", plugins.display());
 
     let mut rows = Vec::new();
-    for library in &libraries {
+    for (index, library) in libraries.iter().enumerate() {
         let stem = library.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let bytes = std::fs::read(library).with_context(|| format!("reading {}", library.display()))?;
         let copies = |side: &str| -> Result<Vec<PathBuf>> {
@@ -42,7 +43,12 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
                     let path = dir.join(format!("{stem}-{side}-{i}.{}", std::env::consts::DLL_EXTENSION));
                     let mut copy = bytes.clone();
                     copy.extend_from_slice(format!("\0toolshed-bench {side} {i} {}", std::process::id()).as_bytes());
-                    std::fs::write(&path, copy).with_context(|| format!("writing {}", path.display()))?;
+                    let mut file =
+                        std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+                    file.write_all(&copy)?;
+                    // Written back now: the loads must not run under the writeback of the copies, which
+                    // throttles the one side that writes (our shadow copy).
+                    file.sync_all()?;
                     Ok(path)
                 })
                 .collect()
@@ -74,7 +80,8 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
             }
         }
         rows.push(Row {
-            id: "5".to_owned(),
+            // 5a, 5b, …: one row per plugin.
+            id: format!("5{}", char::from(b'a' + (index % 26) as u8)),
             what: format!("plugin load, cold: {stem} ({} KiB)", bytes.len() / 1024),
             unit: Unit::Nanos,
             ours: Figure::with_p99(&mut ours_ns),
@@ -85,6 +92,8 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
             note: None,
         });
     }
+    // Tens of copies of every plugin; the mappings outlive the names.
+    std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     Ok(rows)
 }
 

@@ -16,12 +16,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR
+const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--rows 1,4,5]
 
   --plugins DIR    the shipped plugins (target/plugins)
   --fixtures DIR   the fixture plugins, for libfixture_tools (target/fixtures)
   --toolshed BIN   the release `toolshed` binary, for the peak-memory row
-  --out DIR        where the bench's files and latest.json go (target/bench)";
+  --out DIR        where the bench's files and latest.json go (target/bench)
+  --rows LIST      only these rows of the issue (for profiling one); latest.json is then not written";
 
 /// The command line.
 struct Args {
@@ -29,6 +30,8 @@ struct Args {
     fixtures: PathBuf,
     toolshed: PathBuf,
     out: PathBuf,
+    /// The issue's row numbers to run; all when absent.
+    rows: Option<Vec<u32>>,
 }
 
 fn parse(args: &[String]) -> Result<Args> {
@@ -36,11 +39,20 @@ fn parse(args: &[String]) -> Result<Args> {
         let at = args.iter().position(|a| a == flag).with_context(|| format!("{flag} is missing\n\n{USAGE}"))?;
         args.get(at + 1).map(PathBuf::from).with_context(|| format!("{flag} needs a value\n\n{USAGE}"))
     };
+    let rows = match args.iter().position(|a| a == "--rows") {
+        Some(at) => {
+            let list = args.get(at + 1).with_context(|| format!("--rows needs a value\n\n{USAGE}"))?;
+            let parse_row = |n: &str| n.trim().parse().with_context(|| format!("bad row {n:?}"));
+            Some(list.split(',').map(parse_row).collect::<Result<_>>()?)
+        }
+        None => None,
+    };
     Ok(Args {
         plugins: value("--plugins")?,
         fixtures: value("--fixtures")?,
         toolshed: value("--toolshed")?,
         out: value("--out")?,
+        rows,
     })
 }
 
@@ -73,13 +85,20 @@ fn run(args: &Args) -> Result<()> {
     std::fs::create_dir_all(&workspace)?;
     let info = report::RunInfo::collect(&std::env::current_dir()?);
 
+    let wanted = |row: u32| args.rows.as_ref().is_none_or(|rows| rows.contains(&row));
     let mut rows = Vec::new();
-    eprintln!("toolshed-bench: row 1, dispatch");
-    rows.extend(dispatch::rows(&fixture, &workspace)?);
-    eprintln!("toolshed-bench: row 4, read_file on a 50 MiB file");
-    rows.extend(read_file::rows(&args.plugins, &args.toolshed, &out)?);
-    eprintln!("toolshed-bench: row 5, plugin load");
-    rows.extend(load::rows(&args.plugins, &out)?);
+    if wanted(1) {
+        eprintln!("toolshed-bench: row 1, dispatch");
+        rows.extend(dispatch::rows(&fixture, &workspace)?);
+    }
+    if wanted(4) {
+        eprintln!("toolshed-bench: row 4, read_file on a 50 MiB file");
+        rows.extend(read_file::rows(&args.plugins, &args.toolshed, &out)?);
+    }
+    if wanted(5) {
+        eprintln!("toolshed-bench: row 5, plugin load");
+        rows.extend(load::rows(&args.plugins, &out)?);
+    }
 
     println!(
         "Measured {} on {} at {}{}.\n",
@@ -89,14 +108,15 @@ fn run(args: &Args) -> Result<()> {
         if info.dirty { " (with uncommitted changes)" } else { "" }
     );
     println!("{}", report::table(&rows));
-    let json = report::write_json(&out, &info, &rows)?;
     let failed = rows.iter().filter(|row| row.pass() == Some(false)).count();
-    eprintln!(
-        "toolshed-bench: {} rows, {failed} over budget, {:.0} s; wrote {}",
-        rows.len(),
-        started.elapsed().as_secs_f64(),
-        json.display()
-    );
+    let summary = format!("{} rows, {failed} over budget, {:.0} s", rows.len(), started.elapsed().as_secs_f64());
+    // A partial run must not replace the record of a whole one.
+    if args.rows.is_some() {
+        eprintln!("toolshed-bench: {summary}");
+    } else {
+        let json = report::write_json(&out, &info, &rows)?;
+        eprintln!("toolshed-bench: {summary}; wrote {}", json.display());
+    }
     Ok(())
 }
 

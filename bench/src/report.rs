@@ -16,7 +16,7 @@ pub struct RunInfo {
     pub cpus: usize,
     pub arch: String,
     pub cpu_model: String,
-    /// `wc`, `tail` and `rustc`, as each reports its version (first line).
+    /// `wc`, `tail`, GNU `time` and `rustc`, as each reports its version (first line).
     pub tools: Vec<(&'static str, String)>,
 }
 
@@ -50,6 +50,7 @@ impl RunInfo {
             tools: vec![
                 ("wc", first_line(Command::new("wc").arg("--version"))),
                 ("tail", first_line(Command::new("tail").arg("--version"))),
+                ("time", first_line(Command::new(crate::read_file::GNU_TIME).arg("--version"))),
                 ("rustc", first_line(Command::new("rustc").arg("-V"))),
             ],
         }

@@ -172,11 +172,14 @@ impl Row {
             Some(note) => format!("{} ({note})", self.what),
             None => self.what.clone(),
         };
+        // A pipe inside a cell (`tail | head`) would end the cell.
+        let cell = |text: &str| text.replace('|', "\\|");
         format!(
-            "| {} | {what} | {} | {}: {} | {:.2}× | {} | {mark} |",
+            "| {} | {} | {} | {}: {} | {:.2}× | {} | {mark} |",
             self.id,
+            cell(&what),
             self.ours.show(self.unit),
-            self.reference_name,
+            cell(&self.reference_name),
             self.reference.show(self.unit),
             self.ratio(),
             self.target_text(),

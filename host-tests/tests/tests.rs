@@ -5,9 +5,13 @@ mod util;
 
 mod aliases;
 mod cli;
+mod edit;
+mod execute_command;
 mod list_files;
 mod loading;
 mod panics;
 mod policy;
 mod read_file;
+mod schema;
+mod search_files;
 mod timeouts;

@@ -156,6 +156,9 @@ pub struct ToolCall<A = Value> {
 pub struct PartialBlock {
     /// The name being called.
     pub tool: String,
+    /// The tool-use id, when the host knows it already (key streaming state by it).
+    #[serde(default)]
+    pub id: String,
     /// The parameters parsed so far.
     #[serde(default)]
     pub input: Value,
@@ -190,6 +193,10 @@ pub struct ApprovalRequest {
     /// How risky it is.
     #[serde(default)]
     pub risk: Risk,
+    /// The result the model reads when the user refuses (Cline's write tools add that the file was not
+    /// changed); `The user denied this operation.` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_message: Option<String>,
 }
 
 /// A tool error: the message is shown to the model wrapped in Cline's `toolError` template.

@@ -88,10 +88,25 @@ pub mod result {
 
     /// `prepare`'s approval request.
     pub fn approval(kind: &str, message: impl Into<String>, paths: Vec<String>, risk: Risk) -> Prepared {
-        Prepared::Approval(ApprovalRequest { kind: kind.to_owned(), message: message.into(), paths, risk })
+        Prepared::Approval(ApprovalRequest {
+            kind: kind.to_owned(),
+            message: message.into(),
+            paths,
+            risk,
+            denied_message: None,
+        })
     }
 
-    /// Cline's text when a required parameter is missing (the executor adds the reminder and wrapping).
+    /// Cline's `clineIgnoreError`: the message for a path `.clineignore` blocks (wrap it in `refuse` or
+    /// `mistake`). One text for every tool, so the model always reads the same words.
+    pub fn clineignore_error(path: &str) -> String {
+        format!(
+            "Access to {path} is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file."
+        )
+    }
+
+    /// A tool error saying a required parameter is missing (the executor wraps it in Cline's `toolError`; the
+    /// runtime's own check of required parameters adds Cline's tool-use reminder, this does not).
     pub fn missing_parameter(name: &str) -> Outcome {
         mistake(format!("Missing value for required parameter '{name}'."))
     }
@@ -183,6 +198,17 @@ impl<'a> HostClient<'a> {
         ) {
             Ok(resp) => Ok(resp.allowed),
             Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(vec![true; n]),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `path.check_command` (Cline's `validateCommand`): the argument of a file-reading command that
+    /// `.clineignore` blocks, if any. A host without the service blocks nothing.
+    pub fn command_blocked_by_clineignore(&self, command: &str) -> Result<Option<String>, ServiceError> {
+        let request = crate::services::CheckCommandRequest { command: command.to_owned() };
+        match self.call::<_, crate::services::CheckCommandResponse>(crate::services::PATH_CHECK_COMMAND, &request) {
+            Ok(resp) => Ok(resp.blocked),
+            Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(None),
             Err(e) => Err(e),
         }
     }

@@ -170,6 +170,25 @@ pub struct ResolvedPath {
     pub inside_workspace: bool,
 }
 
+/// `path.check_command`: Cline's `validateCommand` — the first argument of a file-reading command that
+/// `.clineignore` blocks.
+pub const PATH_CHECK_COMMAND: &str = "path.check_command";
+
+/// Request of [`PATH_CHECK_COMMAND`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckCommandRequest {
+    /// The shell command.
+    pub command: String,
+}
+
+/// Response of [`PATH_CHECK_COMMAND`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckCommandResponse {
+    /// The blocked argument, if any.
+    #[serde(default)]
+    pub blocked: Option<String>,
+}
+
 /// Request of [`PATH_CHECK`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckRequest {

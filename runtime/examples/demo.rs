@@ -77,7 +77,7 @@ fn main() -> anyhow::Result<()> {
 
     println!("Toolshed demo: plugins from {}, scratch workspace {}", plugins.display(), ws.display());
     let runtime = Runtime::builder().plugin_dir(&plugins).approver(ScriptedUser).build()?;
-    for error in runtime.load_errors() {
+    if let Some(error) = runtime.load_errors().first() {
         anyhow::bail!("plugin not loaded: {error}");
     }
     let loaded: BTreeSet<String> = runtime.tools().into_iter().map(|t| t.name).collect();
@@ -96,6 +96,35 @@ fn main() -> anyhow::Result<()> {
         step("list_files", json!({"path": "runtime", "recursive": "true"}), Success, &["src/", "src/lib.rs"]),
         step("list_files", json!({"path": "secrets", "recursive": true}), Success, &["🔒 token.txt"]),
         step("list_files", json!({"path": "does-not-exist"}), Success, &["No files found."]),
+        step("search_files", json!({"path": ".", "regex": "fn main\\(", "file_pattern": "*.rs"}), Success, &["results.\n\n", "runtime/src/main.rs\n│----\n"]),
+        step("search_files", json!({"path": "runtime/src", "regex": "pub struct Workspace\\b"}), Success, &["Found 1 result.\n\nruntime/src/workspace.rs\n│----\n"]),
+        step("search_files", json!({"path": ".", "regex": "^entry \\d+$", "file_pattern": "*.log"}), Success, &["Showing first 300 of 300+ results. Use a more specific search if necessary.\n\njournal.log\n│----\n│entry 1\n│----\n│entry 2\n│----\n"]),
+        // The secret's own file is fenced off by .clineignore; only the demo's source, which mentions it, is found.
+        step("search_files", json!({"path": ".", "regex": "hunter2"}), Success, &["runtime/examples/demo.rs\n│----\n"]),
+        step("search_files", json!({"path": ".", "regex": "(unclosed"}), Error, &["The regex '(unclosed' is not valid Rust regex syntax", "unclosed group"]),
+        step("search_files", json!({"path": "no/such/dir", "regex": "x"}), Error, &["Directory not found"]),
+        step(
+            "execute_command",
+            json!({"command": "echo built && wc -l README.md", "requires_approval": false}),
+            Success,
+            &["Command executed successfully (exit code 0).\nOutput:\nbuilt\n", "README.md"],
+        ),
+        step(
+            "execute_command",
+            json!({"command": "echo oops >&2; exit 4", "requires_approval": "false"}),
+            Success,
+            &["Command failed with exit code 4.\nOutput:\noops"],
+        ),
+        step("execute_command", json!({"command": "cat secrets/token.txt", "requires_approval": false}), Error, &[".clineignore"]),
+        // The edit tools: one handler behind write_to_file, replace_in_file and new_rule, and apply_patch.
+        step("write_to_file", json!({"path": "notes/todo.md", "content": "# TODO\n\n- ship the edit tools\n"}), Success, &["The content was successfully saved to notes/todo.md.", "<final_file_content path=\"notes/todo.md\">\n# TODO\n\n- ship the edit tools\n\n</final_file_content>"]),
+        step("replace_in_file", json!({"path": "notes/todo.md", "diff": "------- SEARCH\n- ship the edit tools\n=======\n- ship the edit tools\n- celebrate\n+++++++ REPLACE"}), Success, &["- ship the edit tools\n- celebrate\n\n</final_file_content>"]),
+        step("replace_in_file", json!({"path": "notes/todo.md", "diff": "------- SEARCH\n- nothing like this\n=======\nx\n+++++++ REPLACE"}), Error, &["...does not match anything in the file.", "The file was reverted to its original state:\n\n<file_content path=\"notes/todo.md\">"]),
+        step("write_to_file", json!({"path": "secrets/token.txt", "content": "stolen"}), Error, &["is blocked by the .clineignore file settings"]),
+        step("new_rule", json!({"path": ".clinerules/demo-style.md", "content": "## Brief overview\n- Keep demos short.\n"}), Success, &["The content was successfully saved to .clinerules/demo-style.md."]),
+        step("new_rule", json!({"path": "demo-style.md", "content": "x"}), Error, &["new_rule only creates Cline rule files inside the .clinerules/ directory"]),
+        step("apply_patch", json!({"input": "*** Begin Patch\n*** Update File: notes/todo.md\n@@\n-- celebrate\n+- celebrate twice\n*** Add File: notes/done.md\n+- edit tools\n*** End Patch"}), Success, &["Successfully applied patch to the following files:", "<final_file_content path=\"notes/done.md\">\n- edit tools\n"]),
+        step("apply_patch", json!({"input": "*** Begin Patch\n*** Update File: notes/todo.md\n@@\n-- no such line\n+x\n*** End Patch"}), Error, &["notes/todo.md: chunk 1 of 1 did not match", "No file was changed."]),
     ];
 
     let task = runtime.task(TaskContext::new(&ws));

@@ -237,6 +237,9 @@ pub struct TimeoutsConfig {
     pub kill_grace_ms: u64,
     /// How long a command runs before its "still running" notice is said to the user.
     pub command_notice_ms: u64,
+    /// After a task is cancelled, how long a running call gets to answer in its own words before it is
+    /// abandoned.
+    pub cancel_grace_ms: u64,
 }
 
 impl Default for TimeoutsConfig {
@@ -250,6 +253,7 @@ impl Default for TimeoutsConfig {
             watch_debounce_ms: 300,
             kill_grace_ms: 2_000,
             command_notice_ms: 15_000,
+            cancel_grace_ms: 500,
         }
     }
 }

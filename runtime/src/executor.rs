@@ -145,10 +145,11 @@ fn describe(template: Option<&str>, tool: &str, input: &Value) -> String {
                 if key == "tool" {
                     out.push_str(tool);
                 } else {
-                    match input.get(key) {
+                    // `{path|absolutePath}`: the first parameter present, as Cline's `path || absolutePath`.
+                    match key.split('|').find_map(|k| input.get(k).filter(|v| !v.is_null())) {
                         Some(Value::String(s)) => out.push_str(s),
-                        Some(Value::Null) | None => out.push_str("undefined"),
                         Some(other) => out.push_str(&other.to_string()),
+                        None => out.push_str("undefined"),
                     }
                 }
                 rest = &after[close + 1..];
@@ -235,7 +236,15 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
     }
 
     let call = call_json(&tool_use.name, &tool_use.id, &input, task);
-    let prepared = match run_phase(&route, Phase::Prepare, call.clone(), task, shared.timeouts.prepare).await {
+    let prepared = match run_phase(
+        &route,
+        Phase::Prepare,
+        call.clone(),
+        task,
+        (shared.timeouts.prepare, shared.timeouts.cancel_grace),
+    )
+    .await
+    {
         Ok(text) => serde_json::from_str::<Prepared>(&text).unwrap_or_else(|e| {
             Prepared::Error(boundary_error(&tool_use.name, &format!("unreadable answer from prepare: {e}")))
         }),
@@ -258,19 +267,20 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
             match shared.policy.decide(&policy_request) {
                 Decision::Allow(_) => {}
                 Decision::Deny(source) => {
-                    let mut result = denied(&tool_use, description);
+                    let mut result = denied(&tool_use, description, request.denied_message.as_deref());
                     result.note = Some(format!("denied by {source:?} rule for {}", tool_use.name));
                     return result;
                 }
                 Decision::Ask(_) => {
                     let Some(approver) = &shared.approver else {
-                        let mut result = denied(&tool_use, description);
+                        let mut result = denied(&tool_use, description, request.denied_message.as_deref());
                         result.note = Some(format!(
                             "{} needs approval and there is no terminal to ask: pass --yes, or allow it in [approval] tools",
                             tool_use.name
                         ));
                         return result;
                     };
+                    let denied_message = request.denied_message.clone();
                     let prompt = ApprovalPrompt {
                         tool: tool_use.name.clone(),
                         kind: request.kind,
@@ -287,7 +297,7 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
                         None => Some(ask.await),
                     };
                     let Some(reply) = reply else {
-                        let mut result = denied(&tool_use, description);
+                        let mut result = denied(&tool_use, description, denied_message.as_deref());
                         result.note = Some("no answer before the ask timeout".to_owned());
                         return result;
                     };
@@ -298,7 +308,7 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
                             task.always_allow.insert(tool_use.name.clone());
                         }
                         Answer::Deny => {
-                            let mut result = denied(&tool_use, description);
+                            let mut result = denied(&tool_use, description, denied_message.as_deref());
                             result.feedback = feedback;
                             return result;
                         }
@@ -308,12 +318,14 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
         }
     }
 
-    let outcome = match run_phase(&route, Phase::Execute, call, task, shared.timeouts.call).await {
-        Ok(text) => serde_json::from_str::<Outcome>(&text).unwrap_or_else(|e| {
-            Outcome::Error(boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
-        }),
-        Err(error) => Outcome::Error(phase_error(&route, &error)),
-    };
+    let outcome =
+        match run_phase(&route, Phase::Execute, call, task, (shared.timeouts.call, shared.timeouts.cancel_grace)).await
+        {
+            Ok(text) => serde_json::from_str::<Outcome>(&text).unwrap_or_else(|e| {
+                Outcome::Error(boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
+            }),
+            Err(error) => Outcome::Error(phase_error(&route, &error)),
+        };
     let mut result = match outcome {
         Outcome::Success { blocks } => {
             task.mistakes.store(0, Ordering::Relaxed);
@@ -328,7 +340,7 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
             }
         }
         Outcome::Error(error) => tool_error(task, &tool_use, description, error),
-        Outcome::Denied => denied(&tool_use, description),
+        Outcome::Denied => denied(&tool_use, description, None),
     };
     result.feedback = feedback;
     result
@@ -336,12 +348,13 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
 
 /// Hands a streamed, incomplete tool use to its tool (UI only). Unknown tools and failures are ignored:
 /// the complete tool use that follows reports them.
-pub(crate) async fn partial(shared: &Shared, task: &Arc<TaskShared>, name: &str, input: Value) {
+pub(crate) async fn partial(shared: &Shared, task: &Arc<TaskShared>, id: &str, name: &str, input: Value) {
     let Some(route) = shared.route(name) else {
         return;
     };
-    let block = call_json(name, "", &input, task);
-    let _ = run_phase(&route, Phase::Partial, block, task, shared.timeouts.prepare).await;
+    let block = call_json(name, id, &input, task);
+    let _ =
+        run_phase(&route, Phase::Partial, block, task, (shared.timeouts.prepare, shared.timeouts.cancel_grace)).await;
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -364,9 +377,9 @@ async fn run_phase(
     phase: Phase,
     call: String,
     task: &Arc<TaskShared>,
-    timeout: Duration,
+    (timeout, cancel_grace): (Duration, Duration),
 ) -> Result<String, PhaseError> {
-    let message = RunPhase { phase, call, task: Arc::clone(task), timeout };
+    let message = RunPhase { phase, call, task: Arc::clone(task), timeout, cancel_grace };
     match route.actor.send(message).await {
         Ok(answer) => answer,
         Err(_) => Err(PhaseError::Failed("the tool's actor has stopped".to_owned())),
@@ -410,8 +423,9 @@ fn tool_error(task: &TaskShared, tool_use: &ToolUse, description: String, error:
     }
 }
 
-fn denied(tool_use: &ToolUse, description: String) -> ToolResult {
-    ToolResult::text(tool_use, description, ResultStatus::Denied, messages::TOOL_DENIED.to_owned())
+fn denied(tool_use: &ToolUse, description: String, message: Option<&str>) -> ToolResult {
+    let text = message.unwrap_or(messages::TOOL_DENIED).to_owned();
+    ToolResult::text(tool_use, description, ResultStatus::Denied, text)
 }
 
 #[cfg(test)]
@@ -425,6 +439,8 @@ mod tests {
         assert_eq!(describe(t, "read_file", &json!({"path": "src/a.rs"})), "[read_file for 'src/a.rs']");
         assert_eq!(describe(t, "read_file", &json!({})), "[read_file for 'undefined']");
         assert_eq!(describe(None, "x", &json!({})), "[x]");
+        let either = Some("[{tool} for '{path|absolutePath}']");
+        assert_eq!(describe(either, "write_to_file", &json!({"absolutePath": "/a"})), "[write_to_file for '/a']");
         assert_eq!(describe(Some("[{tool} {n}] {"), "x", &json!({"n": 3})), "[x 3] {");
     }
 

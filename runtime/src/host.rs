@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use toolshed_plugin_api::services::{
-    self, CheckRequest, CheckResponse, Empty, ForgetRequest, KillRequest, ReadRequest, ReadResponse, RecordReadRequest,
-    RecordReadResponse, ResolveRequest, SayRequest, SpawnRequest, SpawnResponse, StateGetRequest, StateGetResponse,
-    StateSetRequest,
+    self, CheckCommandRequest, CheckCommandResponse, CheckRequest, CheckResponse, Empty, ForgetRequest, KillRequest,
+    ReadRequest, ReadResponse, RecordReadRequest, RecordReadResponse, ResolveRequest, SayRequest, SpawnRequest,
+    SpawnResponse, StateGetRequest, StateGetResponse, StateSetRequest,
 };
 use toolshed_plugin_api::{log_level, Host, ServiceError, ServiceErrorKind};
 
@@ -21,6 +21,7 @@ use toolshed_plugin_api::{log_level, Host, ServiceError, ServiceErrorKind};
 const SERVICES: &[&str] = &[
     services::PATH_RESOLVE,
     services::PATH_CHECK,
+    services::PATH_CHECK_COMMAND,
     services::READ_CACHE_RECORD,
     services::READ_CACHE_FORGET,
     services::SAY,
@@ -64,7 +65,10 @@ impl CallHost {
         match name {
             services::PATH_RESOLVE => answer(request, |req: ResolveRequest| Ok(self.task.workspace.resolve(&req.path))),
             services::PATH_CHECK => answer(request, |req: CheckRequest| {
-                Ok(CheckResponse { allowed: req.paths.iter().map(|p| self.task.workspace.allows(p)).collect() })
+                Ok(CheckResponse { allowed: self.task.workspace.allows_all(&req.paths) })
+            }),
+            services::PATH_CHECK_COMMAND => answer(request, |req: CheckCommandRequest| {
+                Ok(CheckCommandResponse { blocked: self.task.workspace.check_command(&req.command) })
             }),
             services::READ_CACHE_RECORD => answer(request, |req: RecordReadRequest| {
                 Ok(RecordReadResponse { read_count: self.task.record_read(&req.path, req.mtime_ns) })

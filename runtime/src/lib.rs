@@ -28,6 +28,7 @@ mod policy;
 mod pool;
 mod process;
 mod runtime;
+mod spec;
 mod task;
 mod tool_actor;
 mod tool_id;
@@ -41,6 +42,10 @@ pub use policy::{
     Answer, ApprovalPrompt, Approver, BoxFuture, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
 };
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
+pub use spec::{
+    provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, PromptVariant, Provider, Spec, SpecContext, SpecParam,
+    SpecRegistry, ToolSchemas, UnknownProvider, GENERIC, MCP_TOOL_SEPARATOR, MULTI_ROOT_HINT,
+};
 pub use task::{Mode, TaskContext, UiEvent};
 pub use tool_id::{check_plugin_tool_name, NameError, ToolId};
 pub use toolshed_plugin_api::Block;

@@ -5,7 +5,7 @@ use clap::{Parser, Subcommand};
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use toolshed::{ConfigLoader, Runtime, TaskContext, TerminalApprover, ToolUse};
+use toolshed::{ConfigLoader, Provider, Runtime, SpecContext, TaskContext, TerminalApprover, ToolUse};
 
 #[derive(Parser, Debug)]
 #[command(name = "toolshed", version, about = "Runs AI coding agents' tools from native plugins.")]
@@ -49,6 +49,16 @@ enum Command {
         /// The model reads images (read_file returns image blocks).
         #[arg(long)]
         images: bool,
+    },
+    /// Prints the loaded tools' schemas, sorted by name: JSON for a provider's `tools` field, or the XML
+    /// tool-use section of the system prompt.
+    Schema {
+        /// anthropic, openai, openai-responses, gemini or xml.
+        #[arg(long)]
+        provider: Provider,
+        /// The model family whose specs to prefer (others fall back to generic).
+        #[arg(long, default_value = toolshed::GENERIC)]
+        family: String,
     },
 }
 
@@ -144,6 +154,17 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     );
                 }
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema { provider, family } => {
+            let runtime = Runtime::builder().config(config).plugin_dirs(dirs).build()?;
+            report_load_errors(&runtime);
+            let spec_context = SpecContext {
+                cwd: context.roots.first().map(|(_, dir)| dir.to_string_lossy().into_owned()).unwrap_or_default(),
+                multi_root: context.roots.len() > 1,
+                ..SpecContext::default()
+            };
+            println!("{}", runtime.schema(provider, &family, &spec_context));
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { tool, input, yes, images } => {

@@ -7,6 +7,7 @@ use crate::executor::{self, ToolResult, ToolUse};
 use crate::loader::{self, LoadError, LoadedPlugin};
 use crate::policy::{Approver, Policy};
 use crate::process::ProcessManager;
+use crate::spec::{self, Provider, Spec, SpecContext, SpecRegistry, ToolSchemas};
 use crate::task::{EventSink, HostServices, TaskContext, TaskShared, UiEvent};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -21,6 +22,7 @@ pub(crate) struct Timeouts {
     pub prepare: Duration,
     pub call: Duration,
     pub ask: Option<Duration>,
+    pub cancel_grace: Duration,
 }
 
 /// What every call of every task shares.
@@ -49,6 +51,22 @@ impl Shared {
 
     pub fn tool_names(&self) -> Vec<String> {
         self.snapshot().routes.keys().cloned().collect()
+    }
+
+    /// Every loaded tool by name with its spec for `family`, those whose requirements `context` meets,
+    /// resolved for it and converted for `provider`. One snapshot, so a reload never mixes generations.
+    fn schema(&self, provider: Provider, family: &str, context: &SpecContext) -> ToolSchemas {
+        let snapshot = self.snapshot();
+        let mut metas: Vec<_> = snapshot.routes.values().map(|route| &route.meta).collect();
+        metas.sort_by(|a, b| a.name.cmp(&b.name));
+        let specs: Vec<Spec> = metas
+            .into_iter()
+            .filter_map(|meta| spec::family_spec(&meta.specs, family))
+            .map(|tool_spec| Spec::from(tool_spec.clone()))
+            .filter(|spec| context.meets_all(&spec.context_requirements))
+            .map(|spec| spec.for_context(context))
+            .collect();
+        provider.render(&specs)
     }
 }
 
@@ -193,6 +211,7 @@ impl RuntimeBuilder {
                 prepare: config.timeouts.prepare(),
                 call: config.timeouts.call(),
                 ask: config.timeouts.ask(),
+                cancel_grace: Duration::from_millis(config.timeouts.cancel_grace_ms),
             },
             plugin_timeouts,
             events: self.events,
@@ -326,9 +345,21 @@ impl Runtime {
 
     /// The spec of a tool for a model family: that family's, else the generic one, else any.
     pub fn spec(&self, name: &str, family: &str) -> Option<toolshed_plugin_api::ToolSpec> {
-        let route = self.shared.route(name)?;
-        let specs = &route.meta.specs;
-        specs.get(family).or_else(|| specs.get("generic")).or_else(|| specs.values().next()).cloned()
+        spec::family_spec(&self.shared.route(name)?.meta.specs, family).cloned()
+    }
+
+    /// A spec registry of the tools loaded now, every family's specs registered in tool-name order; add the
+    /// subagents and MCP servers, then pick a prompt variant's tools with [`SpecRegistry::enabled`]. A hot
+    /// reload swaps the routing snapshot whole, so a registry never mixes two generations.
+    pub fn specs(&self) -> SpecRegistry {
+        SpecRegistry::from_routing(&self.shared.snapshot())
+    }
+
+    /// Every loaded tool's schema for `provider`: sorted by name, each with its spec for `family` (else the
+    /// generic one, else any), tools whose requirements `context` does not meet left out, templates filled.
+    /// This is what `toolshed schema` prints.
+    pub fn schema(&self, provider: Provider, family: &str, context: &SpecContext) -> ToolSchemas {
+        self.shared.schema(provider, family, context)
     }
 
     /// The loaded tools, sorted by name.
@@ -403,13 +434,34 @@ impl TaskHandle {
         &self.task.info.task_id
     }
 
-    /// Shows the tool a streamed, incomplete tool use (UI only; it never produces a tool result).
-    pub async fn partial(&self, name: &str, input: serde_json::Value) {
-        executor::partial(&self.shared, &self.task, name, input).await;
+    /// Shows the tool a streamed, incomplete tool use (UI only; it never produces a tool result). `id` is the
+    /// tool-use id when the provider has sent it already, else empty.
+    pub async fn partial(&self, id: &str, name: &str, input: serde_json::Value) {
+        executor::partial(&self.shared, &self.task, id, name, input).await;
     }
 
     /// Consecutive mistakes of the model in this task (reset by a successful call).
     pub fn consecutive_mistakes(&self) -> u32 {
         self.task.mistakes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The task as the spec registry sees it: its primary root, roots, mode, images and subagent run. Hosts
+    /// add what only they know (browser, YOLO, native tool calls, flags) before picking tools.
+    pub fn spec_context(&self) -> SpecContext {
+        let info = &self.task.info;
+        SpecContext {
+            cwd: info.cwd.clone(),
+            multi_root: info.roots.len() > 1,
+            mode: self.task.mode,
+            subagent_run: info.subagent,
+            supports_images: info.supports_images,
+            ..SpecContext::default()
+        }
+    }
+
+    /// Every loaded tool's schema for `provider`, for this task's model family and context (see
+    /// [`Runtime::schema`]).
+    pub fn schema(&self, provider: Provider) -> ToolSchemas {
+        self.shared.schema(provider, &self.task.info.model_family, &self.spec_context())
     }
 }

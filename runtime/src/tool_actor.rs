@@ -42,6 +42,9 @@ pub(crate) struct RunPhase {
     pub call: String,
     pub task: Arc<TaskShared>,
     pub timeout: Duration,
+    /// After a task cancellation, how long the plugin gets to notice and answer in its own words (a command
+    /// tool returns its output so far) before the call is abandoned.
+    pub cancel_grace: Duration,
 }
 
 /// A tool's health, shared with the coordinator for reporting.
@@ -149,17 +152,30 @@ impl Handler<RunPhase> for ToolActor {
             return Box::pin(async move { Err(PhaseError::Failed(message)) });
         }
 
-        let (health, name, max_abandoned, task, timeout) =
-            (Arc::clone(&self.health), Arc::clone(&self.name), self.max_abandoned, msg.task, msg.timeout);
+        let (health, name, max_abandoned, task, timeout, grace) = (
+            Arc::clone(&self.health),
+            Arc::clone(&self.name),
+            self.max_abandoned,
+            msg.task,
+            msg.timeout,
+            msg.cancel_grace,
+        );
+        let lost = || Err(PhaseError::Failed("the worker thread was lost".to_owned()));
         Box::pin(async move {
+            let mut rx = rx;
             let failure = tokio::select! {
-                answer = rx => return answer.unwrap_or_else(|_| Err(PhaseError::Failed("the worker thread was lost".to_owned()))),
+                answer = &mut rx => return answer.unwrap_or_else(|_| lost()),
                 () = tokio::time::sleep(timeout) => PhaseError::TimedOut(timeout),
                 () = task.cancel.cancelled() => PhaseError::Cancelled,
             };
-            // Reply now; the plugin call keeps its thread until it returns. Every blocking host service it
-            // uses from here on answers `Cancelled`.
+            // Every blocking host service the call uses from here on answers `Cancelled`.
             cancelled.store(true, Ordering::Release);
+            if failure == PhaseError::Cancelled {
+                if let Ok(answer) = tokio::time::timeout(grace, &mut rx).await {
+                    return answer.unwrap_or_else(|_| lost());
+                }
+            }
+            // Reply now; the plugin call keeps its thread until it returns.
             if state.compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
                 let abandoned = health.abandoned.fetch_add(1, Ordering::AcqRel) + 1;
                 if abandoned >= max_abandoned && !health.quarantined.swap(true, Ordering::AcqRel) {

@@ -1,77 +1,137 @@
-//! Workspace roots and path resolution: relative, absolute and `@root:path` paths to absolute ones.
+//! Workspace roots and path resolution: relative, absolute and `@root:path` paths to absolute ones, the
+//! `.clineignore` check of each root, and whether a path lies inside the workspace.
+//!
+//! Both checks look at the path the model will really reach: hints are stripped and `.`/`..` removed first,
+//! and then symbolic links are resolved too (for a path that does not exist yet, those of its longest
+//! existing ancestor), so a link inside the workspace cannot lead past `.clineignore` or out of the
+//! workspace without approval.
 
-use crate::clineignore::ClineIgnore;
+use crate::clineignore::{self, ClineIgnore, Rules};
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use toolshed_plugin_api::services::ResolvedPath;
 use toolshed_plugin_api::WorkspaceRoot;
 
-/// The roots a task works in (the primary first) and the `.clineignore` of the primary root.
+/// The roots a task works in (the primary first), each with its own `.clineignore`.
 #[derive(Debug)]
 pub struct Workspace {
-    roots: Vec<(String, PathBuf)>,
+    roots: Vec<Root>,
+}
+
+#[derive(Debug)]
+struct Root {
+    name: String,
+    /// Absolute and lexically normalised, as the host gave it.
+    path: PathBuf,
+    /// With symbolic links resolved, when it exists and differs from `path`.
+    canonical: Option<PathBuf>,
     ignore: ClineIgnore,
+}
+
+impl Root {
+    /// `path` relative to this root, if it lies inside (under either spelling of the root).
+    fn relative<'a>(&self, path: &'a Path) -> Option<&'a Path> {
+        path.strip_prefix(&self.path).ok().or_else(|| self.canonical.as_ref().and_then(|c| path.strip_prefix(c).ok()))
+    }
 }
 
 impl Workspace {
     /// A workspace over `roots`; the first is the primary root. Relative roots are made absolute.
     pub fn new(roots: &[WorkspaceRoot]) -> Self {
         let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-        let mut roots: Vec<(String, PathBuf)> =
+        let mut named: Vec<(String, PathBuf)> =
             roots.iter().map(|r| (r.name.clone(), normalize(&cwd.join(&r.path)))).collect();
-        if roots.is_empty() {
-            roots.push((root_name(&cwd), normalize(&cwd)));
+        if named.is_empty() {
+            named.push((root_name(&cwd), normalize(&cwd)));
         }
-        let ignore = ClineIgnore::new(&roots[0].1);
-        Self { roots, ignore }
+        let roots = named
+            .into_iter()
+            .map(|(name, path)| {
+                let canonical = path.canonicalize().ok().filter(|c| *c != path);
+                let ignore = ClineIgnore::new(&path);
+                Root { name, path, canonical, ignore }
+            })
+            .collect();
+        Self { roots }
     }
 
     /// The primary root.
     pub fn primary(&self) -> &Path {
-        &self.roots[0].1
+        // `new` always leaves at least one root.
+        self.roots.first().map(|r| r.path.as_path()).unwrap_or(Path::new("/"))
     }
 
     /// Resolves a model-given path as Cline does (§17): absolute paths unchanged, `@hint:rel` against the
     /// named root in multi-root workspaces, everything else against the primary root.
     pub fn resolve(&self, raw: &str) -> ResolvedPath {
         let raw = raw.trim();
-        let (root_name, root, rel, display) = match self.parse_hint(raw) {
-            Some((index, hint, rel)) => {
-                let (name, path) = &self.roots[index];
-                (name.clone(), path.clone(), rel.to_owned(), format!("@{hint}:{rel}"))
-            }
-            None => {
-                let (name, path) = &self.roots[0];
-                (name.clone(), path.clone(), raw.to_owned(), String::new())
-            }
+        let (root_index, rel, display) = match self.parse_hint(raw) {
+            Some((index, hint, rel)) => (index, rel, Some(format!("@{hint}:{rel}"))),
+            None => (0, raw, None),
         };
-        let absolute = normalize(&root.join(&rel));
-        let inside = self.roots.iter().any(|(_, r)| absolute.starts_with(r));
-        let display = if !display.is_empty() {
-            display
-        } else {
-            match absolute.strip_prefix(&root) {
-                Ok(p) if !p.as_os_str().is_empty() => p.to_string_lossy().into_owned(),
-                Ok(_) => ".".to_owned(),
-                Err(_) => absolute.to_string_lossy().into_owned(),
-            }
-        };
+        let root = &self.roots[root_index.min(self.roots.len() - 1)];
+        let absolute = normalize(&root.path.join(rel));
+        let display = display.unwrap_or_else(|| match absolute.strip_prefix(&root.path) {
+            Ok(p) if !p.as_os_str().is_empty() => p.to_string_lossy().into_owned(),
+            Ok(_) => ".".to_owned(),
+            Err(_) => absolute.to_string_lossy().into_owned(),
+        });
         ResolvedPath {
+            inside_workspace: self.contains(&absolute),
             absolute: absolute.to_string_lossy().into_owned(),
             display,
-            root: root_name,
-            inside_workspace: inside,
+            root: root.name.clone(),
         }
     }
 
     /// Whether `.clineignore` allows the model-given path (checked on the resolved path, our fix of Cline).
+    /// The host's service checks batches with [`Workspace::allows_all`].
+    #[cfg(test)]
     pub fn allows(&self, raw: &str) -> bool {
-        self.ignore.allows(Path::new(&self.resolve(raw).absolute))
+        self.allows_all(std::slice::from_ref(&raw.to_owned())).first().copied().unwrap_or(false)
     }
 
-    /// Whether an absolute path lies inside a root.
+    /// [`Workspace::allows`] for many paths, with each root's rules loaded (or checked for changes) once.
+    pub fn allows_all(&self, raws: &[String]) -> Vec<bool> {
+        let rules: Vec<Arc<Rules>> = self.roots.iter().map(|root| root.ignore.rules()).collect();
+        if !rules.iter().any(|r| r.is_active()) {
+            return vec![true; raws.len()];
+        }
+        raws.iter().map(|raw| self.allowed_by(&rules, Path::new(&self.resolve(raw).absolute))).collect()
+    }
+
+    /// Cline's `validateCommand` (§15) over every root's rules: the first argument of a file-reading command
+    /// that `.clineignore` blocks, resolved as the model's paths are.
+    pub fn check_command(&self, command: &str) -> Option<String> {
+        let rules: Vec<Arc<Rules>> = self.roots.iter().map(|root| root.ignore.rules()).collect();
+        if !rules.iter().any(|r| r.is_active()) {
+            return None;
+        }
+        clineignore::blocked_argument(command, |arg| !self.allowed_by(&rules, Path::new(&self.resolve(arg).absolute)))
+    }
+
+    /// Whether every root's rules allow `absolute`, spelled as given and with its links resolved.
+    fn allowed_by(&self, rules: &[Arc<Rules>], absolute: &Path) -> bool {
+        let real = resolve_links(absolute);
+        let spellings = std::iter::once(absolute).chain(real.as_deref().filter(|real| *real != absolute));
+        for path in spellings {
+            for (root, rules) in self.roots.iter().zip(rules) {
+                if let Some(relative) = root.relative(path) {
+                    if rules.denies(relative) {
+                        return false;
+                    }
+                }
+            }
+        }
+        true
+    }
+
+    /// Whether an absolute path lies inside a root, both as spelled and with its symbolic links resolved:
+    /// a link inside the workspace that points outside it leads outside.
     pub fn contains(&self, absolute: &Path) -> bool {
         let absolute = normalize(absolute);
-        self.roots.iter().any(|(_, r)| absolute.starts_with(r))
+        let inside = |path: &Path| self.roots.iter().any(|root| root.relative(path).is_some());
+        inside(&absolute) && resolve_links(&absolute).is_none_or(|real| inside(&real))
     }
 
     fn parse_hint<'a>(&self, raw: &'a str) -> Option<(usize, &'a str, &'a str)> {
@@ -87,10 +147,24 @@ impl Workspace {
         let index = self
             .roots
             .iter()
-            .position(|(name, _)| name == hint)
-            .or_else(|| self.roots.iter().position(|(_, path)| path.to_string_lossy().contains(hint)))
+            .position(|root| root.name == hint)
+            .or_else(|| self.roots.iter().position(|root| root.path.to_string_lossy().contains(hint)))
             .unwrap_or(0);
         Some((index, hint, rel))
+    }
+}
+
+/// `path` with its symbolic links resolved: the canonical form of its longest existing ancestor joined with
+/// the rest. `None` when not even the filesystem root resolves.
+fn resolve_links(path: &Path) -> Option<PathBuf> {
+    let mut existing = path;
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            return Some(rest.iter().rev().fold(real, |acc: PathBuf, part| acc.join(part)));
+        }
+        rest.push(existing.file_name()?);
+        existing = existing.parent()?;
     }
 }
 
@@ -118,9 +192,14 @@ pub fn normalize(path: &Path) -> PathBuf {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use std::fs;
 
     fn root(name: &str, path: &str) -> WorkspaceRoot {
         WorkspaceRoot { name: name.into(), path: path.into() }
+    }
+
+    fn root_at(name: &str, path: &Path) -> WorkspaceRoot {
+        WorkspaceRoot { name: name.into(), path: path.to_string_lossy().into_owned() }
     }
 
     #[test]
@@ -149,5 +228,67 @@ mod tests {
         assert_eq!(ws.resolve("@backend:x").absolute, "/w/backend/x");
         assert_eq!(ws.resolve("@nope:x").absolute, "/w/frontend/x");
         assert_eq!(ws.resolve("@back:").absolute, "/w/backend");
+    }
+
+    #[test]
+    fn clineignore_is_checked_after_hints_are_stripped_in_every_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fs::create_dir_all(&a).unwrap();
+        fs::create_dir_all(&b).unwrap();
+        fs::write(a.join(".clineignore"), "secret/\n").unwrap();
+        fs::write(b.join(".clineignore"), "*.pem\n").unwrap();
+        let ws = Workspace::new(&[root_at("a", &a), root_at("b", &b)]);
+        let checks = ws.allows_all(&[
+            "secret/x".to_owned(),
+            "@a:secret/x".to_owned(),
+            "@b:secret/x".to_owned(),
+            "@b:keys/k.pem".to_owned(),
+            "keys/k.pem".to_owned(),
+            b.join("k.pem").to_string_lossy().into_owned(),
+        ]);
+        assert_eq!(checks, [false, false, true, false, true, false]);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_are_resolved_for_clineignore_and_containment() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws_dir = dir.path().join("ws");
+        let outside = dir.path().join("outside");
+        fs::create_dir_all(ws_dir.join("secret")).unwrap();
+        fs::create_dir_all(&outside).unwrap();
+        fs::write(ws_dir.join("secret/key.txt"), "k").unwrap();
+        fs::write(ws_dir.join(".clineignore"), "secret/\n").unwrap();
+        std::os::unix::fs::symlink(ws_dir.join("secret"), ws_dir.join("innocent")).unwrap();
+        std::os::unix::fs::symlink(ws_dir.join("secret/key.txt"), ws_dir.join("key-link.txt")).unwrap();
+        std::os::unix::fs::symlink(&outside, ws_dir.join("escape")).unwrap();
+        let ws = Workspace::new(&[root_at("ws", &ws_dir)]);
+        assert!(!ws.allows("innocent/key.txt"));
+        assert!(!ws.allows("key-link.txt"));
+        // A file that does not exist yet is checked through its existing ancestor.
+        assert!(!ws.allows("innocent/new.txt"));
+        assert!(ws.allows("escape/x.txt"));
+        assert!(!ws.contains(&ws_dir.join("escape/x.txt")));
+        assert!(!ws.resolve("escape/x.txt").inside_workspace);
+        assert!(ws.contains(&ws_dir.join("innocent/new.txt")));
+        assert!(!ws.contains(&outside));
+        assert_eq!(ws.check_command("cat innocent/key.txt"), Some("innocent/key.txt".to_owned()));
+        assert_eq!(ws.check_command("cat README.md"), None);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_root_given_through_a_link_still_matches() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real");
+        fs::create_dir_all(real.join("secret")).unwrap();
+        fs::write(real.join(".clineignore"), "secret/\n").unwrap();
+        std::os::unix::fs::symlink(&real, dir.path().join("alias")).unwrap();
+        let ws = Workspace::new(&[root_at("alias", &dir.path().join("alias"))]);
+        assert!(!ws.allows("secret/a.txt"));
+        assert!(!ws.allows(&real.join("secret/a.txt").to_string_lossy()));
+        assert!(ws.contains(&real.join("x")));
+        assert!(ws.contains(&dir.path().join("alias/x")));
     }
 }

@@ -123,7 +123,7 @@ impl Tool for ListFiles {
         };
         match host.path_allowed(path) {
             Ok(true) => {}
-            Ok(false) => return result::refuse(clineignore_error(path)),
+            Ok(false) => return result::refuse(result::clineignore_error(path)),
             Err(e) => return prepare_error(format!("Error listing files: {e}")),
         }
         let resolved = match host.resolve_path(path) {
@@ -182,13 +182,6 @@ fn missing_path() -> String {
     "Missing value for required parameter 'path'.".to_owned()
 }
 
-/// Cline's `clineIgnoreError`.
-fn clineignore_error(path: &str) -> String {
-    format!(
-        "Access to {path} is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file."
-    )
-}
-
 /// A refusal in `prepare` that is the environment's fault, not the model's.
 fn prepare_error(message: String) -> Prepared {
     Prepared::Error(ToolError { message, mistake: false })
@@ -208,7 +201,6 @@ mod export {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-    use std::cell::RefCell;
     use std::collections::BTreeMap;
     use std::sync::Mutex;
     use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
@@ -343,6 +335,7 @@ mod tests {
                 message: "Cline wants to recursively view all files in this directory: src".to_owned(),
                 paths: vec![dir.path().join("src").to_string_lossy().into_owned()],
                 risk: Risk::Low,
+                denied_message: None,
             })
         );
     }
@@ -414,6 +407,5 @@ mod tests {
         timed.task.timeouts_ms = BTreeMap::from([("list_files".to_owned(), 0)]);
         let out = with_host(&host, |h| ListFiles.execute(&timed, h));
         assert_eq!(text(out), "No files found.");
-        let _unused = RefCell::new(());
     }
 }

@@ -128,11 +128,7 @@ impl Tool for ReadFile {
         };
         match host.path_allowed(raw) {
             Ok(true) => {}
-            Ok(false) => {
-                return result::refuse(format!(
-                    "Access to {raw} is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file."
-                ))
-            }
+            Ok(false) => return result::refuse(result::clineignore_error(raw)),
             Err(e) => return result::refuse(e.message),
         }
         match host.resolve_path(raw) {

@@ -1,0 +1,287 @@
+//! The tool through a fake host: Cline's result text, all-or-nothing across files, the workspace rules, and
+//! the streamed file cards under random split points.
+
+use super::*;
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
+use toolshed_plugin_api::abi_stable::std_types::{RResult, RStr, RString, RVec};
+use toolshed_plugin_api::{services, Host, Host_TO, ServiceError, ServiceErrorKind};
+
+/// A host over one workspace root with blocked path prefixes, task state and recorded UI events.
+pub(crate) struct FakeHost {
+    pub root: PathBuf,
+    pub blocked: Vec<String>,
+    state: Mutex<HashMap<String, Value>>,
+    pub events: Mutex<Vec<(String, String, bool)>>,
+}
+
+impl FakeHost {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: std::fs::canonicalize(root).unwrap(),
+            blocked: Vec::new(),
+            state: Mutex::default(),
+            events: Mutex::default(),
+        }
+    }
+
+    fn resolve(&self, raw: &str) -> services::ResolvedPath {
+        let mut absolute = PathBuf::new();
+        for part in self.root.join(raw.trim()).components() {
+            match part {
+                std::path::Component::ParentDir => {
+                    absolute.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => absolute.push(other),
+            }
+        }
+        services::ResolvedPath {
+            display: absolute.strip_prefix(&self.root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
+            inside_workspace: absolute.starts_with(&self.root),
+            absolute: absolute.to_string_lossy().into_owned(),
+            root: "root".to_owned(),
+        }
+    }
+
+    fn dispatch(&self, name: &str, request: &str) -> Result<Value, ServiceError> {
+        let request: Value = serde_json::from_str(request)
+            .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string()))?;
+        let text = |key: &str| request[key].as_str().unwrap_or_default().to_owned();
+        Ok(match name {
+            services::PATH_RESOLVE => serde_json::to_value(self.resolve(&text("path"))).unwrap(),
+            services::PATH_CHECK => {
+                let paths = request["paths"].as_array().cloned().unwrap_or_default();
+                let allowed: Vec<bool> = paths
+                    .iter()
+                    .map(|p| {
+                        !self
+                            .blocked
+                            .iter()
+                            .any(|b| self.resolve(p.as_str().unwrap_or_default()).display.starts_with(b.as_str()))
+                    })
+                    .collect();
+                json!({ "allowed": allowed })
+            }
+            services::READ_CACHE_FORGET => json!({}),
+            services::SAY => {
+                self.events.lock().unwrap().push((
+                    text("kind"),
+                    text("text"),
+                    request["partial"].as_bool().unwrap_or(false),
+                ));
+                json!({})
+            }
+            services::STATE_GET => json!({ "value": self.state.lock().unwrap().get(&text("key")) }),
+            services::STATE_SET => {
+                let mut state = self.state.lock().unwrap();
+                match request.get("value").filter(|v| !v.is_null()) {
+                    Some(value) => state.insert(text("key"), value.clone()),
+                    None => state.remove(&text("key")),
+                };
+                json!({})
+            }
+            other => return Err(ServiceError::new(ServiceErrorKind::UnknownService, other)),
+        })
+    }
+
+    fn client(&self) -> HostClient<'_> {
+        HostClient::new(Host_TO::from_ptr(self, TD_Opaque))
+    }
+
+    fn call(&self, input: Value) -> ToolCall<ApplyPatchArgs> {
+        let root = self.root.to_string_lossy();
+        serde_json::from_value(json!({
+            "tool": "apply_patch",
+            "input": input,
+            "task": { "cwd": root, "roots": [{ "name": "ws", "path": root }], "mode": "act", "model_family": "gpt-5" },
+        }))
+        .unwrap()
+    }
+
+    /// `prepare`, then `execute` when it asks for approval: the result text or the error.
+    pub fn run(&self, patch: &str) -> Result<String, String> {
+        let call = self.call(json!({ "input": patch }));
+        match ApplyPatch.prepare(&call, &self.client()) {
+            Prepared::Approval(_) => {}
+            Prepared::Error(e) => return Err(e.message),
+            Prepared::Proceed => panic!("patches must ask for approval"),
+        }
+        match ApplyPatch.execute(&call, &self.client()) {
+            Outcome::Success { blocks } => match blocks.as_slice() {
+                [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
+                other => panic!("{other:?}"),
+            },
+            Outcome::Error(e) => Err(e.message),
+            Outcome::Denied => Err("denied".to_owned()),
+        }
+    }
+
+    fn partial(&self, patch: &str) {
+        let block = PartialBlock {
+            id: String::new(),
+            tool: "apply_patch".to_owned(),
+            input: json!({ "input": patch }),
+            task: self.call(json!({})).task,
+        };
+        ApplyPatch.partial(&block, &self.client());
+    }
+}
+
+impl Host for FakeHost {
+    fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
+        match self.dispatch(name.as_str(), request.as_str()) {
+            Ok(answer) => RResult::ROk(answer.to_string().into()),
+            Err(e) => RResult::RErr(serde_json::to_string(&e).unwrap_or_default().into()),
+        }
+    }
+
+    fn services(&self) -> RVec<RString> {
+        [
+            services::PATH_RESOLVE,
+            services::PATH_CHECK,
+            services::READ_CACHE_FORGET,
+            services::SAY,
+            services::STATE_GET,
+            services::STATE_SET,
+        ]
+        .into_iter()
+        .map(RString::from)
+        .collect()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        false
+    }
+
+    fn log(&self, _level: u8, _message: RStr<'_>) {}
+}
+
+/// A temporary workspace holding `files`, and a host over it.
+pub(crate) fn workspace(files: &[(&str, &[u8])]) -> (tempfile::TempDir, FakeHost) {
+    let dir = tempfile::Builder::new().prefix("ws-").tempdir().unwrap();
+    for (path, bytes) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, bytes).unwrap();
+    }
+    let host = FakeHost::new(dir.path());
+    (dir, host)
+}
+
+/// Every file under `root` with its bytes, and every directory (as `None`).
+pub(crate) fn snapshot(root: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
+    let mut found = BTreeMap::new();
+    let mut stack = vec![root.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+            if path.is_dir() {
+                found.insert(rel, None);
+                stack.push(path);
+            } else {
+                found.insert(rel, Some(std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn success_text_is_clines() {
+    let (_dir, host) = workspace(&[("a.txt", b"one\ntwo\n"), ("old.txt", b"x\n"), ("gone.txt", b"bye\n")]);
+    let patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+2\n*** Add File: new/b.txt\n+hello\n*** Update File: old.txt\n*** Move to: moved.txt\n@@\n-x\n+y\n*** Delete File: gone.txt\n*** End Patch";
+    assert_eq!(
+        host.run(patch).unwrap(),
+        "Successfully applied patch to the following files:\n\n<final_file_content path=\"a.txt\">\none\n2\n\n</final_file_content>\n\n<final_file_content path=\"new/b.txt\">\nhello\n\n</final_file_content>\n\n<final_file_content path=\"moved.txt\">\ny\n\n</final_file_content>\n\nold.txt: [deleted]\n\ngone.txt: [deleted]"
+    );
+    let files = snapshot(&host.root);
+    assert_eq!(files.get("moved.txt"), Some(&Some(b"y\n".to_vec())));
+    assert!(!files.contains_key("old.txt") && !files.contains_key("gone.txt"));
+}
+
+#[test]
+fn fuzz_is_noted() {
+    let (_dir, host) = workspace(&[("a.txt", b"  one  \ntwo\n")]);
+    let text = host.run("*** Begin Patch\n*** Update File: a.txt\n@@\n one\n-two\n+2\n*** End Patch").unwrap();
+    assert!(text.ends_with("\nNote: Patch applied with fuzz factor 100"), "{text}");
+}
+
+#[test]
+fn a_chunk_that_does_not_match_changes_no_file() {
+    let (_dir, host) = workspace(&[("a.txt", b"one\n"), ("b.txt", b"alpha\nbeta\n")]);
+    let before = snapshot(&host.root);
+    let patch = "*** Begin Patch\n*** Add File: c.txt\n+new\n*** Update File: a.txt\n@@\n-one\n+1\n*** Update File: b.txt\n@@\n-alpha\n+ALPHA\n@@\n-gamma\n+GAMMA\n*** End Patch";
+    assert_eq!(
+        host.run(patch),
+        Err("Error executing apply_patch: b.txt: chunk 2 of 2 did not match: these lines were not found in the file:\ngamma\nNo file was changed. Read the file again and retry with its exact lines as context.".to_owned())
+    );
+    assert_eq!(snapshot(&host.root), before);
+}
+
+#[test]
+fn workspace_rules() {
+    let (_dir, mut host) = workspace(&[("secret/k.txt", b"k\n"), ("ro.txt", b"r\n")]);
+    host.blocked = vec!["secret".to_owned()];
+    let mut permissions = std::fs::metadata(host.root.join("ro.txt")).unwrap().permissions();
+    permissions.set_readonly(true);
+    std::fs::set_permissions(host.root.join("ro.txt"), permissions).unwrap();
+    let before = snapshot(&host.root);
+    assert_eq!(
+        host.run("*** Begin Patch\n*** Delete File: secret/k.txt\n*** End Patch"),
+        Err("Error executing apply_patch: Access denied: secret/k.txt".to_owned())
+    );
+    let outside = host.run("*** Begin Patch\n*** Add File: ../x.txt\n+x\n*** End Patch").unwrap_err();
+    assert!(outside.contains("outside the workspace"), "{outside}");
+    let read_only = host.run("*** Begin Patch\n*** Update File: ro.txt\n@@\n-r\n+w\n*** End Patch").unwrap_err();
+    assert!(read_only.contains("is read-only"), "{read_only}");
+    assert_eq!(snapshot(&host.root), before);
+}
+
+#[test]
+fn byte_order_marks_and_crlf_stay() {
+    let (_dir, host) = workspace(&[("w.txt", b"\xEF\xBB\xBFa\r\nb\r\n")]);
+    host.run("*** Begin Patch\n*** Update File: w.txt\n@@\n a\n-b\n+B\n+c\n*** End Patch").unwrap();
+    assert_eq!(std::fs::read(host.root.join("w.txt")).unwrap(), b"\xEF\xBB\xBFa\r\nB\r\nc\r\n");
+}
+
+#[test]
+fn missing_input() {
+    let (_dir, host) = workspace(&[]);
+    assert!(host.run("").unwrap_err().starts_with("Missing value for required parameter 'input'."));
+}
+
+#[test]
+fn streamed_headers_are_split_invariant() {
+    let patch =
+        "*** Begin Patch\n*** Add File: a.txt\n+a\n*** Add File: b.txt\n+b\n*** Delete File: c.txt\n*** End Patch";
+    let run = |cuts: &[usize]| {
+        let (_dir, host) = workspace(&[("c.txt", b"c\n")]);
+        for &cut in cuts {
+            host.partial(&patch[..cut]);
+        }
+        host.run(patch).unwrap();
+        let events = std::mem::take(&mut *host.events.lock().unwrap());
+        events
+    };
+    let whole = run(&[]);
+    assert_eq!(whole.iter().filter(|(_, _, partial)| *partial).count(), 3);
+    assert_eq!(whole.iter().filter(|(_, _, partial)| !*partial).count(), 3);
+    // Deterministic pseudo-random cut sets: a linear congruential sequence over the patch length.
+    let mut seed = 12345u64;
+    for _ in 0..40 {
+        let mut cuts: Vec<usize> = (0..6)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (seed >> 33) as usize % (patch.len() + 1)
+            })
+            .collect();
+        cuts.sort_unstable();
+        assert_eq!(run(&cuts), whole, "cuts {cuts:?}");
+    }
+}

@@ -1,0 +1,378 @@
+//! Cline's `execute_command` tool: a shell command run through the host's `process.*` services, with
+//! Cline's permission and `.clineignore` gates in `prepare`, its timeouts, output limits and result texts.
+//!
+//! Where this differs from Cline, on purpose:
+//! - A command that cannot be parsed for the permission check is denied (Cline allows it).
+//! - A timed-out command's process group is killed (Cline's VS Code mode leaves it running); the result
+//!   says so.
+//! - Error-like lines inside an output cut are lifted into the result (see [`output`]).
+//! - The model's `timeout` applies whenever it is given; Cline's default timeouts apply where Cline applies
+//!   them (YOLO mode and subagent runs).
+
+#![deny(missing_docs)]
+
+pub mod output;
+pub mod permissions;
+
+use regex::Regex;
+use serde::Deserialize;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use toolshed_plugin_api::sdk::{lenient_int, lenient_string};
+use toolshed_plugin_api::services::{
+    self, CommandsSettings, KillRequest, ReadRequest, ReadResponse, SpawnRequest, SpawnResponse,
+};
+use toolshed_plugin_api::{
+    capability, result, HostClient, Outcome, ParamSpec, Prepared, Risk, ServiceErrorKind, Tool, ToolCall,
+    ToolDeclaration, ToolInit, ToolSpec,
+};
+
+const DESCRIPTION: &str = "Request to execute a CLI command on the system. Use this when you need to perform system operations or run specific commands to accomplish any step in the user's task. You must tailor your command to the user's system and provide a clear explanation of what the command does. For command chaining, use the appropriate chaining syntax for the user's shell. Prefer to execute complex CLI commands over creating executable scripts, as they are more flexible and easier to run. Commands will be executed in the current working directory: {{CWD}}{{MULTI_ROOT_HINT}}";
+const COMMAND_DESCRIPTION: &str = "The CLI command to execute. This should be valid for the current operating system. Ensure the command is properly formatted and does not contain any harmful instructions.";
+const REQUIRES_APPROVAL_DESCRIPTION: &str = "A boolean indicating whether this command requires explicit user approval before execution in case the user has auto-approve mode enabled. Set to 'true' for potentially impactful operations like installing/uninstalling packages, deleting/overwriting files, system configuration changes, network operations, or any commands that could have unintended side effects. Set to 'false' for safe operations like reading files/directories, running development servers, building projects, and other non-destructive operations.";
+const TIMEOUT_DESCRIPTION: &str = "Integer representing the timeout in seconds for how long to run the terminal command, before timing out and continuing the task.";
+
+/// The input of `execute_command`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ExecuteCommandArgs {
+    /// The shell command.
+    #[serde(default, deserialize_with = "lenient_string")]
+    command: Option<String>,
+    /// `"true"`/`"false"`; required by the spec, read leniently.
+    #[serde(default, deserialize_with = "lenient_string")]
+    requires_approval: Option<String>,
+    /// Seconds; a positive value wins over the defaults.
+    #[serde(default, deserialize_with = "lenient_int")]
+    timeout: Option<i64>,
+}
+
+/// The `execute_command` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ExecuteCommand;
+
+fn param(name: &str, required: bool, kind: &str, description: &str, usage: &str) -> ParamSpec {
+    ParamSpec {
+        name: name.to_owned(),
+        required,
+        kind: kind.to_owned(),
+        description: description.to_owned(),
+        enum_values: None,
+        items: None,
+        usage: Some(usage.to_owned()),
+    }
+}
+
+/// Cline's empty-command error.
+const EMPTY_COMMAND: &str = "The 'command' parameter was empty. Provide the shell command to execute.\n\nExample:\n<execute_command>\n<command>cd /path && python -m pytest tests/</command>\n<requires_approval>false</requires_approval>\n</execute_command>";
+
+/// Cline's `permissionDeniedError`.
+fn permission_denied(reason: &str) -> String {
+    format!("Command execution blocked by CLINE_COMMAND_PERMISSIONS: {reason}. You must try a different approach or ask the user to update the permission settings.")
+}
+
+impl Tool for ExecuteCommand {
+    type Args = ExecuteCommandArgs;
+
+    fn declaration() -> ToolDeclaration {
+        let spec = ToolSpec {
+            id: "execute_command".to_owned(),
+            name: "execute_command".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters: vec![
+                param("command", true, "string", COMMAND_DESCRIPTION, "Your command here"),
+                param("requires_approval", true, "boolean", REQUIRES_APPROVAL_DESCRIPTION, "true or false"),
+                param("timeout", false, "integer", TIMEOUT_DESCRIPTION, "30"),
+            ],
+            context_requirements: Vec::new(),
+        };
+        ToolDeclaration {
+            name: "execute_command".to_owned(),
+            aliases: Vec::new(),
+            capabilities: vec![capability::RUNS_COMMANDS.to_owned()],
+            display: Some("[{tool} for '{command}']".to_owned()),
+            specs: [("generic".to_owned(), spec)].into_iter().collect(),
+        }
+    }
+
+    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        Ok(Some(ExecuteCommand))
+    }
+
+    fn prepare(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Prepared {
+        let command = match command_of(call) {
+            Ok(command) => command,
+            Err(refusal) => return refusal,
+        };
+        let settings = settings(host);
+        if let Some(json) = settings.permissions.as_deref().filter(|j| !j.trim().is_empty()) {
+            let verdict = permissions::CommandPermissions::from_json(json).and_then(|rules| {
+                rules.check(&command).map_err(|denial| permissions::denial_message(&command, &denial))
+            });
+            if let Err(message) = verdict {
+                return result::refuse(permission_denied(&message));
+            }
+        }
+        match host.command_blocked_by_clineignore(&command) {
+            Ok(Some(path)) => return result::refuse(result::clineignore_error(&path)),
+            Ok(None) => {}
+            Err(e) => return result::refuse(format!("Error executing command: {e}")),
+        }
+        let asked = call.input.requires_approval.as_deref().is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
+        let risk = if asked { Risk::High } else { Risk::Medium };
+        result::approval("command", format!("Cline wants to execute this command: {command}"), Vec::new(), risk)
+    }
+
+    fn execute(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Outcome {
+        let command = match command_of(call) {
+            Ok(command) => command,
+            Err(_) => return result::mistake(EMPTY_COMMAND),
+        };
+        let settings = settings(host);
+        let (command, cwd) = split_root_prefix(&command, call);
+        let timeout = timeout_for(&command, call, &settings);
+        let outcome = run(host, &command, cwd, timeout, Duration::from_millis(settings.notice_ms));
+        // Whatever the command did, files may have changed: the read cache starts over (as Cline does after
+        // every command that ran).
+        let _ = host.forget_reads(Vec::new());
+        outcome
+    }
+}
+
+/// The command after Cline's checks and clean-ups, or `prepare`'s refusal.
+fn command_of(call: &ToolCall<ExecuteCommandArgs>) -> Result<String, Prepared> {
+    let raw = call.input.command.as_deref().unwrap_or_default();
+    if raw.trim().is_empty() {
+        return Err(result::refuse(EMPTY_COMMAND));
+    }
+    let mut command = raw.to_owned();
+    // Gemini models send HTML entities and replacement characters in commands.
+    if call.task.model_family.to_ascii_lowercase().contains("gemini") {
+        command = command
+            .replace("&gt;", ">")
+            .replace("&lt;", "<")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&")
+            .replace('\u{FFFD}', "");
+    }
+    // Cline removes a leading `cd {cwd} && `: the command already runs there.
+    if let Some(rest) = command.strip_prefix(&format!("cd {} && ", call.task.cwd)) {
+        command = rest.to_owned();
+    }
+    Ok(command)
+}
+
+fn settings(host: &HostClient<'_>) -> CommandsSettings {
+    host.call(services::COMMANDS_SETTINGS, &serde_json::json!({})).unwrap_or(CommandsSettings {
+        permissions: None,
+        default_timeout_ms: 30_000,
+        long_timeout_ms: 300_000,
+        yolo: false,
+        notice_ms: 15_000,
+    })
+}
+
+/// Cline's multi-root prefix `@name:command` (`\w` names only) runs the rest in that root.
+fn split_root_prefix(command: &str, call: &ToolCall<ExecuteCommandArgs>) -> (String, Option<String>) {
+    static PREFIX: OnceLock<Option<Regex>> = OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| Regex::new(r"(?s)^@(\w+):(.+)$").ok());
+    if let Some(captures) = prefix.as_ref().and_then(|re| re.captures(command)) {
+        let (name, rest) = (&captures[1], &captures[2]);
+        if let Some(root) = call.task.roots.iter().find(|r| r.name == name) {
+            return (rest.trim().to_owned(), Some(root.path.clone()));
+        }
+    }
+    (command.to_owned(), None)
+}
+
+fn long_running() -> &'static [Regex] {
+    static PATTERNS: OnceLock<Vec<Regex>> = OnceLock::new();
+    PATTERNS.get_or_init(|| {
+        [
+            r"(?i)\b(npm|pnpm|yarn|bun)\s+(install|ci|build|test)\b",
+            r"(?i)\b(npm|pnpm|yarn|bun)\s+run\s+(build|test|lint|typecheck|check)\b",
+            r"(?i)\b(pip|pip3|uv)\s+install\b",
+            r"(?i)\b(poetry|pipenv)\s+install\b",
+            r"(?i)\b(cargo|go|mvn|gradle|gradlew)\s+(build|test|check|install)\b",
+            r"(?i)\b(make|cmake|ctest)\b",
+            r"(?i)\b(pytest|tox|nox|jest|vitest|mocha)\b",
+            r"(?i)\b(docker|podman)\s+build\b",
+            r"(?i)\b(torchrun|deepspeed|accelerate\s+launch)\b",
+            r"(?i)\bffmpeg\b",
+            r"(?i)\bpython(?:\d+(?:\.\d+)?)?\s+.*\b(train|finetune)\b",
+        ]
+        .iter()
+        .filter_map(|p| Regex::new(p).ok())
+        .collect()
+    })
+}
+
+/// The timeout: the model's positive `timeout`; else, where Cline applies timeouts (YOLO, subagent runs),
+/// the long-running default for builds, installs and tests and the short default otherwise; else none.
+fn timeout_for(command: &str, call: &ToolCall<ExecuteCommandArgs>, settings: &CommandsSettings) -> Option<Duration> {
+    if let Some(seconds) = call.input.timeout.filter(|s| *s > 0) {
+        return Some(Duration::from_secs(seconds.unsigned_abs()));
+    }
+    if !(settings.yolo || call.task.subagent) {
+        return None;
+    }
+    let normalised = command.split_whitespace().collect::<Vec<_>>().join(" ");
+    let long = long_running().iter().any(|re| re.is_match(&normalised));
+    Some(Duration::from_millis(if long { settings.long_timeout_ms } else { settings.default_timeout_ms }))
+}
+
+enum Ending {
+    Exited(ReadResponse),
+    TimedOut(Duration),
+    Cancelled,
+}
+
+fn run(
+    host: &HostClient<'_>,
+    command: &str,
+    cwd: Option<String>,
+    timeout: Option<Duration>,
+    notice: Duration,
+) -> Outcome {
+    let spawned: SpawnResponse = match host
+        .call(services::PROCESS_SPAWN, &SpawnRequest { command: command.to_owned(), cwd, env: Default::default() })
+    {
+        Ok(spawned) => spawned,
+        Err(e) => return result::error(format!("Error executing command: {e}")),
+    };
+    let mut collector = output::Collector::new(std::env::temp_dir().join("cline"));
+    let started = Instant::now();
+    let mut noticed = false;
+    let kill = || {
+        let _ = host.call::<_, services::Empty>(services::PROCESS_KILL, &KillRequest { id: spawned.id });
+    };
+    let ending = loop {
+        let wait = match timeout {
+            Some(limit) => limit.saturating_sub(started.elapsed()).min(Duration::from_millis(250)),
+            None => Duration::from_millis(250),
+        };
+        let read: Result<ReadResponse, _> = host.call(
+            services::PROCESS_READ,
+            &ReadRequest { id: spawned.id, wait_ms: wait.as_millis() as u64, max_bytes: 256 * 1024 },
+        );
+        match read {
+            Ok(chunk) => {
+                if !chunk.output.is_empty() {
+                    collector.push(&chunk.output);
+                    host.say("command_output", &chunk.output, true);
+                }
+                if chunk.done {
+                    break Ending::Exited(chunk);
+                }
+            }
+            Err(e) if e.kind == ServiceErrorKind::Cancelled => {
+                kill();
+                break Ending::Cancelled;
+            }
+            Err(e) => {
+                kill();
+                return result::error(format!("Error executing command: {e}"));
+            }
+        }
+        if let Some(limit) = timeout.filter(|limit| started.elapsed() >= *limit) {
+            kill();
+            break Ending::TimedOut(limit);
+        }
+        if !noticed && started.elapsed() >= notice {
+            noticed = true;
+            host.say("command_status", &format!("Command is still running: {command}"), false);
+        }
+    };
+    let collected = collector.finish();
+    let out = &collected.text;
+    let mut text = match &ending {
+        Ending::Exited(done) => {
+            let mut text = match (done.exit_code, &done.signal) {
+                (Some(0), _) => "Command executed successfully (exit code 0).".to_owned(),
+                (Some(code), _) => format!("Command failed with exit code {code}."),
+                (None, Some(signal)) => format!("Command terminated by signal {signal}."),
+                (None, None) => "Command executed.".to_owned(),
+            };
+            if !out.is_empty() {
+                text.push_str(&format!("\nOutput:\n{out}"));
+            }
+            text
+        }
+        Ending::TimedOut(limit) => {
+            let mut text = format!("Command execution timed out after {} seconds. ", limit.as_secs());
+            if !out.is_empty() {
+                text.push_str(&format!("\nOutput so far:\n{out}"));
+            }
+            text
+        }
+        Ending::Cancelled => {
+            let mut text = "Command was cancelled by the user.".to_owned();
+            if !out.is_empty() {
+                text.push_str(&format!("\nOutput captured before cancellation:\n{out}"));
+            }
+            text
+        }
+    };
+    if let Some(log) = &collected.log {
+        text.push_str(&format!("\nFull output saved to: {}", log.display()));
+    }
+    result::text(text)
+}
+
+#[allow(missing_docs)]
+mod export {
+    toolshed_plugin_api::export_plugin! {
+        name: "execute_command",
+        version: env!("CARGO_PKG_VERSION"),
+        tools: [super::ExecuteCommand],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolshed_plugin_api::TaskInfo;
+
+    fn call(input: serde_json::Value) -> ToolCall<ExecuteCommandArgs> {
+        ToolCall {
+            tool: "execute_command".to_owned(),
+            id: String::new(),
+            input: serde_json::from_value(input).unwrap(),
+            task: TaskInfo { cwd: "/w".to_owned(), ..TaskInfo::default() },
+        }
+    }
+
+    fn settings(yolo: bool) -> CommandsSettings {
+        CommandsSettings { permissions: None, default_timeout_ms: 30_000, long_timeout_ms: 300_000, yolo, notice_ms: 0 }
+    }
+
+    #[test]
+    fn timeouts_follow_clines_modes_and_patterns() {
+        let plain = call(serde_json::json!({"command": "ls"}));
+        assert_eq!(timeout_for("ls", &plain, &settings(false)), None);
+        assert_eq!(timeout_for("ls", &plain, &settings(true)), Some(Duration::from_secs(30)));
+        assert_eq!(timeout_for("cargo   test --all", &plain, &settings(true)), Some(Duration::from_secs(300)));
+        assert_eq!(
+            timeout_for("python3.11 scripts/x.py --train", &plain, &settings(true)),
+            Some(Duration::from_secs(300))
+        );
+        let given = call(serde_json::json!({"command": "ls", "timeout": "5"}));
+        assert_eq!(timeout_for("ls", &given, &settings(false)), Some(Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn commands_are_cleaned_like_clines() {
+        let mut c = call(serde_json::json!({"command": "cd /w && echo a &gt; b"}));
+        c.task.model_family = "gemini-2.5".to_owned();
+        assert_eq!(command_of(&c).ok(), Some("echo a > b".to_owned()));
+        assert!(command_of(&call(serde_json::json!({"command": "  "}))).is_err());
+    }
+
+    #[test]
+    fn root_prefixes_pick_the_root() {
+        let mut c = call(serde_json::json!({"command": "x"}));
+        c.task.roots = vec![toolshed_plugin_api::WorkspaceRoot { name: "api".into(), path: "/w/api".into() }];
+        assert_eq!(split_root_prefix("@api:make test", &c), ("make test".to_owned(), Some("/w/api".to_owned())));
+        assert_eq!(split_root_prefix("@web-app:ls", &c), ("@web-app:ls".to_owned(), None));
+    }
+}

@@ -1,0 +1,798 @@
+//! The search engine: ripgrep's crates linked in. The `ignore` crate walks the tree in sorted order (by file
+//! name within each directory, which is `rg --sort path`'s order) with ripgrep's default filters, and
+//! `grep-searcher` with a `grep-regex` matcher searches each file with one line of context, incrementally in
+//! 64 KiB buffers (never a whole file in memory), stopping at the first NUL byte as ripgrep does for files it
+//! finds by walking.
+//!
+//! Files are searched in parallel, but results are committed strictly in walk order, so the first `limit`
+//! results are the first `limit` in path order whatever the threads' timing; the search stops as soon as
+//! they are known. Small searches never start a thread: the calling thread searches inline for a short
+//! budget and only hands the rest of the walk to worker threads when the search turns out to be big.
+//!
+//! The `.clineignore` check is the caller's `gate`, asked in batches for files with matches only, just
+//! before their results would count; denied files never count toward the limit.
+
+use grep_regex::RegexMatcher;
+use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
+use ignore::overrides::Override;
+use ignore::{DirEntry, WalkBuilder};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long the calling thread searches alone before it starts worker threads. Starting threads and waking
+/// them costs tens of microseconds each on these machines; a search that ends within this budget (a small
+/// tree, or a capped search whose first results come early) is faster without them.
+const INLINE_BUDGET: Duration = Duration::from_millis(3);
+/// Files a thread takes from the walk at once: few enough that the order of work stays close to walk
+/// order, enough that the walk's lock is rarely contended.
+const BATCH: usize = 8;
+/// How far (in files) the walk may run ahead of the oldest file not yet committed. It bounds the results
+/// held out of order behind one slow file.
+const WINDOW: u64 = 4096;
+/// How often the calling thread looks at cancellation and commits while it waits for the helpers.
+const POLL: Duration = Duration::from_millis(1);
+/// The longest line the searcher will hold; a file with a longer line is skipped rather than read whole.
+const HEAP_LIMIT: usize = 16 * 1024 * 1024;
+/// Kept bytes of one line: Cline's whole output budget, so a longer line could never be shown anyway.
+const MAX_LINE_BYTES: usize = 256 * 1024;
+
+/// One match: the matching line and its context lines.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Hit {
+    /// The 1-based line number of the match.
+    pub(crate) line: u64,
+    /// The context line before it, unless that line belongs to the previous match.
+    pub(crate) before: Vec<String>,
+    /// The matching line, without its line terminator and trailing whitespace.
+    pub(crate) text: String,
+    /// The context line after it.
+    pub(crate) after: Vec<String>,
+}
+
+/// The matches in one file, in line order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileHits {
+    /// The file's path (the search root joined with its relative path).
+    pub(crate) path: PathBuf,
+    /// Its matches.
+    pub(crate) hits: Vec<Hit>,
+}
+
+/// What a search found.
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    /// Files with matches, in walk order; their matches total at most the limit.
+    pub(crate) files: Vec<FileHits>,
+    /// The number of matches in `files`; the limit when it was reached (there may be more).
+    pub(crate) count: usize,
+    /// The search was stopped (cancelled) before it finished.
+    pub(crate) interrupted: bool,
+    /// Files and directories that could not be read, with why; they were skipped.
+    pub(crate) skipped: Vec<String>,
+    /// The gate failed: nothing could be checked, so nothing is shown.
+    pub(crate) failed: Option<String>,
+}
+
+/// What to search for, and where.
+pub(crate) struct Query<'a> {
+    /// The directory (or single file) to search.
+    pub(crate) root: &'a Path,
+    /// The compiled regex.
+    pub(crate) matcher: &'a RegexMatcher,
+    /// The `file_pattern` filter; `None` searches every file the ignore rules let through.
+    pub(crate) file_pattern: Option<&'a Override>,
+    /// How many matches to collect at most.
+    pub(crate) limit: usize,
+    /// How many worker threads a big search may use.
+    pub(crate) threads: usize,
+}
+
+/// Asked with the paths of files that have matches; answers, per path, whether they may be shown.
+pub(crate) type Gate<'a> = dyn FnMut(&[&Path]) -> Result<Vec<bool>, String> + 'a;
+
+/// Builds the regex matcher as ripgrep does by default: Rust regex syntax, case-sensitive, and never
+/// matching across a line terminator (a literal `\n` in the pattern is an error, as in ripgrep).
+pub(crate) fn matcher(regex: &str) -> Result<RegexMatcher, grep_regex::Error> {
+    grep_regex::RegexMatcherBuilder::new().line_terminator(Some(b'\n')).build(regex)
+}
+
+/// Builds the `file_pattern` matcher: one glob, relative to the search root, as ripgrep's `--glob`.
+pub(crate) fn file_pattern(root: &Path, glob: &str) -> Result<Override, ignore::Error> {
+    let mut builder = ignore::overrides::OverrideBuilder::new(root);
+    builder.add(glob)?;
+    builder.build()
+}
+
+/// Runs a search. `gate` and `should_stop` are only ever called on the calling thread.
+pub(crate) fn search(query: &Query<'_>, gate: &mut Gate<'_>, should_stop: &dyn Fn() -> bool) -> Found {
+    let mut commit = Committer::new(query.limit, gate);
+    let mut skipped = Vec::new();
+    let mut walk = walker(query);
+    let mut searcher = searcher();
+    let started = Instant::now();
+    let mut interrupted = false;
+    let mut finished = false;
+    // Inline: the calling thread walks and searches until the budget is spent.
+    while !finished && started.elapsed() < INLINE_BUDGET {
+        if should_stop() {
+            interrupted = true;
+            break;
+        }
+        match walk.next() {
+            None => finished = true,
+            Some(Err(error)) => skipped.push(error.to_string()),
+            Some(Ok(entry)) if is_file(&entry) => {
+                let path = entry.into_path();
+                match search_file(&mut searcher, query.matcher, &path, query.limit, should_stop) {
+                    Ok(hits) => finished = commit.take(FileHits { path, hits }),
+                    Err(error) => skipped.push(format!("{}: {error}", path.display())),
+                }
+            }
+            Some(Ok(_)) => {}
+        }
+    }
+    if !finished && !interrupted {
+        interrupted = in_parallel(query, walk, &mut commit, &mut skipped, should_stop);
+    }
+    let (files, count, failed) = commit.finish();
+    Found { files, count, interrupted, skipped, failed }
+}
+
+/// One file's outcome: its matches, or why it could not be searched.
+type Searched = Result<FileHits, String>;
+
+/// What the threads of a parallel search share. Nobody waits on a channel: each thread takes the next few
+/// files from the walk under a lock, searches them, and leaves the results in the reorder map; the calling
+/// thread searches too and commits from the map in walk order. (Handing every file to a worker over a
+/// channel cost a cross-thread wake-up per file, which on these VMs cost more than searching most files.)
+struct Shared {
+    walk: Mutex<Pull>,
+    done: Mutex<BTreeMap<u64, Searched>>,
+    /// Set when the search should end: the limit is reached, or the call was cancelled.
+    stop: AtomicBool,
+    /// Every file before this one in walk order is committed.
+    committed: AtomicU64,
+    /// Helper threads still searching.
+    active: AtomicUsize,
+}
+
+/// The walk and its position.
+struct Pull {
+    walk: ignore::Walk,
+    next: u64,
+    errors: Vec<String>,
+}
+
+impl Shared {
+    /// Takes up to [`BATCH`] files from the walk; an empty batch means the walk is over.
+    fn take(&self) -> Vec<(u64, PathBuf)> {
+        let mut batch = Vec::with_capacity(BATCH);
+        let Ok(mut pull) = self.walk.lock() else {
+            return batch;
+        };
+        while batch.len() < BATCH {
+            match pull.walk.next() {
+                None => break,
+                Some(Err(error)) => pull.errors.push(error.to_string()),
+                Some(Ok(entry)) if is_file(&entry) => {
+                    batch.push((pull.next, entry.into_path()));
+                    pull.next += 1;
+                }
+                Some(Ok(_)) => {}
+            }
+        }
+        batch
+    }
+
+    /// Searches a batch and leaves its outcomes for the committer.
+    fn search(&self, query: &Query<'_>, searcher: &mut Searcher, batch: Vec<(u64, PathBuf)>, halt: &dyn Fn() -> bool) {
+        let mut outcomes = Vec::with_capacity(batch.len());
+        for (seq, path) in batch {
+            let outcome = if halt() {
+                Ok(FileHits { path, hits: Vec::new() })
+            } else {
+                match search_file(searcher, query.matcher, &path, query.limit, halt) {
+                    Ok(hits) => Ok(FileHits { path, hits }),
+                    Err(error) => Err(format!("{}: {error}", path.display())),
+                }
+            };
+            outcomes.push((seq, outcome));
+        }
+        if let Ok(mut done) = self.done.lock() {
+            done.extend(outcomes);
+        }
+    }
+
+    /// Whether the walk has run too far ahead of the committed files: one slow file would otherwise let
+    /// every later result pile up in memory.
+    fn too_far_ahead(&self) -> bool {
+        let next = self.walk.lock().map(|pull| pull.next).unwrap_or(0);
+        next >= self.committed.load(Ordering::Relaxed) + WINDOW
+    }
+}
+
+/// The rest of the walk, searched by the calling thread and `query.threads - 1` helpers, committed here in
+/// walk order. Returns whether it was interrupted.
+fn in_parallel(
+    query: &Query<'_>,
+    walk: ignore::Walk,
+    commit: &mut Committer<'_, '_>,
+    skipped: &mut Vec<String>,
+    should_stop: &dyn Fn() -> bool,
+) -> bool {
+    let helpers = query.threads.saturating_sub(1);
+    let shared = Shared {
+        walk: Mutex::new(Pull { walk, next: 0, errors: Vec::new() }),
+        done: Mutex::new(BTreeMap::new()),
+        stop: AtomicBool::new(false),
+        committed: AtomicU64::new(0),
+        active: AtomicUsize::new(helpers),
+    };
+    let mut next = 0u64;
+    let mut interrupted = false;
+    // Commits what is ready in order; `true` once the search is complete.
+    let mut drain = |next: &mut u64, skipped: &mut Vec<String>| -> bool {
+        let Ok(mut done) = shared.done.lock() else {
+            return true;
+        };
+        while let Some(outcome) = done.remove(next) {
+            *next += 1;
+            shared.committed.store(*next, Ordering::Relaxed);
+            match outcome {
+                Ok(file) => {
+                    if commit.take(file) {
+                        return true;
+                    }
+                }
+                Err(error) => skipped.push(error),
+            }
+        }
+        false
+    };
+    std::thread::scope(|scope| {
+        let shared = &shared;
+        for _ in 0..helpers {
+            scope.spawn(move || {
+                let mut searcher = searcher();
+                let halt = || shared.stop.load(Ordering::Relaxed);
+                while !halt() {
+                    if shared.too_far_ahead() {
+                        std::thread::sleep(Duration::from_millis(1));
+                        continue;
+                    }
+                    let batch = shared.take();
+                    if batch.is_empty() {
+                        break;
+                    }
+                    shared.search(query, &mut searcher, batch, &halt);
+                }
+                shared.active.fetch_sub(1, Ordering::Release);
+            });
+        }
+        let mut searcher = searcher();
+        // The calling thread also watches for cancellation, and tells the helpers.
+        let halt = || shared.stop.load(Ordering::Relaxed) || should_stop();
+        let mut complete = false;
+        loop {
+            if should_stop() {
+                interrupted = true;
+                break;
+            }
+            if drain(&mut next, skipped) {
+                complete = true;
+                break;
+            }
+            let batch = if shared.too_far_ahead() { Vec::new() } else { shared.take() };
+            if batch.is_empty() {
+                if shared.active.load(Ordering::Acquire) == 0 {
+                    break;
+                }
+                // The walk is over (or far ahead): wait for the helpers' last files, still watching.
+                std::thread::sleep(POLL);
+                continue;
+            }
+            shared.search(query, &mut searcher, batch, &halt);
+        }
+        shared.stop.store(true, Ordering::Relaxed);
+        if !complete && !interrupted {
+            drain(&mut next, skipped);
+        }
+    });
+    if let Ok(pull) = shared.walk.into_inner() {
+        skipped.extend(pull.errors);
+    }
+    interrupted
+}
+
+/// Commits files in walk order, asking the gate in batches, until the limit is reached.
+struct Committer<'g, 'a> {
+    limit: usize,
+    gate: &'g mut Gate<'a>,
+    shown: Vec<FileHits>,
+    shown_count: usize,
+    pending: Vec<FileHits>,
+    pending_count: usize,
+    error: Option<String>,
+}
+
+impl<'g, 'a> Committer<'g, 'a> {
+    fn new(limit: usize, gate: &'g mut Gate<'a>) -> Self {
+        Self { limit, gate, shown: Vec::new(), shown_count: 0, pending: Vec::new(), pending_count: 0, error: None }
+    }
+
+    /// Takes the next file in walk order; `true` once the first `limit` results are known (or the gate
+    /// failed, which ends the search).
+    fn take(&mut self, file: FileHits) -> bool {
+        if file.hits.is_empty() {
+            return false;
+        }
+        self.pending_count += file.hits.len();
+        self.pending.push(file);
+        // Ask only when the files waiting could complete the limit: one question for most searches.
+        if self.shown_count + self.pending_count >= self.limit {
+            self.flush();
+        }
+        self.shown_count >= self.limit || self.error.is_some()
+    }
+
+    fn flush(&mut self) {
+        if self.pending.is_empty() || self.error.is_some() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        self.pending_count = 0;
+        let paths: Vec<&Path> = pending.iter().map(|file| file.path.as_path()).collect();
+        let allowed = match (self.gate)(&paths) {
+            Ok(allowed) => allowed,
+            Err(error) => {
+                // Results that could not be checked are never shown.
+                self.error = Some(error);
+                return;
+            }
+        };
+        for (index, mut file) in pending.into_iter().enumerate() {
+            // A missing answer counts as a refusal: fail closed.
+            if !allowed.get(index).copied().unwrap_or(false) || self.shown_count >= self.limit {
+                continue;
+            }
+            file.hits.truncate(self.limit - self.shown_count);
+            self.shown_count += file.hits.len();
+            self.shown.push(file);
+        }
+    }
+
+    /// The committed files, their match count, and the gate's error if it failed.
+    fn finish(mut self) -> (Vec<FileHits>, usize, Option<String>) {
+        self.flush();
+        (self.shown, self.shown_count, self.error)
+    }
+}
+
+/// The walk: ripgrep's default filters (`.gitignore` inside git repositories, `.ignore`, `.rgignore`, git's
+/// global and repository excludes, hidden files), symbolic links not followed, siblings sorted by name.
+/// The `file_pattern` only ever narrows what those filters let through (ripgrep's `--glob` would override
+/// them; see the crate docs).
+fn walker(query: &Query<'_>) -> ignore::Walk {
+    let mut builder = WalkBuilder::new(query.root);
+    builder.follow_links(false).add_custom_ignore_filename(".rgignore").sort_by_file_name(|a, b| a.cmp(b));
+    if let Some(pattern) = query.file_pattern {
+        let pattern = pattern.clone();
+        builder.filter_entry(move |entry| {
+            let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
+            entry.depth() == 0 || !pattern.matched(entry.path(), is_dir).is_ignore()
+        });
+    }
+    builder.build()
+}
+
+/// Whether the walk entry is a regular file to search; symbolic links are never followed, as in ripgrep.
+fn is_file(entry: &DirEntry) -> bool {
+    entry.file_type().is_some_and(|kind| kind.is_file())
+}
+
+/// ripgrep's searcher settings for files found by walking: line numbers, one line of context either side,
+/// stop at the first NUL byte (a binary file), never hold a line longer than the heap limit.
+fn searcher() -> Searcher {
+    SearcherBuilder::new()
+        .line_number(true)
+        .before_context(1)
+        .after_context(1)
+        .binary_detection(BinaryDetection::quit(b'\x00'))
+        .heap_limit(Some(HEAP_LIMIT))
+        .build()
+}
+
+/// Searches one file, keeping at most `limit` matches (more could never be shown).
+fn search_file(
+    searcher: &mut Searcher,
+    matcher: &RegexMatcher,
+    path: &Path,
+    limit: usize,
+    should_stop: &dyn Fn() -> bool,
+) -> io::Result<Vec<Hit>> {
+    let file = File::open(path)?;
+    let mut sink = Collect { limit, hits: Vec::new(), before: Vec::new() };
+    searcher.search_reader(matcher, Interruptible { inner: file, should_stop }, &mut sink)?;
+    Ok(sink.hits)
+}
+
+/// A reader that ends early when the search should stop, so one huge file cannot hold a cancelled or
+/// finished search (the searcher reads 64 KiB at a time).
+struct Interruptible<'s, R> {
+    inner: R,
+    should_stop: &'s dyn Fn() -> bool,
+}
+
+impl<R: Read> Read for Interruptible<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if (self.should_stop)() {
+            return Ok(0);
+        }
+        self.inner.read(buf)
+    }
+}
+
+/// Collects a file's matches. Each context line is attached to the match it belongs to: a line before a
+/// match to that match, a line after one to that one (the searcher reports each line once, so a line
+/// between two close matches goes to the earlier one). This is our fix of Cline, which attaches every
+/// context line to the most recent match in the stream.
+struct Collect {
+    limit: usize,
+    hits: Vec<Hit>,
+    before: Vec<String>,
+}
+
+impl Sink for Collect {
+    type Error = io::Error;
+
+    fn matched(&mut self, _searcher: &Searcher, found: &SinkMatch<'_>) -> Result<bool, io::Error> {
+        if self.hits.len() >= self.limit {
+            return Ok(false);
+        }
+        self.hits.push(Hit {
+            line: found.line_number().unwrap_or(0),
+            before: std::mem::take(&mut self.before),
+            text: line_text(found.bytes()),
+            after: Vec::new(),
+        });
+        Ok(true)
+    }
+
+    fn context(&mut self, _searcher: &Searcher, context: &SinkContext<'_>) -> Result<bool, io::Error> {
+        match context.kind() {
+            SinkContextKind::Before => self.before.push(line_text(context.bytes())),
+            SinkContextKind::After => {
+                if let Some(last) = self.hits.last_mut() {
+                    last.after.push(line_text(context.bytes()));
+                }
+                // The last match we can use has its context now.
+                if self.hits.len() >= self.limit {
+                    return Ok(false);
+                }
+            }
+            SinkContextKind::Other => {}
+        }
+        Ok(true)
+    }
+}
+
+/// A line as Cline shows it: decoded (invalid UTF-8 replaced), trailing whitespace and the terminator
+/// trimmed, and cut at [`MAX_LINE_BYTES`].
+fn line_text(bytes: &[u8]) -> String {
+    let bytes = &bytes[..bytes.len().min(MAX_LINE_BYTES + 4)];
+    let text = String::from_utf8_lossy(bytes);
+    let mut text = text.trim_end().to_owned();
+    if text.len() > MAX_LINE_BYTES {
+        let mut cut = MAX_LINE_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::fs;
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        // tempfile's default prefix `.tmp` is a hidden name; the walk would still search it (it is the root),
+        // but a visible name keeps the tests honest.
+        let dir = tempfile::Builder::new().prefix("search-").tempdir().unwrap();
+        for (path, body) in files {
+            let full = dir.path().join(path);
+            fs::create_dir_all(full.parent().unwrap()).unwrap();
+            fs::write(full, body).unwrap();
+        }
+        dir
+    }
+
+    fn run(root: &Path, regex: &str, pattern: Option<&str>, limit: usize, threads: usize) -> Found {
+        let matcher = matcher(regex).unwrap();
+        let pattern = pattern.map(|glob| file_pattern(root, glob).unwrap());
+        let query = Query { root, matcher: &matcher, file_pattern: pattern.as_ref(), limit, threads };
+        search(&query, &mut |paths: &[&Path]| Ok(vec![true; paths.len()]), &|| false)
+    }
+
+    /// `relative/path:line` of every match, in order.
+    fn places(root: &Path, found: &Found) -> Vec<String> {
+        found
+            .files
+            .iter()
+            .flat_map(|file| {
+                let rel = file.path.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+                file.hits.iter().map(move |hit| format!("{rel}:{}", hit.line))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn context_lines_belong_to_their_own_match() {
+        let body = "l1\nl2 TODO a\nl3\nl4\nl5\nl6\nl7 TODO b\nl8\n";
+        let dir = tree(&[("a.txt", body)]);
+        let found = run(dir.path(), "TODO", None, 300, 2);
+        let hits = &found.files[0].hits;
+        assert_eq!(
+            hits,
+            &[
+                Hit { line: 2, before: vec!["l1".into()], text: "l2 TODO a".into(), after: vec!["l3".into()] },
+                Hit { line: 7, before: vec!["l6".into()], text: "l7 TODO b".into(), after: vec!["l8".into()] },
+            ]
+        );
+        // Two lines apart: the line between them is shown once, after the first.
+        let dir = tree(&[("b.txt", "x\nhit 1\nmid\nhit 2\nend\n")]);
+        let found = run(dir.path(), "hit", None, 300, 2);
+        let shapes: Vec<(usize, usize)> = found.files[0].hits.iter().map(|h| (h.before.len(), h.after.len())).collect();
+        assert_eq!(shapes, [(1, 1), (0, 1)]);
+    }
+
+    #[test]
+    fn results_come_in_sorted_walk_order_whatever_the_threads() {
+        let mut files = Vec::new();
+        for dir in ["b", "a", "a/z", "c.d", "c"] {
+            for name in ["2.txt", "10.txt", "1.txt"] {
+                files.push((format!("{dir}/{name}"), "one match\n".to_owned()));
+            }
+        }
+        files.push(("c.txt".to_owned(), "match\n".to_owned()));
+        let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, b)| (p.as_str(), b.as_str())).collect();
+        let dir = tree(&borrowed);
+        let expected = [
+            "a/1.txt:1",
+            "a/10.txt:1",
+            "a/2.txt:1",
+            "a/z/1.txt:1",
+            "a/z/10.txt:1",
+            "a/z/2.txt:1",
+            "b/1.txt:1",
+            "b/10.txt:1",
+            "b/2.txt:1",
+            "c/1.txt:1",
+            "c/10.txt:1",
+            "c/2.txt:1",
+            "c.d/1.txt:1",
+            "c.d/10.txt:1",
+            "c.d/2.txt:1",
+            "c.txt:1",
+        ];
+        for threads in [1, 2, 4] {
+            assert_eq!(places(dir.path(), &run(dir.path(), "match", None, 300, threads)), expected);
+            // The limit keeps the first matches in that order.
+            let found = run(dir.path(), "match", None, 5, threads);
+            assert_eq!(places(dir.path(), &found), expected[..5]);
+            assert_eq!(found.count, 5);
+        }
+    }
+
+    #[test]
+    fn the_parallel_path_commits_in_order_and_stops_at_the_limit() {
+        // Enough files that the inline budget runs out on any machine is hard to guarantee; call it directly.
+        let files: Vec<(String, String)> =
+            (0..500).map(|i| (format!("d{}/f{i:03}.txt", i % 7), format!("x\nneedle {i}\ny\n"))).collect();
+        let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, b)| (p.as_str(), b.as_str())).collect();
+        let dir = tree(&borrowed);
+        let matcher = matcher("needle").unwrap();
+        let query = Query { root: dir.path(), matcher: &matcher, file_pattern: None, limit: 300, threads: 3 };
+        let mut asked = 0;
+        let mut gate = |paths: &[&Path]| {
+            asked += 1;
+            Ok(paths.iter().map(|p| !p.to_string_lossy().contains("f007")).collect())
+        };
+        let mut commit = Committer::new(300, &mut gate);
+        let mut skipped = Vec::new();
+        let interrupted = in_parallel(&query, walker(&query), &mut commit, &mut skipped, &|| false);
+        let (files, count, error) = commit.finish();
+        assert!(!interrupted && error.is_none() && skipped.is_empty());
+        assert_eq!(count, 300);
+        let mut expected: Vec<String> =
+            (0..500).filter(|i| *i != 7).map(|i| format!("d{}/f{i:03}.txt", i % 7)).collect();
+        expected.sort_by(|a, b| Path::new(a).cmp(Path::new(b)));
+        expected.truncate(300);
+        let got: Vec<String> =
+            files.iter().map(|f| f.path.strip_prefix(dir.path()).unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(got, expected);
+        assert!(asked <= 2, "the gate was asked {asked} times");
+    }
+
+    #[test]
+    fn one_file_stops_at_the_limit_with_the_last_context_line() {
+        let body: String = (1..=10).map(|i| format!("hit {i}\nctx {i}\n")).collect();
+        let dir = tree(&[("a.txt", &body)]);
+        let found = run(dir.path(), "hit", None, 3, 1);
+        let hits = &found.files[0].hits;
+        assert_eq!(hits.len(), 3);
+        assert_eq!(hits[2].after, ["ctx 3"]);
+        assert_eq!(found.count, 3);
+    }
+
+    #[test]
+    fn hidden_ignored_binary_and_linked_files_are_skipped_as_ripgrep_does() {
+        let dir = tree(&[
+            (".git/HEAD", "ref: needle\n"),
+            (".gitignore", "ignored/\n*.log\n"),
+            (".hidden.txt", "needle\n"),
+            ("ignored/a.txt", "needle\n"),
+            ("debug.log", "needle\n"),
+            ("bin.dat", "\0needle\n"),
+            ("late-binary.dat", "needle first\n\0needle after\n"),
+            (".rgignore", "skip.txt\n"),
+            ("skip.txt", "needle\n"),
+            ("src/ok.txt", "needle\n"),
+        ]);
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(dir.path().join("src/ok.txt"), dir.path().join("link.txt")).unwrap();
+        let found = run(dir.path(), "needle", None, 300, 2);
+        // A NUL anywhere in the first buffer (64 KiB) means nothing of the file is searched, as in ripgrep.
+        assert_eq!(places(dir.path(), &found), ["src/ok.txt:1"]);
+    }
+
+    #[test]
+    fn file_pattern_narrows_but_never_widens() {
+        let dir = tree(&[
+            (".git/config", ""),
+            (".gitignore", "gen/\n"),
+            ("a.rs", "needle\n"),
+            ("b.ts", "needle\n"),
+            ("gen/c.rs", "needle\n"),
+            (".hidden.rs", "needle\n"),
+            ("src/d.rs", "needle\n"),
+            ("tests/e.rs", "needle\n"),
+        ]);
+        assert_eq!(
+            places(dir.path(), &run(dir.path(), "needle", Some("*.rs"), 300, 1)),
+            ["a.rs:1", "src/d.rs:1", "tests/e.rs:1"]
+        );
+        assert_eq!(places(dir.path(), &run(dir.path(), "needle", Some("src/*.rs"), 300, 1)), ["src/d.rs:1"]);
+        assert_eq!(
+            places(dir.path(), &run(dir.path(), "needle", Some("!tests"), 300, 1)),
+            ["a.rs:1", "b.ts:1", "src/d.rs:1"]
+        );
+        assert_eq!(places(dir.path(), &run(dir.path(), "needle", Some("*"), 300, 1)).len(), 4);
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_invalid_utf8_is_replaced() {
+        let long = format!("needle {}\n", "x".repeat(MAX_LINE_BYTES * 2));
+        let dir = tree(&[("a.txt", &long)]);
+        std::fs::write(dir.path().join("b.txt"), b"needle \xff\xfe end  \r\n").unwrap();
+        let found = run(dir.path(), "needle", None, 300, 1);
+        assert_eq!(found.files[0].hits[0].text.len(), MAX_LINE_BYTES);
+        assert_eq!(found.files[1].hits[0].text, "needle \u{fffd}\u{fffd} end");
+    }
+
+    #[test]
+    fn a_cancelled_search_stops() {
+        let dir = tree(&[("a.txt", "needle\n")]);
+        let matcher = matcher("needle").unwrap();
+        let query = Query { root: dir.path(), matcher: &matcher, file_pattern: None, limit: 300, threads: 1 };
+        let found = search(&query, &mut |paths: &[&Path]| Ok(vec![true; paths.len()]), &|| true);
+        assert!(found.interrupted);
+        assert!(found.files.is_empty());
+    }
+
+    #[test]
+    fn a_failing_gate_shows_nothing() {
+        let dir = tree(&[("a.txt", "needle\n")]);
+        let matcher = matcher("needle").unwrap();
+        let query = Query { root: dir.path(), matcher: &matcher, file_pattern: None, limit: 300, threads: 1 };
+        let found = search(&query, &mut |_: &[&Path]| Err("host gone".to_owned()), &|| false);
+        assert!(found.files.is_empty());
+        assert_eq!(found.failed.as_deref(), Some("host gone"));
+    }
+}
+
+#[cfg(test)]
+mod scratch_timing {
+    use super::*;
+
+    fn cpu_ticks() -> u64 {
+        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+        let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+        eprintln!("  utime {} stime {}", fields[11], fields[12]);
+        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+    }
+
+    #[test]
+    fn scratch_timing() {
+        let Ok(root) = std::env::var("SCRATCH_CORPUS") else { return };
+        let root = PathBuf::from(root);
+        let threads = std::env::var("SCRATCH_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(2);
+        let only = std::env::var("SCRATCH_REGEX").ok();
+        let reps: usize = std::env::var("SCRATCH_REPS").ok().and_then(|t| t.parse().ok()).unwrap_or(7);
+        for (regex, glob) in
+            [("zzqqxx_never", None), ("fn main", None), ("unsafe impl", None), ("[a-z]", None), ("Error", Some("*.rs"))]
+        {
+            if only.as_deref().is_some_and(|o| o != regex) {
+                continue;
+            }
+            let m = matcher(regex).unwrap();
+            let pattern = glob.map(|g| file_pattern(&root, g).unwrap());
+            let mut times = Vec::new();
+            let mut count = 0;
+            let cpu_before = cpu_ticks();
+            for _ in 0..reps {
+                let q = Query { root: &root, matcher: &m, file_pattern: pattern.as_ref(), limit: 300, threads };
+                let t = Instant::now();
+                let found = search(&q, &mut |p: &[&Path]| Ok(vec![true; p.len()]), &|| false);
+                times.push(t.elapsed());
+                count = found.count;
+            }
+            times.sort();
+            let cpu = cpu_ticks() - cpu_before;
+            eprintln!("  cpu per run: {} ms", cpu as f64 * 10.0 / reps as f64);
+            eprintln!("{regex:20} {glob:?} count={count} median={:?} min={:?}", times[times.len() / 2], times[0]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod scratch_walk {
+    use super::*;
+
+    #[test]
+    fn scratch_walk() {
+        let Ok(root) = std::env::var("SCRATCH_CORPUS") else { return };
+        let root = PathBuf::from(root);
+        for round in 0..5 {
+            let t = Instant::now();
+            let n = WalkBuilder::new(&root)
+                .add_custom_ignore_filename(".rgignore")
+                .sort_by_file_name(|a, b| a.cmp(b))
+                .build()
+                .filter(|e| e.as_ref().is_ok_and(is_file))
+                .count();
+            let sorted = t.elapsed();
+            let t = Instant::now();
+            let n2 = WalkBuilder::new(&root)
+                .add_custom_ignore_filename(".rgignore")
+                .build()
+                .filter(|e| e.as_ref().is_ok_and(is_file))
+                .count();
+            let unsorted = t.elapsed();
+            let t = Instant::now();
+            let count = std::sync::atomic::AtomicUsize::new(0);
+            WalkBuilder::new(&root).add_custom_ignore_filename(".rgignore").threads(2).build_parallel().run(|| {
+                let count = &count;
+                Box::new(move |e| {
+                    if e.as_ref().is_ok_and(is_file) {
+                        count.fetch_add(1, Ordering::Relaxed);
+                    }
+                    ignore::WalkState::Continue
+                })
+            });
+            let par = t.elapsed();
+            eprintln!(
+                "round {round}: sorted {n} {sorted:?} unsorted {n2} {unsorted:?} parallel {} {par:?}",
+                count.load(Ordering::Relaxed)
+            );
+        }
+    }
+}

@@ -1,0 +1,519 @@
+//! The handler through a fake host: the three names, Cline's texts, the safety rules of every write, and the
+//! streamed progress under random split points.
+
+use super::*;
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
+use toolshed_plugin_api::abi_stable::std_types::{RResult, RStr, RString, RVec};
+use toolshed_plugin_api::{services, Host, Host_TO, ServiceError, ServiceErrorKind};
+
+/// A host over one workspace root, with `.clineignore`-style blocked prefixes, task state, and a record of
+/// the UI events and read-cache invalidations.
+pub(crate) struct FakeHost {
+    pub root: PathBuf,
+    pub blocked: Vec<String>,
+    pub state: Mutex<HashMap<String, Value>>,
+    pub events: Mutex<Vec<(String, String, bool)>>,
+    pub forgotten: Mutex<Vec<String>>,
+}
+
+impl FakeHost {
+    pub fn new(root: &Path) -> Self {
+        Self {
+            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned()),
+            blocked: Vec::new(),
+            state: Mutex::default(),
+            events: Mutex::default(),
+            forgotten: Mutex::default(),
+        }
+    }
+
+    fn resolve(&self, raw: &str) -> services::ResolvedPath {
+        let joined = self.root.join(raw.trim());
+        let mut absolute = PathBuf::new();
+        for part in joined.components() {
+            match part {
+                std::path::Component::ParentDir => {
+                    absolute.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => absolute.push(other),
+            }
+        }
+        services::ResolvedPath {
+            display: absolute.strip_prefix(&self.root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
+            inside_workspace: absolute.starts_with(&self.root),
+            absolute: absolute.to_string_lossy().into_owned(),
+            root: "root".to_owned(),
+        }
+    }
+
+    fn dispatch(&self, name: &str, request: &str) -> Result<String, ServiceError> {
+        let bad = |e: serde_json::Error| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string());
+        let answer = match name {
+            services::PATH_RESOLVE => {
+                let request: services::ResolveRequest = serde_json::from_str(request).map_err(bad)?;
+                serde_json::to_value(self.resolve(&request.path))
+            }
+            services::PATH_CHECK => {
+                let request: services::CheckRequest = serde_json::from_str(request).map_err(bad)?;
+                let allowed = request
+                    .paths
+                    .iter()
+                    .map(|p| {
+                        let display = self.resolve(p).display;
+                        !self.blocked.iter().any(|b| display.starts_with(b.as_str()))
+                    })
+                    .collect();
+                serde_json::to_value(services::CheckResponse { allowed })
+            }
+            services::READ_CACHE_FORGET => {
+                let request: services::ForgetRequest = serde_json::from_str(request).map_err(bad)?;
+                self.forgotten.lock().unwrap().extend(request.paths);
+                Ok(json!({}))
+            }
+            services::SAY => {
+                let request: services::SayRequest = serde_json::from_str(request).map_err(bad)?;
+                self.events.lock().unwrap().push((request.kind, request.text, request.partial));
+                Ok(json!({}))
+            }
+            services::STATE_GET => {
+                let request: services::StateGetRequest = serde_json::from_str(request).map_err(bad)?;
+                Ok(json!({ "value": self.state.lock().unwrap().get(&request.key) }))
+            }
+            services::STATE_SET => {
+                let request: services::StateSetRequest = serde_json::from_str(request).map_err(bad)?;
+                let mut state = self.state.lock().unwrap();
+                match request.value {
+                    Some(value) => state.insert(request.key, value),
+                    None => state.remove(&request.key),
+                };
+                Ok(json!({}))
+            }
+            other => return Err(ServiceError::new(ServiceErrorKind::UnknownService, other)),
+        };
+        answer.map(|v| v.to_string()).map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
+    }
+
+    pub fn take_events(&self) -> Events {
+        std::mem::take(&mut *self.events.lock().unwrap())
+    }
+
+    pub fn client(&self) -> HostClient<'_> {
+        HostClient::new(Host_TO::from_ptr(self, TD_Opaque))
+    }
+
+    pub fn call(&self, tool: &str, input: Value, family: &str) -> ToolCall<WriteToFileArgs> {
+        let root = self.root.to_string_lossy();
+        let call = json!({
+            "tool": tool,
+            "id": "t1",
+            "input": input,
+            "task": { "cwd": root, "roots": [{ "name": "ws", "path": root }], "mode": "act", "model_family": family },
+        });
+        serde_json::from_value(call).unwrap()
+    }
+
+    /// Runs a call as the executor does: `prepare`, then `execute` when it asks for approval.
+    pub fn run(&self, tool: &str, input: Value) -> Result<String, String> {
+        self.run_as(tool, input, "claude")
+    }
+
+    pub fn run_as(&self, tool: &str, input: Value, family: &str) -> Result<String, String> {
+        let call = self.call(tool, input, family);
+        match WriteToFile.prepare(&call, &self.client()) {
+            Prepared::Approval(_) => {}
+            Prepared::Error(e) => return Err(e.message),
+            Prepared::Proceed => panic!("file writes must ask for approval"),
+        }
+        match WriteToFile.execute(&call, &self.client()) {
+            Outcome::Success { blocks } => match blocks.as_slice() {
+                [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
+                other => panic!("unexpected blocks {other:?}"),
+            },
+            Outcome::Error(e) => Err(e.message),
+            Outcome::Denied => Err("denied".to_owned()),
+        }
+    }
+
+    pub fn partial(&self, tool: &str, input: Value) {
+        let block = PartialBlock {
+            id: String::new(),
+            tool: tool.to_owned(),
+            input,
+            task: self.call(tool, json!({}), "claude").task,
+        };
+        WriteToFile.partial(&block, &self.client());
+    }
+}
+
+impl Host for FakeHost {
+    fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
+        match self.dispatch(name.as_str(), request.as_str()) {
+            Ok(answer) => RResult::ROk(answer.into()),
+            Err(e) => RResult::RErr(serde_json::to_string(&e).unwrap_or_default().into()),
+        }
+    }
+
+    fn services(&self) -> RVec<RString> {
+        [services::PATH_RESOLVE, services::PATH_CHECK, services::READ_CACHE_FORGET, services::SAY]
+            .into_iter()
+            .chain([services::STATE_GET, services::STATE_SET])
+            .map(RString::from)
+            .collect()
+    }
+
+    fn is_cancelled(&self) -> bool {
+        false
+    }
+
+    fn log(&self, _level: u8, _message: RStr<'_>) {}
+}
+
+pub(crate) fn workspace() -> (tempfile::TempDir, FakeHost) {
+    let dir = tempfile::Builder::new().prefix("ws-").tempdir().unwrap();
+    let host = FakeHost::new(dir.path());
+    (dir, host)
+}
+
+fn saved(path: &str, content: &str) -> String {
+    messages::saved(path, content)
+}
+
+#[test]
+fn write_to_file_creates_parents_and_reports_like_cline() {
+    let (_dir, host) = workspace();
+    let text = host.run("write_to_file", json!({ "path": "src/deep/a.rs", "content": "fn main() {}\n\n" })).unwrap();
+    assert_eq!(
+        text,
+        "The content was successfully saved to src/deep/a.rs.\n\nHere is the full, updated content of the file that was saved:\n\n<final_file_content path=\"src/deep/a.rs\">\nfn main() {}\n\n</final_file_content>\n\nIMPORTANT: For any future changes to this file, use the final_file_content shown above as your reference. This content reflects the current state of the file, including any auto-formatting (e.g., if you used single quotes but the formatter converted them to double quotes). Always base your SEARCH/REPLACE operations on this final version to ensure accuracy.\n\n"
+    );
+    assert_eq!(std::fs::read_to_string(host.root.join("src/deep/a.rs")).unwrap(), "fn main() {}\n\n");
+    assert_eq!(*host.forgotten.lock().unwrap(), [host.root.join("src/deep/a.rs").to_string_lossy().into_owned()]);
+}
+
+#[test]
+fn preprocessing_depends_on_the_model_family() {
+    let (_dir, host) = workspace();
+    let fenced = "```rust\nlet x = a &lt; b &amp;&amp; c;\n```";
+    host.run_as("write_to_file", json!({ "path": "gen.rs", "content": fenced }), "gpt").unwrap();
+    assert_eq!(std::fs::read_to_string(host.root.join("gen.rs")).unwrap(), "let x = a < b && c;");
+    host.run_as("write_to_file", json!({ "path": "claude.rs", "content": fenced }), "claude").unwrap();
+    assert_eq!(std::fs::read_to_string(host.root.join("claude.rs")).unwrap(), "let x = a &lt; b &amp;&amp; c;");
+    host.run_as("write_to_file", json!({ "path": "data.xml", "content": "<a>&lt;</a>\u{FFFD}" }), "gpt").unwrap();
+    assert_eq!(std::fs::read_to_string(host.root.join("data.xml")).unwrap(), "<a>&lt;</a>");
+}
+
+#[test]
+fn empty_content_writes_an_empty_file() {
+    let (_dir, host) = workspace();
+    std::fs::write(host.root.join("a.txt"), "old\n").unwrap();
+    let text = host.run("write_to_file", json!({ "path": "a.txt", "content": "" })).unwrap();
+    assert_eq!(text, saved("a.txt", "\n"));
+    assert_eq!(std::fs::read(host.root.join("a.txt")).unwrap(), b"");
+}
+
+#[test]
+fn missing_content_guidance_grows_firmer() {
+    let (_dir, host) = workspace();
+    let first = host.run("write_to_file", json!({ "path": "a.txt" })).unwrap_err();
+    assert!(first.starts_with("Failed to write to 'a.txt': The 'content' parameter was empty."), "{first}");
+    assert!(first.ends_with(messages::TOOL_USE_REMINDER));
+    let second = host.run("write_to_file", json!({ "path": "a.txt", "content": null })).unwrap_err();
+    assert!(second.contains("This is your 2nd failed attempt."), "{second}");
+    let third = host.run("write_to_file", json!({ "path": "a.txt" })).unwrap_err();
+    assert!(third.contains("CRITICAL: You have failed to write this file 3 times in a row."), "{third}");
+    host.run("write_to_file", json!({ "path": "a.txt", "content": "x" })).unwrap();
+    let again = host.run("write_to_file", json!({ "path": "a.txt" })).unwrap_err();
+    assert!(again.contains("Suggestions:"), "{again}");
+    assert!(!host.root.join("a.txt").exists() || std::fs::read_to_string(host.root.join("a.txt")).unwrap() == "x");
+}
+
+#[test]
+fn replace_in_file_success_and_cline_text() {
+    let (_dir, host) = workspace();
+    std::fs::write(host.root.join("a.py"), "def f():\n    return 1\n").unwrap();
+    let diff = "------- SEARCH\n    return 1\n=======\n    return 2\n+++++++ REPLACE";
+    let text = host.run("replace_in_file", json!({ "path": "a.py", "diff": diff })).unwrap();
+    assert_eq!(text, saved("a.py", "def f():\n    return 2\n"));
+    assert_eq!(std::fs::read_to_string(host.root.join("a.py")).unwrap(), "def f():\n    return 2\n");
+}
+
+#[test]
+fn a_failed_diff_returns_cline_diff_error_and_leaves_the_file() {
+    let (_dir, host) = workspace();
+    let original = "alpha\nbeta\n";
+    std::fs::write(host.root.join("a.txt"), original).unwrap();
+    let diff = "------- SEARCH\ngamma\n=======\ndelta\n+++++++ REPLACE";
+    let error = host.run("replace_in_file", json!({ "path": "a.txt", "diff": diff })).unwrap_err();
+    assert_eq!(
+        error,
+        messages::diff_error("The SEARCH block:\ngamma\n...does not match anything in the file.", "a.txt", original)
+    );
+    assert!(error.contains("<file_content path=\"a.txt\">\nalpha\nbeta\n\n</file_content>"));
+    assert_eq!(std::fs::read(host.root.join("a.txt")).unwrap(), original.as_bytes());
+    assert_eq!(host.take_events().last(), Some(&("diff_error".to_owned(), "a.txt".to_owned(), false)));
+}
+
+#[test]
+fn missing_diff_and_path() {
+    let (_dir, host) = workspace();
+    assert_eq!(
+        host.run("replace_in_file", json!({ "path": "a.txt", "diff": "" })),
+        Err(messages::missing_diff("a.txt"))
+    );
+    assert_eq!(host.run("replace_in_file", json!({ "path": "a.txt" })), Err(messages::missing_diff("a.txt")));
+    assert_eq!(host.run("write_to_file", json!({ "content": "x" })), Err(messages::missing_parameter("path")));
+    assert_eq!(
+        host.run("new_rule", json!({ "path": ".clinerules/a.md", "content": "" })),
+        Err(messages::missing_parameter("content"))
+    );
+}
+
+#[test]
+fn crlf_bom_and_permissions_survive_edits() {
+    let (_dir, host) = workspace();
+    let path = host.root.join("win.txt");
+    std::fs::write(&path, b"\xEF\xBB\xBFone\r\ntwo\r\nthree\r\n").unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&path).unwrap().permissions(), 0o640);
+    #[cfg(unix)]
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
+    let diff = "------- SEARCH\ntwo\n=======\nTWO\nand a half\n+++++++ REPLACE";
+    let text = host.run("replace_in_file", json!({ "path": "win.txt", "diff": diff })).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"\xEF\xBB\xBFone\r\nTWO\r\nand a half\r\nthree\r\n");
+    // Cline shows the saved text in its own line-break style.
+    assert_eq!(text, saved("win.txt", "one\r\nTWO\r\nand a half\r\nthree\r\n"));
+    host.run("write_to_file", json!({ "path": "win.txt", "content": "new\nlines\n" })).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"\xEF\xBB\xBFnew\r\nlines\r\n");
+    #[cfg(unix)]
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions()) & 0o777,
+        0o640
+    );
+}
+
+#[test]
+fn utf16_files_stay_utf16() {
+    let (_dir, host) = workspace();
+    let path = host.root.join("u16.txt");
+    let encode =
+        |s: &str| -> Vec<u8> { [0xFF, 0xFE].into_iter().chain(s.encode_utf16().flat_map(u16::to_le_bytes)).collect() };
+    std::fs::write(&path, encode("héllo\n")).unwrap();
+    host.run(
+        "replace_in_file",
+        json!({ "path": "u16.txt", "diff": "------- SEARCH\nhéllo\n=======\nwörld\n+++++++ REPLACE" }),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), encode("wörld\n"));
+}
+
+#[test]
+fn new_rule_writes_only_under_clinerules() {
+    let (_dir, host) = workspace();
+    let text =
+        host.run("new_rule", json!({ "path": ".clinerules/style.md", "content": "## Brief overview\n" })).unwrap();
+    assert_eq!(text, saved(".clinerules/style.md", "## Brief overview\n"));
+    for path in ["style.md", "docs/.clinerules/x.md", ".clinerules", "../.clinerules/x.md"] {
+        let before: Vec<_> = std::fs::read_dir(&host.root).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let error = host.run("new_rule", json!({ "path": path, "content": "x" })).unwrap_err();
+        assert!(error.starts_with(&format!("Failed to write to '{path}'")), "{path}: {error}");
+        let after: Vec<_> = std::fs::read_dir(&host.root).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(before, after, "{path}");
+    }
+}
+
+#[test]
+fn boundaries_and_ignored_paths_are_refused() {
+    let (_dir, mut host) = workspace();
+    host.blocked = vec!["secret".to_owned()];
+    std::fs::create_dir_all(host.root.join("secret")).unwrap();
+    std::fs::write(host.root.join("secret/key.txt"), "k").unwrap();
+    assert_eq!(
+        host.run("write_to_file", json!({ "path": "secret/key.txt", "content": "x" })),
+        Err(messages::clineignore("secret/key.txt"))
+    );
+    assert_eq!(std::fs::read_to_string(host.root.join("secret/key.txt")).unwrap(), "k");
+    let outside = host.run("write_to_file", json!({ "path": "../escape.txt", "content": "x" })).unwrap_err();
+    assert!(outside.contains("which is outside the workspace"), "{outside}");
+    assert!(!host.root.join("../escape.txt").exists());
+    std::fs::create_dir(host.root.join("dir")).unwrap();
+    let dir = host.run("write_to_file", json!({ "path": "dir", "content": "x" })).unwrap_err();
+    assert!(dir.ends_with("is a directory, not a file."), "{dir}");
+}
+
+#[cfg(unix)]
+#[test]
+fn links_are_followed_before_checking() {
+    let (_dir, mut host) = workspace();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("target.txt"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path().join("target.txt"), host.root.join("link.txt")).unwrap();
+    let error = host.run("write_to_file", json!({ "path": "link.txt", "content": "x" })).unwrap_err();
+    assert!(error.contains("outside the workspace"), "{error}");
+    assert_eq!(std::fs::read_to_string(elsewhere.path().join("target.txt")).unwrap(), "outside\n");
+    // A link inside the workspace edits the file it points to and stays a link.
+    std::fs::create_dir(host.root.join("secret")).unwrap();
+    std::fs::write(host.root.join("real.txt"), "a\n").unwrap();
+    std::os::unix::fs::symlink(host.root.join("real.txt"), host.root.join("alias.txt")).unwrap();
+    host.run("write_to_file", json!({ "path": "alias.txt", "content": "b\n" })).unwrap();
+    assert_eq!(std::fs::read_to_string(host.root.join("real.txt")).unwrap(), "b\n");
+    assert!(std::fs::symlink_metadata(host.root.join("alias.txt")).unwrap().file_type().is_symlink());
+    // A link into an ignored directory is as blocked as the directory.
+    host.blocked = vec!["secret".to_owned()];
+    std::fs::write(host.root.join("secret/s.txt"), "s").unwrap();
+    std::os::unix::fs::symlink(host.root.join("secret/s.txt"), host.root.join("innocent.txt")).unwrap();
+    assert_eq!(
+        host.run("write_to_file", json!({ "path": "innocent.txt", "content": "x" })),
+        Err(messages::clineignore("innocent.txt"))
+    );
+    assert_eq!(std::fs::read_to_string(host.root.join("secret/s.txt")).unwrap(), "s");
+}
+
+#[test]
+fn read_only_files_are_refused() {
+    let (_dir, host) = workspace();
+    let path = host.root.join("ro.txt");
+    std::fs::write(&path, "keep\n").unwrap();
+    let mut permissions = std::fs::metadata(&path).unwrap().permissions();
+    permissions.set_readonly(true);
+    std::fs::set_permissions(&path, permissions).unwrap();
+    let error = host
+        .run(
+            "replace_in_file",
+            json!({ "path": "ro.txt", "diff": "------- SEARCH\nkeep\n=======\nx\n+++++++ REPLACE" }),
+        )
+        .unwrap_err();
+    assert!(error.contains("is read-only"), "{error}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "keep\n");
+}
+
+#[test]
+fn a_file_changed_after_approval_is_not_overwritten() {
+    let (_dir, host) = workspace();
+    let path = host.root.join("a.txt");
+    std::fs::write(&path, "one\n").unwrap();
+    let call = host.call(
+        "replace_in_file",
+        json!({ "path": "a.txt", "diff": "------- SEARCH\none\n=======\ntwo\n+++++++ REPLACE" }),
+        "claude",
+    );
+    assert!(matches!(WriteToFile.prepare(&call, &host.client()), Prepared::Approval(_)));
+    std::fs::write(&path, "one\nmore\n").unwrap();
+    assert_eq!(WriteToFile.execute(&call, &host.client()), result::mistake(messages::changed_since_approval("a.txt")));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nmore\n");
+}
+
+#[test]
+fn approval_asks_to_write_the_absolute_path() {
+    let (_dir, host) = workspace();
+    let call = host.call("write_to_file", json!({ "path": "n.txt", "content": "x" }), "claude");
+    assert_eq!(
+        WriteToFile.prepare(&call, &host.client()),
+        result::approval(
+            "write",
+            "Cline wants to create n.txt",
+            vec![host.root.join("n.txt").to_string_lossy().into_owned()],
+            Risk::Medium
+        )
+    );
+}
+
+#[test]
+fn unknown_names_are_refused() {
+    let (_dir, host) = workspace();
+    let error = host.run("write_file", json!({ "path": "a", "content": "x" })).unwrap_err();
+    assert!(error.contains("does not serve a tool named 'write_file'"), "{error}");
+}
+
+/// Streams `diff` cut at `cuts`, then completes the call; returns the file's content and the UI events.
+/// UI events as `(kind, text, partial)`.
+type Events = Vec<(String, String, bool)>;
+
+fn stream_replace(original: &str, diff: &str, cuts: &[usize]) -> (Result<String, String>, Events) {
+    let (_dir, host) = workspace();
+    std::fs::write(host.root.join("s.txt"), original).unwrap();
+    let mut cuts: Vec<usize> =
+        cuts.iter().map(|c| c % (diff.len() + 1)).filter(|c| diff.is_char_boundary(*c)).collect();
+    cuts.sort_unstable();
+    for cut in cuts {
+        host.partial("replace_in_file", json!({ "path": "s.txt", "diff": &diff[..cut] }));
+    }
+    let outcome = host.run("replace_in_file", json!({ "path": "s.txt", "diff": diff }));
+    let content = std::fs::read_to_string(host.root.join("s.txt")).unwrap();
+    (outcome.map(|_| content), host.take_events())
+}
+
+const STREAM_ORIGINAL: &str = "fn a() {\n    1\n}\n\nfn b() {\n    2\n}\n\nfn c() {\n    3\n}\n";
+const STREAM_DIFF: &str = "------- SEARCH\n    1\n=======\n    10\n+++++++ REPLACE\n\n------- SEARCH\nfn c() {\n    3\n}\n=======\nfn c() {\n    30\n}\n+++++++ REPLACE\n------- SEARCH\nfn b() {\n=======\nfn bee() {\n+++++++ REPLACE";
+
+#[test]
+fn streamed_progress_is_reported_per_block() {
+    let (content, events) = stream_replace(STREAM_ORIGINAL, STREAM_DIFF, &[]);
+    assert_eq!(content.unwrap(), "fn a() {\n    10\n}\n\nfn bee() {\n    2\n}\n\nfn c() {\n    30\n}\n");
+    let shape: Vec<_> = events
+        .iter()
+        .map(|(kind, text, partial)| {
+            let card: Value = serde_json::from_str(text).unwrap();
+            (kind.as_str(), card["startLineNumbers"].clone(), *partial)
+        })
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("tool", json!([2]), true),
+            ("tool", json!([2, 9]), true),
+            ("tool", json!([2, 9, 5]), true),
+            ("tool", json!([2, 9, 5]), false),
+        ]
+    );
+}
+
+#[test]
+fn a_failing_stream_ends_with_the_diff_error() {
+    let diff =
+        "------- SEARCH\n    1\n=======\n    10\n+++++++ REPLACE\n------- SEARCH\nnope\n=======\nx\n+++++++ REPLACE";
+    let (content, events) = stream_replace(STREAM_ORIGINAL, diff, &[20, 60, 75, 90]);
+    assert!(content.is_err());
+    let kinds: Vec<_> = events.iter().map(|(k, _, p)| (k.as_str(), *p)).collect();
+    assert_eq!(kinds, [("tool", true), ("diff_error", false)]);
+    let (_, unstreamed) = stream_replace(STREAM_ORIGINAL, diff, &[]);
+    assert_eq!(events, unstreamed);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+
+    /// Any split of the same diff, streamed through `partial` and then completed, gives the same file and the
+    /// same UI events as the diff sent whole.
+    #[test]
+    fn any_split_gives_the_same_result_and_events(cuts in prop::collection::vec(0usize..10_000, 0..12)) {
+        let whole = stream_replace(STREAM_ORIGINAL, STREAM_DIFF, &[]);
+        let split = stream_replace(STREAM_ORIGINAL, STREAM_DIFF, &cuts);
+        prop_assert_eq!(split, whole);
+    }
+
+    /// The same for `write_to_file` content.
+    #[test]
+    fn any_split_of_content_gives_the_same_events(cuts in prop::collection::vec(0usize..10_000, 0..12)) {
+        let content = (1..=20).map(|i| format!("line {i}\n")).collect::<String>();
+        let run = |cuts: &[usize]| {
+            let (_dir, host) = workspace();
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (content.len() + 1)).collect();
+            cuts.sort_unstable();
+            for cut in cuts {
+                host.partial("write_to_file", json!({ "path": "w.txt", "content": &content[..cut] }));
+            }
+            host.run("write_to_file", json!({ "path": "w.txt", "content": &content })).unwrap();
+            host.take_events()
+        };
+        let whole = run(&[]);
+        prop_assert_eq!(whole.len(), 6, "milestones at lines 1, 2, 4, 8, 16 and the final card");
+        prop_assert_eq!(run(&cuts), whole);
+    }
+}
