@@ -261,6 +261,12 @@ fn run(
                     collector.push(&chunk.output);
                     host.say("command_output", &chunk.output, true);
                 }
+                // Cancelling the task also signals the group, so the shell may end by that signal first:
+                // the cancellation is what happened.
+                if host.is_cancelled() {
+                    kill();
+                    break Ending::Cancelled;
+                }
                 if chunk.done {
                     break Ending::Exited(chunk);
                 }

@@ -15,27 +15,21 @@
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
 use ignore::overrides::Override;
-use ignore::{DirEntry, WalkBuilder};
+use ignore::{DirEntry, WalkBuilder, WalkState};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 /// How long the calling thread searches alone before it starts worker threads. Starting threads and waking
 /// them costs tens of microseconds each on these machines; a search that ends within this budget (a small
 /// tree, or a capped search whose first results come early) is faster without them.
 const INLINE_BUDGET: Duration = Duration::from_millis(3);
-/// Files a thread takes from the walk at once: few enough that the order of work stays close to walk
-/// order, enough that the walk's lock is rarely contended.
-const BATCH: usize = 8;
-/// How far (in files) the walk may run ahead of the oldest file not yet committed. It bounds the results
-/// held out of order behind one slow file.
-const WINDOW: u64 = 4096;
-/// How often the calling thread looks at cancellation and commits while it waits for the helpers.
-const POLL: Duration = Duration::from_millis(1);
+/// How often the calling thread looks at cancellation while a parallel pass runs.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
 /// The longest line the searcher will hold; a file with a longer line is skipped rather than read whole.
 const HEAP_LIMIT: usize = 16 * 1024 * 1024;
 /// Kept bytes of one line: Cline's whole output budget, so a longer line could never be shown anyway.
@@ -112,201 +106,225 @@ pub(crate) fn file_pattern(root: &Path, glob: &str) -> Result<Override, ignore::
 pub(crate) fn search(query: &Query<'_>, gate: &mut Gate<'_>, should_stop: &dyn Fn() -> bool) -> Found {
     let mut commit = Committer::new(query.limit, gate);
     let mut skipped = Vec::new();
-    let mut walk = walker(query);
-    let mut searcher = searcher();
-    let started = Instant::now();
     let mut interrupted = false;
-    let mut finished = false;
-    // Inline: the calling thread walks and searches until the budget is spent.
-    while !finished && started.elapsed() < INLINE_BUDGET {
-        if should_stop() {
+    let mut after = match inline(query, &mut commit, &mut skipped, should_stop) {
+        Inline::Finished => None,
+        Inline::Interrupted => {
+            interrupted = true;
+            None
+        }
+        Inline::Stopped(after) => Some(after),
+    };
+    // The rest in parallel passes, each asking the gate once. A second pass is needed only when the gate
+    // refused files among the first results, so that later files are needed after all.
+    while let Some(lower) = after.take() {
+        commit.flush();
+        if commit.is_done() {
+            break;
+        }
+        let pass = parallel_pass(query, lower.as_deref(), query.limit - commit.shown_count, should_stop);
+        skipped.extend(pass.skipped);
+        if pass.interrupted {
             interrupted = true;
             break;
         }
-        match walk.next() {
-            None => finished = true,
-            Some(Err(error)) => skipped.push(error.to_string()),
-            Some(Ok(entry)) if is_file(&entry) => {
-                let path = entry.into_path();
-                match search_file(&mut searcher, query.matcher, &path, query.limit, should_stop) {
-                    Ok(hits) => finished = commit.take(FileHits { path, hits }),
-                    Err(error) => skipped.push(format!("{}: {error}", path.display())),
-                }
-            }
-            Some(Ok(_)) => {}
+        commit.take_all(pass.files);
+        if let Some(threshold) = pass.threshold.filter(|_| !commit.is_done()) {
+            after = Some(Some(threshold));
         }
-    }
-    if !finished && !interrupted {
-        interrupted = in_parallel(query, walk, &mut commit, &mut skipped, should_stop);
     }
     let (files, count, failed) = commit.finish();
     Found { files, count, interrupted, skipped, failed }
 }
 
-/// One file's outcome: its matches, or why it could not be searched.
-type Searched = Result<FileHits, String>;
-
-/// What the threads of a parallel search share. Nobody waits on a channel: each thread takes the next few
-/// files from the walk under a lock, searches them, and leaves the results in the reorder map; the calling
-/// thread searches too and commits from the map in walk order. (Handing every file to a worker over a
-/// channel cost a cross-thread wake-up per file, which on these VMs cost more than searching most files.)
-struct Shared {
-    walk: Mutex<Pull>,
-    done: Mutex<BTreeMap<u64, Searched>>,
-    /// Set when the search should end: the limit is reached, or the call was cancelled.
-    stop: AtomicBool,
-    /// Every file before this one in walk order is committed.
-    committed: AtomicU64,
-    /// Helper threads still searching.
-    active: AtomicUsize,
+/// How the inline phase ended.
+enum Inline {
+    /// The whole tree was searched, or the limit was reached.
+    Finished,
+    /// The call was cancelled.
+    Interrupted,
+    /// The budget ran out; every file up to and including this one (none when `None`) was searched.
+    Stopped(Option<PathBuf>),
 }
 
-/// The walk and its position.
-struct Pull {
-    walk: ignore::Walk,
-    next: u64,
-    errors: Vec<String>,
-}
-
-impl Shared {
-    /// Takes up to [`BATCH`] files from the walk; an empty batch means the walk is over.
-    fn take(&self) -> Vec<(u64, PathBuf)> {
-        let mut batch = Vec::with_capacity(BATCH);
-        let Ok(mut pull) = self.walk.lock() else {
-            return batch;
-        };
-        while batch.len() < BATCH {
-            match pull.walk.next() {
-                None => break,
-                Some(Err(error)) => pull.errors.push(error.to_string()),
-                Some(Ok(entry)) if is_file(&entry) => {
-                    batch.push((pull.next, entry.into_path()));
-                    pull.next += 1;
-                }
-                Some(Ok(_)) => {}
-            }
-        }
-        batch
-    }
-
-    /// Searches a batch and leaves its outcomes for the committer.
-    fn search(&self, query: &Query<'_>, searcher: &mut Searcher, batch: Vec<(u64, PathBuf)>, halt: &dyn Fn() -> bool) {
-        let mut outcomes = Vec::with_capacity(batch.len());
-        for (seq, path) in batch {
-            let outcome = if halt() {
-                Ok(FileHits { path, hits: Vec::new() })
-            } else {
-                match search_file(searcher, query.matcher, &path, query.limit, halt) {
-                    Ok(hits) => Ok(FileHits { path, hits }),
-                    Err(error) => Err(format!("{}: {error}", path.display())),
-                }
-            };
-            outcomes.push((seq, outcome));
-        }
-        if let Ok(mut done) = self.done.lock() {
-            done.extend(outcomes);
-        }
-    }
-
-    /// Whether the walk has run too far ahead of the committed files: one slow file would otherwise let
-    /// every later result pile up in memory.
-    fn too_far_ahead(&self) -> bool {
-        let next = self.walk.lock().map(|pull| pull.next).unwrap_or(0);
-        next >= self.committed.load(Ordering::Relaxed) + WINDOW
-    }
-}
-
-/// The rest of the walk, searched by the calling thread and `query.threads - 1` helpers, committed here in
-/// walk order. Returns whether it was interrupted.
-fn in_parallel(
+/// The calling thread alone, in sorted walk order, until the budget is spent.
+fn inline(
     query: &Query<'_>,
-    walk: ignore::Walk,
     commit: &mut Committer<'_, '_>,
     skipped: &mut Vec<String>,
     should_stop: &dyn Fn() -> bool,
-) -> bool {
-    let helpers = query.threads.saturating_sub(1);
-    let shared = Shared {
-        walk: Mutex::new(Pull { walk, next: 0, errors: Vec::new() }),
-        done: Mutex::new(BTreeMap::new()),
-        stop: AtomicBool::new(false),
-        committed: AtomicU64::new(0),
-        active: AtomicUsize::new(helpers),
-    };
-    let mut next = 0u64;
-    let mut interrupted = false;
-    // Commits what is ready in order; `true` once the search is complete.
-    let mut drain = |next: &mut u64, skipped: &mut Vec<String>| -> bool {
-        let Ok(mut done) = shared.done.lock() else {
-            return true;
-        };
-        while let Some(outcome) = done.remove(next) {
-            *next += 1;
-            shared.committed.store(*next, Ordering::Relaxed);
-            match outcome {
-                Ok(file) => {
-                    if commit.take(file) {
-                        return true;
+) -> Inline {
+    let mut walk = walker(query).sort_by_file_name(|a, b| a.cmp(b)).build();
+    let mut searcher = searcher();
+    let started = Instant::now();
+    let mut last = None;
+    while started.elapsed() < INLINE_BUDGET {
+        if should_stop() {
+            return Inline::Interrupted;
+        }
+        match walk.next() {
+            None => return Inline::Finished,
+            Some(Err(error)) => skipped.push(error.to_string()),
+            Some(Ok(entry)) if is_file(&entry) => {
+                let path = entry.into_path();
+                match search_file(&mut searcher, query.matcher, &path, query.limit, should_stop) {
+                    Ok(hits) => {
+                        if commit.take(FileHits { path: path.clone(), hits }) {
+                            return Inline::Finished;
+                        }
                     }
+                    Err(error) => skipped.push(format!("{}: {error}", path.display())),
                 }
-                Err(error) => skipped.push(error),
+                last = Some(path);
+            }
+            Some(Ok(_)) => {}
+        }
+    }
+    Inline::Stopped(last)
+}
+
+/// What one parallel pass found.
+struct Pass {
+    /// Files with matches, in walk order, holding at least `need` matches unless the tree ran out.
+    files: Vec<FileHits>,
+    /// The last of `files` when the pass pruned the files after it; a later pass starts there.
+    threshold: Option<PathBuf>,
+    skipped: Vec<String>,
+    interrupted: bool,
+}
+
+/// What the threads of a pass share.
+struct PassState {
+    /// The files with matches kept so far, in walk order (`Path`'s order compares component by component,
+    /// which is the sorted walk's order), and their total number of matches.
+    found: Mutex<(BTreeMap<PathBuf, Vec<Hit>>, usize)>,
+    /// The file that completes `need` matches among those kept: nothing after it can be shown.
+    threshold: RwLock<Option<PathBuf>>,
+    /// Whether `threshold` is set, so a walk that never finds enough matches never takes its lock.
+    pruning: AtomicBool,
+    /// Set on cancellation.
+    stop: AtomicBool,
+    errors: Mutex<Vec<String>>,
+}
+
+impl PassState {
+    /// One walk entry: prune what cannot matter, search files.
+    fn visit(
+        &self,
+        item: Result<DirEntry, ignore::Error>,
+        query: &Query<'_>,
+        lower: Option<&Path>,
+        need: usize,
+        searcher: &mut Searcher,
+    ) -> WalkState {
+        if self.stop.load(Ordering::Relaxed) {
+            return WalkState::Quit;
+        }
+        let entry = match item {
+            Ok(entry) => entry,
+            Err(error) => {
+                self.note(error.to_string());
+                return WalkState::Continue;
+            }
+        };
+        let path = entry.path();
+        let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
+        // Skipping a directory skips all it holds, which sorts right after it and before its next sibling.
+        let skip = if is_dir { WalkState::Skip } else { WalkState::Continue };
+        if let Some(lower) = lower {
+            let done = if is_dir { path < lower && !lower.starts_with(path) } else { path <= lower };
+            if done {
+                return skip;
             }
         }
-        false
-    };
-    std::thread::scope(|scope| {
-        let shared = &shared;
-        for _ in 0..helpers {
-            scope.spawn(move || {
-                let mut searcher = searcher();
-                let halt = || shared.stop.load(Ordering::Relaxed);
-                while !halt() {
-                    if shared.too_far_ahead() {
-                        std::thread::sleep(Duration::from_millis(1));
-                        continue;
-                    }
-                    let batch = shared.take();
-                    if batch.is_empty() {
-                        break;
-                    }
-                    shared.search(query, &mut searcher, batch, &halt);
-                }
-                shared.active.fetch_sub(1, Ordering::Release);
-            });
+        if self.pruning.load(Ordering::Relaxed) && self.beyond_threshold(path) {
+            return skip;
         }
-        let mut searcher = searcher();
-        // The calling thread also watches for cancellation, and tells the helpers.
-        let halt = || shared.stop.load(Ordering::Relaxed) || should_stop();
-        let mut complete = false;
-        loop {
+        if !is_file(&entry) {
+            return WalkState::Continue;
+        }
+        match search_file(searcher, query.matcher, path, need, &|| self.stop.load(Ordering::Relaxed)) {
+            Ok(hits) if hits.is_empty() => {}
+            Ok(hits) => self.keep(path.to_owned(), hits, need),
+            Err(error) => self.note(format!("{}: {error}", path.display())),
+        }
+        WalkState::Continue
+    }
+
+    fn beyond_threshold(&self, path: &Path) -> bool {
+        self.threshold.read().map(|threshold| threshold.as_deref().is_some_and(|t| path > t)).unwrap_or(false)
+    }
+
+    /// Keeps a file's matches, drops the files no longer needed, and moves the threshold.
+    fn keep(&self, path: PathBuf, hits: Vec<Hit>, need: usize) {
+        let Ok(mut found) = self.found.lock() else {
+            return;
+        };
+        if self.beyond_threshold(&path) {
+            return;
+        }
+        let (files, total) = &mut *found;
+        *total += hits.len();
+        files.insert(path, hits);
+        while let Some((_, last)) = files.last_key_value() {
+            if *total - last.len() < need {
+                break;
+            }
+            *total -= last.len();
+            files.pop_last();
+        }
+        if *total >= need {
+            if let (Some((last, _)), Ok(mut threshold)) = (files.last_key_value(), self.threshold.write()) {
+                *threshold = Some(last.clone());
+                self.pruning.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn note(&self, error: String) {
+        if let Ok(mut errors) = self.errors.lock() {
+            errors.push(error);
+        }
+    }
+}
+
+/// Searches the files after `lower` (all when `None`) with ripgrep's parallel walker, each thread searching
+/// what it finds, until the first `need` matches in walk order are known: once `need` matches are kept, any
+/// file or directory that sorts after the one completing them is skipped.
+fn parallel_pass(query: &Query<'_>, lower: Option<&Path>, need: usize, should_stop: &dyn Fn() -> bool) -> Pass {
+    let state = PassState {
+        found: Mutex::new((BTreeMap::new(), 0)),
+        threshold: RwLock::new(None),
+        pruning: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        errors: Mutex::new(Vec::new()),
+    };
+    let walk = walker(query).threads(query.threads.max(1)).build_parallel();
+    let mut interrupted = false;
+    std::thread::scope(|scope| {
+        let (done, finished) = std::sync::mpsc::channel::<()>();
+        let state = &state;
+        scope.spawn(move || {
+            walk.run(|| {
+                let mut searcher = searcher();
+                Box::new(move |item| state.visit(item, query, lower, need, &mut searcher))
+            });
+            let _ = done.send(());
+        });
+        // The walk runs on its own threads; this one only watches for cancellation until it ends.
+        while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = finished.recv_timeout(CANCEL_POLL) {
             if should_stop() {
                 interrupted = true;
-                break;
+                state.stop.store(true, Ordering::Relaxed);
             }
-            if drain(&mut next, skipped) {
-                complete = true;
-                break;
-            }
-            let batch = if shared.too_far_ahead() { Vec::new() } else { shared.take() };
-            if batch.is_empty() {
-                if shared.active.load(Ordering::Acquire) == 0 {
-                    break;
-                }
-                // The walk is over (or far ahead): wait for the helpers' last files, still watching.
-                std::thread::sleep(POLL);
-                continue;
-            }
-            shared.search(query, &mut searcher, batch, &halt);
-        }
-        shared.stop.store(true, Ordering::Relaxed);
-        if !complete && !interrupted {
-            drain(&mut next, skipped);
         }
     });
-    if let Ok(pull) = shared.walk.into_inner() {
-        skipped.extend(pull.errors);
-    }
-    interrupted
+    let threshold = state.threshold.into_inner().unwrap_or(None);
+    let files = match state.found.into_inner() {
+        Ok((files, _)) => files.into_iter().map(|(path, hits)| FileHits { path, hits }).collect(),
+        Err(_) => Vec::new(),
+    };
+    Pass { files, threshold, skipped: state.errors.into_inner().unwrap_or_default(), interrupted }
 }
 
 /// Commits files in walk order, asking the gate in batches, until the limit is reached.
@@ -337,6 +355,20 @@ impl<'g, 'a> Committer<'g, 'a> {
         if self.shown_count + self.pending_count >= self.limit {
             self.flush();
         }
+        self.is_done()
+    }
+
+    /// Takes a pass's files, in walk order, asking the gate about them at once.
+    fn take_all(&mut self, files: Vec<FileHits>) {
+        for file in files {
+            self.pending_count += file.hits.len();
+            self.pending.push(file);
+        }
+        self.flush();
+    }
+
+    /// Whether no more results can be shown: the limit is reached, or the gate failed.
+    fn is_done(&self) -> bool {
         self.shown_count >= self.limit || self.error.is_some()
     }
 
@@ -374,12 +406,11 @@ impl<'g, 'a> Committer<'g, 'a> {
 }
 
 /// The walk: ripgrep's default filters (`.gitignore` inside git repositories, `.ignore`, `.rgignore`, git's
-/// global and repository excludes, hidden files), symbolic links not followed, siblings sorted by name.
-/// The `file_pattern` only ever narrows what those filters let through (ripgrep's `--glob` would override
-/// them; see the crate docs).
-fn walker(query: &Query<'_>) -> ignore::Walk {
+/// global and repository excludes, hidden files), symbolic links not followed. The `file_pattern` only ever
+/// narrows what those filters let through (ripgrep's `--glob` would override them; see the crate docs).
+fn walker(query: &Query<'_>) -> WalkBuilder {
     let mut builder = WalkBuilder::new(query.root);
-    builder.follow_links(false).add_custom_ignore_filename(".rgignore").sort_by_file_name(|a, b| a.cmp(b));
+    builder.follow_links(false).add_custom_ignore_filename(".rgignore");
     if let Some(pattern) = query.file_pattern {
         let pattern = pattern.clone();
         builder.filter_entry(move |entry| {
@@ -387,7 +418,7 @@ fn walker(query: &Query<'_>) -> ignore::Walk {
             entry.depth() == 0 || !pattern.matched(entry.path(), is_dir).is_ignore()
         });
     }
-    builder.build()
+    builder
 }
 
 /// Whether the walk entry is a regular file to search; symbolic links are never followed, as in ripgrep.
@@ -593,33 +624,39 @@ mod tests {
     }
 
     #[test]
-    fn the_parallel_path_commits_in_order_and_stops_at_the_limit() {
-        // Enough files that the inline budget runs out on any machine is hard to guarantee; call it directly.
+    fn parallel_passes_keep_the_first_matches_in_walk_order() {
         let files: Vec<(String, String)> =
             (0..500).map(|i| (format!("d{}/f{i:03}.txt", i % 7), format!("x\nneedle {i}\ny\n"))).collect();
         let borrowed: Vec<(&str, &str)> = files.iter().map(|(p, b)| (p.as_str(), b.as_str())).collect();
         let dir = tree(&borrowed);
+        let mut all: Vec<String> = files.iter().map(|(p, _)| p.clone()).collect();
+        all.sort_by(|a, b| Path::new(a).cmp(Path::new(b)));
         let matcher = matcher("needle").unwrap();
         let query = Query { root: dir.path(), matcher: &matcher, file_pattern: None, limit: 300, threads: 3 };
+        let names = |files: &[FileHits]| -> Vec<String> {
+            files.iter().map(|f| f.path.strip_prefix(dir.path()).unwrap().to_string_lossy().into_owned()).collect()
+        };
+        let pass = parallel_pass(&query, None, 300, &|| false);
+        assert_eq!(names(&pass.files), all[..300]);
+        assert_eq!(pass.threshold, Some(dir.path().join(&all[299])));
+        // After a lower bound, the next ones.
+        let pass = parallel_pass(&query, Some(&dir.path().join(&all[99])), 100, &|| false);
+        assert_eq!(names(&pass.files), all[100..200]);
+        // Fewer matches than needed: everything, and no threshold.
+        let pass = parallel_pass(&query, Some(&dir.path().join(&all[449])), 100, &|| false);
+        assert_eq!(names(&pass.files), all[450..]);
+        assert_eq!(pass.threshold, None);
+        // The gate refuses a whole directory among the first results: later files fill in, with few questions.
         let mut asked = 0;
         let mut gate = |paths: &[&Path]| {
             asked += 1;
-            Ok(paths.iter().map(|p| !p.to_string_lossy().contains("f007")).collect())
+            Ok(paths.iter().map(|p| !p.starts_with(dir.path().join("d1"))).collect())
         };
-        let mut commit = Committer::new(300, &mut gate);
-        let mut skipped = Vec::new();
-        let interrupted = in_parallel(&query, walker(&query), &mut commit, &mut skipped, &|| false);
-        let (files, count, error) = commit.finish();
-        assert!(!interrupted && error.is_none() && skipped.is_empty());
-        assert_eq!(count, 300);
-        let mut expected: Vec<String> =
-            (0..500).filter(|i| *i != 7).map(|i| format!("d{}/f{i:03}.txt", i % 7)).collect();
-        expected.sort_by(|a, b| Path::new(a).cmp(Path::new(b)));
-        expected.truncate(300);
-        let got: Vec<String> =
-            files.iter().map(|f| f.path.strip_prefix(dir.path()).unwrap().to_string_lossy().into_owned()).collect();
-        assert_eq!(got, expected);
-        assert!(asked <= 2, "the gate was asked {asked} times");
+        let found = search(&query, &mut gate, &|| false);
+        let expected: Vec<String> = all.iter().filter(|p| !p.starts_with("d1/")).take(300).cloned().collect();
+        assert_eq!(names(&found.files), expected);
+        assert_eq!(found.count, 300);
+        assert!(asked <= 4, "the gate was asked {asked} times");
     }
 
     #[test]
