@@ -305,3 +305,136 @@ pub mod log_level {
     /// Debugging detail.
     pub const DEBUG: u8 = 4;
 }
+
+/// The answers of `prepare` and `execute` read through one flat struct: serde reads internally tagged enums
+/// by buffering the whole value first, which costs more than the rest of a small call. The JSON is the same.
+#[derive(Deserialize)]
+struct FlatAnswer {
+    status: String,
+    #[serde(default)]
+    blocks: Vec<FlatBlock>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    mistake: bool,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    risk: Risk,
+    #[serde(default)]
+    denied_message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct FlatBlock {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    media_type: Option<String>,
+    #[serde(default)]
+    data: Option<String>,
+}
+
+fn flat_error(what: &str) -> serde_json::Error {
+    <serde_json::Error as serde::de::Error>::custom(what)
+}
+
+impl FlatAnswer {
+    fn tool_error(self) -> Result<ToolError, serde_json::Error> {
+        Ok(ToolError {
+            message: self.message.ok_or_else(|| flat_error("an error without a message"))?,
+            mistake: self.mistake,
+        })
+    }
+}
+
+impl Prepared {
+    /// Parses `prepare`'s JSON answer (the fast path the runtime uses).
+    pub fn from_json(text: &str) -> Result<Prepared, serde_json::Error> {
+        let flat: FlatAnswer = serde_json::from_str(text)?;
+        match flat.status.as_str() {
+            "proceed" => Ok(Prepared::Proceed),
+            "approval" => Ok(Prepared::Approval(ApprovalRequest {
+                kind: flat.kind.ok_or_else(|| flat_error("an approval request without a kind"))?,
+                message: flat.message.ok_or_else(|| flat_error("an approval request without a message"))?,
+                paths: flat.paths,
+                risk: flat.risk,
+                denied_message: flat.denied_message,
+            })),
+            "error" => Ok(Prepared::Error(flat.tool_error()?)),
+            other => Err(flat_error(&format!("unknown prepare status '{other}'"))),
+        }
+    }
+}
+
+impl Outcome {
+    /// Parses `execute`'s JSON answer (the fast path the runtime uses).
+    pub fn from_json(text: &str) -> Result<Outcome, serde_json::Error> {
+        let flat: FlatAnswer = serde_json::from_str(text)?;
+        match flat.status.as_str() {
+            "success" => {
+                let blocks = flat
+                    .blocks
+                    .into_iter()
+                    .map(|b| match b.kind.as_str() {
+                        "text" => Ok(Block::Text { text: b.text.unwrap_or_default() }),
+                        "image" => Ok(Block::Image {
+                            media_type: b.media_type.ok_or_else(|| flat_error("an image without a media type"))?,
+                            data: b.data.unwrap_or_default(),
+                        }),
+                        other => Err(flat_error(&format!("unknown block type '{other}'"))),
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(Outcome::Success { blocks })
+            }
+            "error" => Ok(Outcome::Error(flat.tool_error()?)),
+            "denied" => Ok(Outcome::Denied),
+            other => Err(flat_error(&format!("unknown execute status '{other}'"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_parsers_read_what_serde_writes() {
+        let outcomes = [
+            Outcome::Success {
+                blocks: vec![
+                    Block::Image { media_type: "image/png".into(), data: "AAAA".into() },
+                    Block::Text { text: "ok".into() },
+                ],
+            },
+            Outcome::Success { blocks: vec![] },
+            Outcome::Error(ToolError { message: "bad".into(), mistake: true }),
+            Outcome::Denied,
+        ];
+        for outcome in outcomes {
+            let json = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(Outcome::from_json(&json).unwrap(), outcome, "{json}");
+        }
+        let prepared = [
+            Prepared::Proceed,
+            Prepared::Approval(ApprovalRequest {
+                kind: "write".into(),
+                message: "m".into(),
+                paths: vec!["/a".into()],
+                risk: Risk::High,
+                denied_message: Some("kept".into()),
+            }),
+            Prepared::Error(ToolError { message: "no".into(), mistake: false }),
+        ];
+        for p in prepared {
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(Prepared::from_json(&json).unwrap(), p, "{json}");
+        }
+        assert!(Outcome::from_json(r#"{"status":"weird"}"#).is_err());
+        assert!(Prepared::from_json(r#"{"status":"error"}"#).is_err());
+    }
+}

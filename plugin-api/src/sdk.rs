@@ -268,8 +268,42 @@ fn to_json<T: Serialize>(value: &T) -> Result<RString, String> {
     serde_json::to_string(value).map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
 }
 
+/// A call as it arrives, its task still raw: every call of a task carries the same task JSON, so it is parsed
+/// once per thread and task rather than once per phase (it is most of a small call's parsing cost).
+#[derive(serde::Deserialize)]
+struct RawCall<'a, A> {
+    tool: String,
+    #[serde(default)]
+    id: String,
+    input: A,
+    #[serde(borrow, default)]
+    task: Option<&'a serde_json::value::RawValue>,
+}
+
+thread_local! {
+    static LAST_TASK: RefCell<Option<(String, crate::protocol::TaskInfo)>> = const { RefCell::new(None) };
+}
+
+fn parse_task(raw: Option<&serde_json::value::RawValue>) -> Result<crate::protocol::TaskInfo, String> {
+    let Some(raw) = raw else {
+        return Ok(crate::protocol::TaskInfo::default());
+    };
+    LAST_TASK.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if let Some((text, task)) = cell.as_ref() {
+            if text == raw.get() {
+                return Ok(task.clone());
+            }
+        }
+        let task: crate::protocol::TaskInfo = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        *cell = Some((raw.get().to_owned(), task.clone()));
+        Ok(task)
+    })
+}
+
 fn parse_call<A: DeserializeOwned>(call: &str) -> Result<ToolCall<A>, String> {
-    serde_json::from_str(call).map_err(|e| e.to_string())
+    let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| e.to_string())?;
+    Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: parse_task(raw.task)? })
 }
 
 /// Connects a typed [`Tool`] to the [`ToolHandler`] vtable.

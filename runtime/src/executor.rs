@@ -8,13 +8,13 @@ use crate::messages;
 use crate::policy::{Answer, ApprovalPrompt, Decision, PolicyRequest};
 use crate::runtime::Shared;
 use crate::task::{Mode, TaskShared};
-use crate::tool_actor::{Phase, PhaseError, RunPhase};
+use crate::tool_actor::{AutoApprove, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use toolshed_plugin_api::{capability, Block, Outcome, Prepared, ToolError};
+use toolshed_plugin_api::{capability, ApprovalRequest, Block, Outcome, Prepared, ToolError};
 
 /// A tool use from the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -189,7 +189,7 @@ fn call_json(tool: &str, id: &str, input: &Value, task: &TaskShared) -> String {
 }
 
 /// Runs one tool use for a task.
-pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: ToolUse) -> ToolResult {
+pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, tool_use: ToolUse) -> ToolResult {
     task.calls.fetch_add(1, Ordering::Relaxed);
     let route = shared.route(&tool_use.name);
     let Some(route) = route else {
@@ -236,96 +236,66 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
     }
 
     let call = call_json(&tool_use.name, &tool_use.id, &input, task);
-    let prepared = match run_phase(
-        &route,
-        Phase::Prepare,
-        call.clone(),
-        task,
-        (shared.timeouts.prepare, shared.timeouts.cancel_grace),
-    )
-    .await
-    {
-        Ok(text) => serde_json::from_str::<Prepared>(&text).unwrap_or_else(|e| {
-            Prepared::Error(boundary_error(&tool_use.name, &format!("unreadable answer from prepare: {e}")))
-        }),
-        Err(error) => Prepared::Error(phase_error(&route, &error)),
+    // Prepare, and when nobody has to be asked, execute in the same job: one round trip instead of two.
+    let approve: AutoApprove = {
+        let (shared, task, route) = (Arc::clone(shared), Arc::clone(task), route.clone());
+        let tool = tool_use.name.clone();
+        Arc::new(move |prepared: &Prepared| match prepared {
+            Prepared::Proceed => true,
+            Prepared::Approval(request) => {
+                matches!(decide(&shared, &task, &route, &tool, request), Decision::Allow(_))
+            }
+            Prepared::Error(_) => false,
+        })
     };
+    let then = ThenExecute { approve, timeout: shared.timeouts.call };
+    let limits = (shared.timeouts.prepare, shared.timeouts.cancel_grace);
+    let first = run_phase(&route, Phase::Prepare, call.clone(), task, limits, Some(then)).await;
     let mut feedback = None;
-    match prepared {
-        Prepared::Proceed => {}
-        Prepared::Error(error) => return tool_error(task, &tool_use, description, error),
-        Prepared::Approval(request) => {
-            let inside = request.paths.iter().all(|p| shared_contains(task, p));
-            let policy_request = PolicyRequest {
-                tool: &tool_use.name,
-                builtin: route.meta.id.is_builtin(),
-                capabilities: &route.meta.capabilities,
-                inside_workspace: inside,
-                mcp_auto_approve: false,
-                session_allowed: task.always_allow.contains(&tool_use.name),
+    let executed = match first {
+        Ok(PhaseAnswer::Executed(text)) => Ok(text),
+        Ok(PhaseAnswer::Text(text)) => {
+            let prepared = Prepared::from_json(&text).unwrap_or_else(|e| {
+                Prepared::Error(boundary_error(&tool_use.name, &format!("unreadable answer from prepare: {e}")))
+            });
+            let request = match prepared {
+                Prepared::Error(error) => return tool_error(task, &tool_use, description, error),
+                Prepared::Proceed => None,
+                Prepared::Approval(request) => Some(request),
             };
-            match shared.policy.decide(&policy_request) {
-                Decision::Allow(_) => {}
-                Decision::Deny(source) => {
-                    let mut result = denied(&tool_use, description, request.denied_message.as_deref());
-                    result.note = Some(format!("denied by {source:?} rule for {}", tool_use.name));
-                    return result;
-                }
-                Decision::Ask(_) => {
-                    let Some(approver) = &shared.approver else {
+            if let Some(request) = request {
+                match decide(shared, task, &route, &tool_use.name, &request) {
+                    Decision::Allow(_) => {}
+                    Decision::Deny(source) => {
                         let mut result = denied(&tool_use, description, request.denied_message.as_deref());
-                        result.note = Some(format!(
-                            "{} needs approval and there is no terminal to ask: pass --yes, or allow it in [approval] tools",
-                            tool_use.name
-                        ));
+                        result.note = Some(format!("denied by {source:?} rule for {}", tool_use.name));
                         return result;
-                    };
-                    let denied_message = request.denied_message.clone();
-                    let prompt = ApprovalPrompt {
-                        tool: tool_use.name.clone(),
-                        kind: request.kind,
-                        message: request.message,
-                        paths: request.paths,
-                        risk: request.risk,
-                    };
-                    let ask = approver.ask(prompt);
-                    let reply = match shared.timeouts.ask {
-                        Some(limit) => tokio::select! {
-                            reply = ask => Some(reply),
-                            () = tokio::time::sleep(limit) => None,
-                        },
-                        None => Some(ask.await),
-                    };
-                    let Some(reply) = reply else {
-                        let mut result = denied(&tool_use, description, denied_message.as_deref());
-                        result.note = Some("no answer before the ask timeout".to_owned());
-                        return result;
-                    };
-                    feedback = reply.feedback;
-                    match reply.answer {
-                        Answer::Approve => {}
-                        Answer::AlwaysAllow => {
-                            task.always_allow.insert(tool_use.name.clone());
-                        }
-                        Answer::Deny => {
-                            let mut result = denied(&tool_use, description, denied_message.as_deref());
-                            result.feedback = feedback;
+                    }
+                    Decision::Ask(_) => match ask(shared, task, &tool_use, request).await {
+                        Ok(typed) => feedback = typed,
+                        Err((message, note, typed)) => {
+                            let mut result = denied(&tool_use, description, message.as_deref());
+                            result.note = note;
+                            result.feedback = typed;
                             return result;
                         }
-                    }
+                    },
                 }
             }
+            let limits = (shared.timeouts.call, shared.timeouts.cancel_grace);
+            match run_phase(&route, Phase::Execute, call, task, limits, None).await {
+                Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
+                Err(error) => Err(error),
+            }
         }
-    }
-
-    let outcome =
-        match run_phase(&route, Phase::Execute, call, task, (shared.timeouts.call, shared.timeouts.cancel_grace)).await
-        {
-            Ok(text) => serde_json::from_str::<Outcome>(&text).unwrap_or_else(|e| {
-                Outcome::Error(boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
-            }),
-            Err(error) => Outcome::Error(phase_error(&route, &error)),
-        };
+        Err(error) => Err(error),
+    };
+    let outcome = match executed {
+        Ok(text) => Outcome::from_json(&text).unwrap_or_else(|e| {
+            Outcome::Error(boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
+        }),
+        Err(error) => Outcome::Error(phase_error(&route, &error)),
+    };
     let mut result = match outcome {
         Outcome::Success { blocks } => {
             task.mistakes.store(0, Ordering::Relaxed);
@@ -346,6 +316,63 @@ pub(crate) async fn execute(shared: &Shared, task: &Arc<TaskShared>, tool_use: T
     result
 }
 
+/// The policy's decision on an approval request.
+fn decide(shared: &Shared, task: &TaskShared, route: &Route, tool: &str, request: &ApprovalRequest) -> Decision {
+    let policy_request = PolicyRequest {
+        tool,
+        builtin: route.meta.id.is_builtin(),
+        capabilities: &route.meta.capabilities,
+        inside_workspace: request.paths.iter().all(|p| task.workspace.contains(Path::new(p))),
+        mcp_auto_approve: false,
+        session_allowed: task.always_allow.contains(tool),
+    };
+    shared.policy.decide(&policy_request)
+}
+
+/// Asks the user. `Ok` carries any feedback typed with an approval; `Err` a refusal: the tool's denial text,
+/// a note for the host's user, and any feedback.
+async fn ask(
+    shared: &Shared,
+    task: &TaskShared,
+    tool_use: &ToolUse,
+    request: ApprovalRequest,
+) -> Result<Option<String>, (Option<String>, Option<String>, Option<String>)> {
+    let denied_message = request.denied_message.clone();
+    let Some(approver) = &shared.approver else {
+        let note = format!(
+            "{} needs approval and there is no terminal to ask: pass --yes, or allow it in [approval] tools",
+            tool_use.name
+        );
+        return Err((denied_message, Some(note), None));
+    };
+    let prompt = ApprovalPrompt {
+        tool: tool_use.name.clone(),
+        kind: request.kind,
+        message: request.message,
+        paths: request.paths,
+        risk: request.risk,
+    };
+    let asking = approver.ask(prompt);
+    let reply = match shared.timeouts.ask {
+        Some(limit) => tokio::select! {
+            reply = asking => Some(reply),
+            () = tokio::time::sleep(limit) => None,
+        },
+        None => Some(asking.await),
+    };
+    let Some(reply) = reply else {
+        return Err((denied_message, Some("no answer before the ask timeout".to_owned()), None));
+    };
+    match reply.answer {
+        Answer::Approve => Ok(reply.feedback),
+        Answer::AlwaysAllow => {
+            task.always_allow.insert(tool_use.name.clone());
+            Ok(reply.feedback)
+        }
+        Answer::Deny => Err((denied_message, None, reply.feedback)),
+    }
+}
+
 /// Hands a streamed, incomplete tool use to its tool (UI only). Unknown tools and failures are ignored:
 /// the complete tool use that follows reports them.
 pub(crate) async fn partial(shared: &Shared, task: &Arc<TaskShared>, id: &str, name: &str, input: Value) {
@@ -354,7 +381,8 @@ pub(crate) async fn partial(shared: &Shared, task: &Arc<TaskShared>, id: &str, n
     };
     let block = call_json(name, id, &input, task);
     let _ =
-        run_phase(&route, Phase::Partial, block, task, (shared.timeouts.prepare, shared.timeouts.cancel_grace)).await;
+        run_phase(&route, Phase::Partial, block, task, (shared.timeouts.prepare, shared.timeouts.cancel_grace), None)
+            .await;
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -368,18 +396,15 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-fn shared_contains(task: &TaskShared, path: &str) -> bool {
-    task.workspace.contains(Path::new(path))
-}
-
 async fn run_phase(
     route: &Route,
     phase: Phase,
     call: String,
     task: &Arc<TaskShared>,
     (timeout, cancel_grace): (Duration, Duration),
-) -> Result<String, PhaseError> {
-    let message = RunPhase { phase, call, task: Arc::clone(task), timeout, cancel_grace };
+    then_execute: Option<ThenExecute>,
+) -> Result<PhaseAnswer, PhaseError> {
+    let message = RunPhase { phase, call, task: Arc::clone(task), timeout, cancel_grace, then_execute };
     match route.actor.send(message).await {
         Ok(answer) => answer,
         Err(_) => Err(PhaseError::Failed("the tool's actor has stopped".to_owned())),

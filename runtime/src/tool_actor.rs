@@ -10,7 +10,7 @@ use actix::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use toolshed_plugin_api::{Host_TO, ToolHandlerBox};
+use toolshed_plugin_api::{Host_TO, Prepared, ToolHandlerBox};
 
 /// Which handler method a message runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,9 +33,28 @@ pub(crate) enum PhaseError {
     Quarantined(usize),
 }
 
+/// Decides, on the worker thread, whether `prepare`'s answer lets `execute` run at once (no one to ask).
+pub(crate) type AutoApprove = Arc<dyn Fn(&Prepared) -> bool + Send + Sync>;
+
+/// `execute` straight after `prepare` in one job, when `approve` allows; `timeout` then applies to it.
+#[derive(Clone)]
+pub(crate) struct ThenExecute {
+    pub approve: AutoApprove,
+    pub timeout: Duration,
+}
+
+/// What a phase answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum PhaseAnswer {
+    /// The phase's JSON answer.
+    Text(String),
+    /// `prepare` allowed it outright and `execute` ran in the same job: its JSON answer.
+    Executed(String),
+}
+
 /// Runs one phase of one call.
 #[derive(Message)]
-#[rtype(result = "Result<String, PhaseError>")]
+#[rtype(result = "Result<PhaseAnswer, PhaseError>")]
 pub(crate) struct RunPhase {
     pub phase: Phase,
     /// The [`toolshed_plugin_api::ToolCall`] JSON.
@@ -45,6 +64,9 @@ pub(crate) struct RunPhase {
     /// After a task cancellation, how long the plugin gets to notice and answer in its own words (a command
     /// tool returns its output so far) before the call is abandoned.
     pub cancel_grace: Duration,
+    /// For `prepare`: when this approves its answer, run `execute` straight after, saving a round trip
+    /// through the executor for every call nobody has to be asked about.
+    pub then_execute: Option<ThenExecute>,
 }
 
 /// A tool's health, shared with the coordinator for reporting.
@@ -102,6 +124,29 @@ impl Actor for ToolActor {
     type Context = Context<Self>;
 }
 
+/// Runs a phase and, when `then_execute` approves `prepare`'s answer, `execute` after it.
+/// `started` is told when `execute` begins, so the waiting side switches from the prepare timeout to the call
+/// timeout.
+fn run_call(
+    handler: &ToolHandlerBox,
+    phase: Phase,
+    call: &str,
+    host: &CallHost,
+    then_execute: Option<&ThenExecute>,
+    started: Option<tokio::sync::oneshot::Sender<()>>,
+) -> Result<PhaseAnswer, PhaseError> {
+    let text = run_handler(handler, phase, call, host)?;
+    if let Some(then) = then_execute {
+        if Prepared::from_json(&text).is_ok_and(|prepared| (then.approve)(&prepared)) {
+            if let Some(started) = started {
+                let _ = started.send(());
+            }
+            return run_handler(handler, Phase::Execute, call, host).map(PhaseAnswer::Executed);
+        }
+    }
+    Ok(PhaseAnswer::Text(text))
+}
+
 fn run_handler(handler: &ToolHandlerBox, phase: Phase, call: &str, host: &CallHost) -> Result<String, PhaseError> {
     let host = Host_TO::from_ptr(host, TD_Opaque);
     let call = RStr::from_str(call);
@@ -117,28 +162,36 @@ fn run_handler(handler: &ToolHandlerBox, phase: Phase, call: &str, host: &CallHo
 }
 
 impl Handler<RunPhase> for ToolActor {
-    type Result = ResponseFuture<Result<String, PhaseError>>;
+    type Result = Response<Result<PhaseAnswer, PhaseError>>;
 
     fn handle(&mut self, msg: RunPhase, _ctx: &mut Self::Context) -> Self::Result {
         if self.health.quarantined() {
-            let abandoned = self.health.abandoned();
-            return Box::pin(async move { Err(PhaseError::Quarantined(abandoned)) });
+            return Response::reply(Err(PhaseError::Quarantined(self.health.abandoned())));
         }
         let cancelled = Arc::new(AtomicBool::new(false));
         let host =
             CallHost { task: Arc::clone(&msg.task), cancelled: Arc::clone(&cancelled), tool: Arc::clone(&self.name) };
         if self.inline {
-            let answer = run_handler(&self.handler, msg.phase, &msg.call, &host);
-            return Box::pin(async move { answer });
+            // Answered in place: no future, no task spawned for it.
+            return Response::reply(run_call(
+                &self.handler,
+                msg.phase,
+                &msg.call,
+                &host,
+                msg.then_execute.as_ref(),
+                None,
+            ));
         }
 
         let (tx, rx) = tokio::sync::oneshot::channel();
+        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
+        let execute_timeout = msg.then_execute.as_ref().map(|then| then.timeout);
         let state = Arc::new(AtomicU8::new(RUNNING));
         let job = {
             let (handler, state, health) = (Arc::clone(&self.handler), Arc::clone(&state), Arc::clone(&self.health));
-            let (phase, call) = (msg.phase, msg.call);
+            let (phase, call, then_execute) = (msg.phase, msg.call, msg.then_execute);
             move || {
-                let answer = run_handler(&handler, phase, &call, &host);
+                let answer = run_call(&handler, phase, &call, &host, then_execute.as_ref(), Some(started_tx));
                 if state.swap(DONE, Ordering::AcqRel) == ABANDONED {
                     // The last abandoned thread is back: the tool may serve again.
                     if health.abandoned.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -149,7 +202,7 @@ impl Handler<RunPhase> for ToolActor {
             }
         };
         if let Err(message) = self.pool.submit(job) {
-            return Box::pin(async move { Err(PhaseError::Failed(message)) });
+            return Response::reply(Err(PhaseError::Failed(message)));
         }
 
         let (health, name, max_abandoned, task, timeout, grace) = (
@@ -161,12 +214,27 @@ impl Handler<RunPhase> for ToolActor {
             msg.cancel_grace,
         );
         let lost = || Err(PhaseError::Failed("the worker thread was lost".to_owned()));
-        Box::pin(async move {
+        Response::fut(async move {
             let mut rx = rx;
-            let failure = tokio::select! {
-                answer = &mut rx => return answer.unwrap_or_else(|_| lost()),
-                () = tokio::time::sleep(timeout) => PhaseError::TimedOut(timeout),
-                () = task.cancel.cancelled() => PhaseError::Cancelled,
+            let mut started_rx = started_rx;
+            let mut limit = timeout;
+            let mut awaiting_start = execute_timeout.is_some();
+            let failure = loop {
+                let deadline = tokio::time::sleep(limit);
+                tokio::select! {
+                    answer = &mut rx => return answer.unwrap_or_else(|_| lost()),
+                    // `execute` began after `prepare` in the same job: its own timeout starts now. (A closed
+                    // channel means the job ended without executing; its answer is on `rx`.)
+                    started = &mut started_rx, if awaiting_start => {
+                        awaiting_start = false;
+                        if started.is_ok() {
+                            limit = execute_timeout.unwrap_or(timeout);
+                        }
+                        continue;
+                    }
+                    () = deadline => break PhaseError::TimedOut(limit),
+                    () = task.cancel.cancelled() => break PhaseError::Cancelled,
+                }
             };
             // Every blocking host service the call uses from here on answers `Cancelled`.
             cancelled.store(true, Ordering::Release);

@@ -1,16 +1,20 @@
-//! The search engine: ripgrep's crates linked in. The `ignore` crate walks the tree in sorted order (by file
-//! name within each directory, which is `rg --sort path`'s order) with ripgrep's default filters, and
-//! `grep-searcher` with a `grep-regex` matcher searches each file with one line of context, incrementally in
-//! 64 KiB buffers (never a whole file in memory), stopping at the first NUL byte as ripgrep does for files it
-//! finds by walking.
+//! The search engine: ripgrep's crates linked in. The `ignore` crate walks with ripgrep's default filters,
+//! and `grep-searcher` with a `grep-regex` matcher searches each file with one line of context, incrementally
+//! in 64 KiB buffers (never a whole file in memory), giving up on a file at its first NUL byte as ripgrep
+//! does for files it finds by walking.
 //!
-//! Files are searched in parallel, but results are committed strictly in walk order, so the first `limit`
-//! results are the first `limit` in path order whatever the threads' timing; the search stops as soon as
-//! they are known. Small searches never start a thread: the calling thread searches inline for a short
-//! budget and only hands the rest of the walk to worker threads when the search turns out to be big.
+//! Results are the first `limit` matches in sorted-walk order (by file name within each directory, which is
+//! `rg --sort path`'s order, and `Path`'s own order), whatever the threads' timing, in two phases:
+//! - Inline: the calling thread walks in sorted order and searches, starting no thread at all. It goes on
+//!   while within a small budget, or while the matches so far promise the limit soon; then it has done the
+//!   least work possible (nothing after the last needed file). Small and broad searches end here.
+//! - Parallel passes over the rest: ripgrep's own parallel walker, each thread searching what it finds, as
+//!   `rg` does. Once `limit` matches are kept, every file or directory that sorts after the one completing
+//!   them is skipped, and the kept files are sorted at the end.
 //!
-//! The `.clineignore` check is the caller's `gate`, asked in batches for files with matches only, just
-//! before their results would count; denied files never count toward the limit.
+//! The `.clineignore` check is the caller's `gate`, asked in batches for files with matches only, before
+//! their results count: once for what the inline phase found, once per pass. Denied files never count
+//! toward the limit; if they leave it short, another pass searches what the first one skipped.
 
 use grep_regex::RegexMatcher;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkContextKind, SinkMatch};
@@ -28,6 +32,9 @@ use std::time::{Duration, Instant};
 /// them costs tens of microseconds each on these machines; a search that ends within this budget (a small
 /// tree, or a capped search whose first results come early) is faster without them.
 const INLINE_BUDGET: Duration = Duration::from_millis(3);
+/// How long an inline search may take in all when the matches found so far predict the limit: a capped
+/// search whose results come steadily stays on one thread in walk order.
+const INLINE_PROJECTED: Duration = Duration::from_millis(40);
 /// How often the calling thread looks at cancellation while a parallel pass runs.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
 /// The longest line the searcher will hold; a file with a longer line is skipped rather than read whole.
@@ -107,31 +114,28 @@ pub(crate) fn search(query: &Query<'_>, gate: &mut Gate<'_>, should_stop: &dyn F
     let mut commit = Committer::new(query.limit, gate);
     let mut skipped = Vec::new();
     let mut interrupted = false;
-    let mut after = match inline(query, &mut commit, &mut skipped, should_stop) {
+    let mut lower = match inline(query, &mut commit, &mut skipped, should_stop) {
+        Inline::Stopped(last) => Some(last),
         Inline::Finished => None,
         Inline::Interrupted => {
             interrupted = true;
             None
         }
-        Inline::Stopped(after) => Some(after),
     };
-    // The rest in parallel passes, each asking the gate once. A second pass is needed only when the gate
-    // refused files among the first results, so that later files are needed after all.
-    while let Some(lower) = after.take() {
+    while let Some(after) = lower.take() {
         commit.flush();
         if commit.is_done() {
             break;
         }
-        let pass = parallel_pass(query, lower.as_deref(), query.limit - commit.shown_count, should_stop);
+        let pass = parallel_pass(query, after.as_deref(), query.limit - commit.shown_count, should_stop);
         skipped.extend(pass.skipped);
         if pass.interrupted {
             interrupted = true;
             break;
         }
         commit.take_all(pass.files);
-        if let Some(threshold) = pass.threshold.filter(|_| !commit.is_done()) {
-            after = Some(Some(threshold));
-        }
+        // Short of the limit although the pass skipped files: the gate refused some; search after them.
+        lower = pass.threshold.filter(|_| !commit.is_done()).map(Some);
     }
     let (files, count, failed) = commit.finish();
     Found { files, count, interrupted, skipped, failed }
@@ -158,7 +162,7 @@ fn inline(
     let mut searcher = searcher();
     let started = Instant::now();
     let mut last = None;
-    while started.elapsed() < INLINE_BUDGET {
+    while keep_inline(started.elapsed(), commit.found(), query.limit) {
         if should_stop() {
             return Inline::Interrupted;
         }
@@ -181,6 +185,14 @@ fn inline(
         }
     }
     Inline::Stopped(last)
+}
+
+/// Whether the inline phase should go on: within its budget, or while the matches found so far promise the
+/// limit soon. Then one thread in walk order does the least work (nothing past the last needed file is
+/// searched), which beats parallel threads that cannot know what comes first.
+fn keep_inline(elapsed: Duration, found: usize, limit: usize) -> bool {
+    elapsed < INLINE_BUDGET
+        || (found > 0 && elapsed.as_secs_f64() * limit as f64 / found as f64 <= INLINE_PROJECTED.as_secs_f64())
 }
 
 /// What one parallel pass found.
@@ -356,6 +368,11 @@ impl<'g, 'a> Committer<'g, 'a> {
             self.flush();
         }
         self.is_done()
+    }
+
+    /// Matches taken so far, checked or not.
+    fn found(&self) -> usize {
+        self.shown_count + self.pending_count
     }
 
     /// Takes a pass's files, in walk order, asking the gate about them at once.
