@@ -9,6 +9,7 @@ mod dispatch;
 mod load;
 mod read_file;
 mod report;
+mod search;
 mod stats;
 
 use anyhow::{bail, Context, Result};
@@ -16,12 +17,14 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--rows 1,4,5]
+const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--corpus DIR --tools DIR] [--rows 1,4,5]
 
   --plugins DIR    the shipped plugins (target/plugins)
   --fixtures DIR   the fixture plugins, for libfixture_tools (target/fixtures)
   --toolshed BIN   the release `toolshed` binary, for the peak-memory row
   --out DIR        where the bench's files and latest.json go (target/bench)
+  --corpus DIR     the vendored corpus rows 2 and 3 search and walk (target/bench-corpus)
+  --tools DIR      where current `rg` and `fd` are installed, for rows 2 and 3 (target/bench-tools/bin)
   --rows LIST      only these rows of the issue (for profiling one); latest.json is then not written";
 
 /// The command line.
@@ -30,6 +33,9 @@ struct Args {
     fixtures: PathBuf,
     toolshed: PathBuf,
     out: PathBuf,
+    /// The corpus and the reference tools of rows 2 and 3; those rows are skipped without them.
+    corpus: Option<PathBuf>,
+    tools: Option<PathBuf>,
     /// The issue's row numbers to run; all when absent.
     rows: Option<Vec<u32>>,
 }
@@ -52,6 +58,8 @@ fn parse(args: &[String]) -> Result<Args> {
         fixtures: value("--fixtures")?,
         toolshed: value("--toolshed")?,
         out: value("--out")?,
+        corpus: value("--corpus").ok(),
+        tools: value("--tools").ok(),
         rows,
     })
 }
@@ -83,13 +91,27 @@ fn run(args: &Args) -> Result<()> {
     // The dispatch rows' workspace: an empty directory, since the no-op tools touch no files.
     let workspace = out.join("workspace");
     std::fs::create_dir_all(&workspace)?;
-    let info = report::RunInfo::collect(&std::env::current_dir()?);
+    let mut info = report::RunInfo::collect(&std::env::current_dir()?);
+    if let Some(tools) = &args.tools {
+        info.tools.push(("rg", report::version(&tools.join("rg"))));
+        info.tools.push(("fd", report::version(&tools.join("fd"))));
+    }
 
     let wanted = |row: u32| args.rows.as_ref().is_none_or(|rows| rows.contains(&row));
     let mut rows = Vec::new();
     if wanted(1) {
         eprintln!("toolshed-bench: row 1, dispatch");
         rows.extend(dispatch::rows(&fixture, &workspace)?);
+    }
+    if wanted(2) || wanted(3) {
+        match (&args.corpus, &args.tools) {
+            (Some(corpus), Some(tools)) => {
+                eprintln!("toolshed-bench: rows 2 and 3, search_files and walking on the vendored corpus");
+                let corpus = corpus.canonicalize().with_context(|| format!("the corpus {}", corpus.display()))?;
+                rows.extend(search::rows(&args.plugins, &corpus, tools)?);
+            }
+            _ => eprintln!("toolshed-bench: rows 2 and 3 skipped: they need --corpus and --tools"),
+        }
     }
     if wanted(4) {
         eprintln!("toolshed-bench: row 4, read_file on a 50 MiB file");

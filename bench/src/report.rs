@@ -62,6 +62,11 @@ impl RunInfo {
     }
 }
 
+/// A program's `--version`, first line, or "unknown".
+pub fn version(program: &Path) -> String {
+    first_line(Command::new(program).arg("--version"))
+}
+
 /// A command's first line of output, or "unknown" when it cannot run.
 fn first_line(command: &mut Command) -> String {
     command

@@ -163,3 +163,28 @@ fn without_approval_commands_are_denied_and_nothing_runs() {
     assert_eq!(result.status, ResultStatus::Denied);
     assert!(!marker.exists());
 }
+
+#[test]
+fn command_permissions_from_the_config_refuse_before_anyone_is_asked() {
+    let mut config = toolshed::Config::default();
+    config.commands.permissions = Some(r#"{"allow": ["echo *", "ls *"], "deny": ["rm *"]}"#.to_owned());
+    let rt = shipped().yes(true).config(config).build().unwrap();
+    let ws = workspace();
+    std::fs::write(ws.path().join("keep.txt"), "x").unwrap();
+    let task = task_in(&rt, ws.path());
+    let denied = call(&task, "execute_command", json!({"command": "ls -a && rm keep.txt", "requires_approval": true}));
+    // Cline's two templates nest, hence its double period.
+    assert_eq!(
+        text(&denied),
+        "The tool execution failed with the following error:\n<error>\nCommand execution blocked by CLINE_COMMAND_PERMISSIONS: Command \"ls -a && rm keep.txt\" was denied by CLINE_COMMAND_PERMISSIONS. Segment \"rm keep.txt\" segment_denied.. You must try a different approach or ask the user to update the permission settings.\n</error>"
+    );
+    assert!(ws.path().join("keep.txt").exists());
+    let unparsable =
+        call(&task, "execute_command", json!({"command": "echo 'unterminated", "requires_approval": false}));
+    assert!(text(&unparsable).contains("parse_error"), "{}", text(&unparsable));
+    assert_eq!(run_in(&task, "echo allowed"), "Command executed successfully (exit code 0).\nOutput:\nallowed");
+}
+
+fn run_in(task: &toolshed::TaskHandle, command: &str) -> String {
+    text(&call(task, "execute_command", json!({"command": command, "requires_approval": false})))
+}

@@ -218,6 +218,13 @@ impl Tool for SearchFiles {
     }
 }
 
+/// Every file `search_files` would search under `root` (ripgrep's default filters, symbolic links not
+/// followed), found by the same parallel walker on `threads` threads, in no particular order. The bench
+/// compares this walk with `rg --files` and `fd`.
+pub fn walk_files(root: &Path, threads: usize) -> Vec<PathBuf> {
+    search::files(root, threads)
+}
+
 /// The parameter checks both phases make: required values, and the regex and glob compiled, so that a bad
 /// one is refused before anyone is asked to approve the search.
 fn check(input: &SearchFilesArgs) -> Result<Checked<'_>, ToolError> {
@@ -625,10 +632,11 @@ mod tests {
             text(outcome),
             "Found 3 results.\n\nREADME.md\n│----\n│TODO first line\n│second\n│----\n\nsrc/a.rs\n│----\n│fn main() {\n│    // TODO: one\n│}\n│----\n│\n│// TODO: two\n│----"
         );
-        // One question about `.clineignore`, for the two files with matches only.
+        // The host is asked about `.clineignore` for the two files with matches only: in one question, or
+        // two when a slow machine made the search leave its inline phase (one for each phase).
         let checks = host.checks.lock().unwrap();
-        assert_eq!(checks.len(), 1);
-        assert_eq!(checks[0].len(), 2);
+        assert!(checks.len() <= 2, "{checks:?}");
+        assert_eq!(checks.iter().map(Vec::len).sum::<usize>(), 2);
         // Paths stay relative to the workspace root when a subdirectory is searched.
         let (outcome, _) = execute(dir.path(), serde_json::json!({"path": "src", "regex": "two"}));
         assert_eq!(text(outcome), "Found 1 result.\n\nsrc/a.rs\n│----\n│\n│// TODO: two\n│----");

@@ -426,9 +426,13 @@ impl<'g, 'a> Committer<'g, 'a> {
 /// global and repository excludes, hidden files), symbolic links not followed. The `file_pattern` only ever
 /// narrows what those filters let through (ripgrep's `--glob` would override them; see the crate docs).
 fn walker(query: &Query<'_>) -> WalkBuilder {
-    let mut builder = WalkBuilder::new(query.root);
+    walk_builder(query.root, query.file_pattern)
+}
+
+fn walk_builder(root: &Path, file_pattern: Option<&Override>) -> WalkBuilder {
+    let mut builder = WalkBuilder::new(root);
     builder.follow_links(false).add_custom_ignore_filename(".rgignore");
-    if let Some(pattern) = query.file_pattern {
+    if let Some(pattern) = file_pattern {
         let pattern = pattern.clone();
         builder.filter_entry(move |entry| {
             let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
@@ -436,6 +440,50 @@ fn walker(query: &Query<'_>) -> WalkBuilder {
         });
     }
     builder
+}
+
+/// Every file a search of `root` would look at, found by ripgrep's parallel walker on `threads` threads, in
+/// no particular order.
+pub(crate) fn files(root: &Path, threads: usize) -> Vec<PathBuf> {
+    let found = Mutex::new(Vec::new());
+    walk_builder(root, None).threads(threads.max(1)).build_parallel().visit(&mut Lister { found: &found });
+    found.into_inner().unwrap_or_default()
+}
+
+/// Hands each walker thread a [`ListVisitor`].
+struct Lister<'a> {
+    found: &'a Mutex<Vec<PathBuf>>,
+}
+
+impl<'s> ignore::ParallelVisitorBuilder<'s> for Lister<'s> {
+    fn build(&mut self) -> Box<dyn ignore::ParallelVisitor + 's> {
+        Box::new(ListVisitor { found: self.found, local: Vec::new() })
+    }
+}
+
+/// Collects one thread's files locally and hands them over once, when the walk drops it.
+struct ListVisitor<'a> {
+    found: &'a Mutex<Vec<PathBuf>>,
+    local: Vec<PathBuf>,
+}
+
+impl ignore::ParallelVisitor for ListVisitor<'_> {
+    fn visit(&mut self, item: Result<DirEntry, ignore::Error>) -> WalkState {
+        if let Ok(entry) = item {
+            if is_file(&entry) {
+                self.local.push(entry.into_path());
+            }
+        }
+        WalkState::Continue
+    }
+}
+
+impl Drop for ListVisitor<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut found) = self.found.lock() {
+            found.append(&mut self.local);
+        }
+    }
 }
 
 /// Whether the walk entry is a regular file to search; symbolic links are never followed, as in ripgrep.
