@@ -265,3 +265,21 @@ fn writes_ask_for_write_approval_with_the_absolute_path() {
     assert_eq!(prompt.paths, [ws.path().join("x/y.txt").to_string_lossy().into_owned()]);
     assert!(!ws.path().join("x").exists());
 }
+
+#[test]
+fn empty_content_writes_an_empty_file_and_an_empty_diff_gets_clines_message() {
+    let runtime = shipped().yes(true).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    let written = call(&task, "write_to_file", json!({"path": "empty.txt", "content": ""}));
+    assert_eq!(written.status, toolshed::ResultStatus::Success, "{}", text(&written));
+    assert_eq!(bytes(&ws.path().join("empty.txt")), b"");
+    std::fs::write(ws.path().join("keep.txt"), "x\n").unwrap();
+    let empty_diff = call(&task, "replace_in_file", json!({"path": "keep.txt", "diff": ""}));
+    assert_eq!(empty_diff.status, toolshed::ResultStatus::Error);
+    assert!(!text(&empty_diff).contains("Missing value for required parameter"), "{}", text(&empty_diff));
+    assert_eq!(bytes(&ws.path().join("keep.txt")), b"x\n");
+    // Absent is still missing.
+    let absent = call(&task, "write_to_file", json!({"path": "x.txt"}));
+    assert!(text(&absent).contains("Missing value for required parameter 'content'"), "{}", text(&absent));
+}

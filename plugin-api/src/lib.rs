@@ -72,6 +72,8 @@ pub fn declare(name: &str, description: &str, params: &[(&str, bool, &str)]) -> 
                 enum_values: None,
                 items: None,
                 usage: None,
+                allow_empty: false,
+                context_requirements: Vec::new(),
             })
             .collect(),
         context_requirements: Vec::new(),

@@ -99,6 +99,13 @@ pub struct ParamSpec {
     /// An example value for the XML prompt section.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<String>,
+    /// Whether an empty string is a value (the runtime's required-parameter check then refuses only an
+    /// absent or null one): write_to_file's `content` may be empty, an empty file being a real request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_empty: bool,
+    /// Context requirements of this parameter alone (execute_command's `timeout` is offered in YOLO mode).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_requirements: Vec<String>,
 }
 
 fn default_param_type() -> String {

@@ -29,8 +29,8 @@ pub struct ToolMeta {
     pub capabilities: Vec<String>,
     /// Specs per model family.
     pub specs: BTreeMap<String, ToolSpec>,
-    /// Required parameters, from the generic spec.
-    pub required: Vec<String>,
+    /// Required parameters, from the generic spec, each with whether an empty string counts as a value.
+    pub required: Vec<(String, bool)>,
     /// The plugin that serves it.
     pub plugin: Arc<PluginIdentity>,
 }
@@ -206,11 +206,11 @@ impl Coordinator {
 }
 
 /// The required parameters of a tool: from its generic spec, else from any spec.
-fn required_params(specs: &BTreeMap<String, ToolSpec>) -> Vec<String> {
+fn required_params(specs: &BTreeMap<String, ToolSpec>) -> Vec<(String, bool)> {
     specs
         .get("generic")
         .or_else(|| specs.values().next())
-        .map(|spec| spec.parameters.iter().filter(|p| p.required).map(|p| p.name.clone()).collect())
+        .map(|spec| spec.parameters.iter().filter(|p| p.required).map(|p| (p.name.clone(), p.allow_empty)).collect())
         .unwrap_or_default()
 }
 

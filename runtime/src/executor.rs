@@ -164,11 +164,11 @@ fn describe(template: Option<&str>, tool: &str, input: &Value) -> String {
     out
 }
 
-/// Cline's "missing" test: absent, null, or a blank string.
-fn is_missing(value: Option<&Value>) -> bool {
+/// Cline's "missing" test: absent, null, or a blank string (unless the parameter allows empty strings).
+fn is_missing(value: Option<&Value>, allow_empty: bool) -> bool {
     match value {
         None | Some(Value::Null) => true,
-        Some(Value::String(s)) => s.trim().is_empty(),
+        Some(Value::String(s)) => !allow_empty && s.trim().is_empty(),
         Some(_) => false,
     }
 }
@@ -225,7 +225,9 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, tool_u
         ));
         return mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text));
     }
-    if let Some(param) = route.meta.required.iter().find(|p| is_missing(input.get(p.as_str()))) {
+    if let Some((param, _)) =
+        route.meta.required.iter().find(|(name, allow_empty)| is_missing(input.get(name.as_str()), *allow_empty))
+    {
         let text = messages::tool_error(&messages::missing_parameter(param));
         return mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text));
     }
@@ -471,10 +473,11 @@ mod tests {
 
     #[test]
     fn missing_means_absent_null_or_blank() {
-        assert!(is_missing(None));
-        assert!(is_missing(Some(&json!(null))));
-        assert!(is_missing(Some(&json!("  \n"))));
-        assert!(!is_missing(Some(&json!("a"))));
-        assert!(!is_missing(Some(&json!(0))));
+        assert!(is_missing(None, false));
+        assert!(is_missing(Some(&json!(null)), true));
+        assert!(is_missing(Some(&json!("  \n")), false));
+        assert!(!is_missing(Some(&json!("")), true));
+        assert!(!is_missing(Some(&json!("a")), false));
+        assert!(!is_missing(Some(&json!(0)), false));
     }
 }

@@ -191,7 +191,7 @@ impl From<ToolSpec> for Spec {
                         .map(|values| ("enum".to_owned(), Value::from(values)))
                         .into_iter()
                         .collect(),
-                    context_requirements: Vec::new(),
+                    context_requirements: param.context_requirements,
                     dependencies: Vec::new(),
                 })
                 .collect(),

@@ -257,6 +257,8 @@ impl Tool for ApplyPatch {
                 enum_values: None,
                 items: None,
                 usage: None,
+                allow_empty: false,
+                context_requirements: Vec::new(),
             }],
             context_requirements: Vec::new(),
         };

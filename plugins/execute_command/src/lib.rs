@@ -59,6 +59,8 @@ fn param(name: &str, required: bool, kind: &str, description: &str, usage: &str)
         enum_values: None,
         items: None,
         usage: Some(usage.to_owned()),
+        allow_empty: false,
+        context_requirements: Vec::new(),
     }
 }
 
@@ -81,7 +83,11 @@ impl Tool for ExecuteCommand {
             parameters: vec![
                 param("command", true, "string", COMMAND_DESCRIPTION, "Your command here"),
                 param("requires_approval", true, "boolean", REQUIRES_APPROVAL_DESCRIPTION, "true or false"),
-                param("timeout", false, "integer", TIMEOUT_DESCRIPTION, "30"),
+                ParamSpec {
+                    // Cline offers the timeout only in YOLO mode.
+                    context_requirements: vec!["yolo".to_owned()],
+                    ..param("timeout", false, "integer", TIMEOUT_DESCRIPTION, "30")
+                },
             ],
             context_requirements: Vec::new(),
         };

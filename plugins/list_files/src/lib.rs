@@ -84,6 +84,8 @@ impl Tool for ListFiles {
                     enum_values: None,
                     items: None,
                     usage: usage.then(|| "Directory path here".to_owned()),
+                    allow_empty: false,
+                    context_requirements: Vec::new(),
                 },
                 ParamSpec {
                     name: "recursive".to_owned(),
@@ -93,6 +95,8 @@ impl Tool for ListFiles {
                     enum_values: None,
                     items: None,
                     usage: usage.then(|| "true or false (optional)".to_owned()),
+                    allow_empty: false,
+                    context_requirements: Vec::new(),
                 },
             ],
             context_requirements: Vec::new(),

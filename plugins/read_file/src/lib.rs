@@ -98,6 +98,8 @@ impl Tool for ReadFile {
                 enum_values: None,
                 items: None,
                 usage: Some(usage.to_owned()),
+                allow_empty: false,
+                context_requirements: Vec::new(),
             })
             .collect();
         let spec = ToolSpec {

@@ -126,6 +126,8 @@ impl Tool for SearchFiles {
             enum_values: None,
             items: None,
             usage: Some(usage.to_owned()),
+            allow_empty: false,
+            context_requirements: Vec::new(),
         };
         // Cline's three variants (generic, native GPT-5, native next-gen) share every text.
         let spec = ToolSpec {

@@ -34,6 +34,10 @@ fn param(name: &str, description: &str, usage: Option<&str>) -> ParamSpec {
         enum_values: None,
         items: None,
         usage: usage.map(str::to_owned),
+        // An empty `content` is an empty file and an empty `diff` gets Cline's own message from the handler,
+        // so only an absent value is a missing parameter.
+        allow_empty: name == "content" || name == "diff",
+        context_requirements: Vec::new(),
     }
 }
 
