@@ -5,8 +5,11 @@
 //!
 //! Usage: `toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR`
 
+mod command;
+mod concurrency;
 mod dispatch;
 mod load;
+mod memory;
 mod read_file;
 mod report;
 mod search;
@@ -120,6 +123,18 @@ fn run(args: &Args) -> Result<()> {
     if wanted(5) {
         eprintln!("toolshed-bench: row 5, plugin load");
         rows.extend(load::rows(&args.plugins, &out)?);
+    }
+    if wanted(6) {
+        eprintln!("toolshed-bench: row 6, concurrency");
+        rows.extend(concurrency::rows(&args.plugins, &out)?);
+    }
+    if wanted(7) {
+        eprintln!("toolshed-bench: row 7, memory");
+        rows.extend(memory::rows(&args.plugins, &args.toolshed, &out)?);
+    }
+    if wanted(9) {
+        eprintln!("toolshed-bench: row 9, execute_command");
+        rows.extend(command::rows(&args.plugins, &out)?);
     }
 
     println!(

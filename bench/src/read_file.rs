@@ -225,7 +225,7 @@ fn check_window(text: &str, start: u64, reference: &str, total: u64) -> Result<(
 /// and the kernel carries that peak across it. So the probe must be a small process: GNU time (about 1 MiB)
 /// forks the CLI itself. Measured from this process, or from Python (about 14 MiB), the figure would be the
 /// parent's whenever that is larger than the CLI's.
-fn peak_memory(toolshed: &Path, plugins: &Path, work: &Path, command: &[&str]) -> Result<(String, f64)> {
+pub fn peak_memory(toolshed: &Path, plugins: &Path, work: &Path, command: &[&str]) -> Result<(String, f64)> {
     // An empty home: the user's own configuration must not change what is measured.
     let home = work.join("home");
     std::fs::create_dir_all(&home)?;

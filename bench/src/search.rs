@@ -32,7 +32,10 @@ struct Case {
     file_pattern: Option<&'static str>,
     /// Whether the answer is capped at 300 results (the reference then ends in `| head`).
     capped: bool,
-    limit: f64,
+    /// The budget; `None` reports the figure without one.
+    limit: Option<f64>,
+    /// What the reader should know beside the figure.
+    note: &'static str,
 }
 
 const CASES: &[Case] = &[
@@ -42,16 +45,30 @@ const CASES: &[Case] = &[
         regex: "unsafe impl Send",
         file_pattern: None,
         capped: false,
-        limit: 1.0,
+        limit: Some(1.0),
+        note: "",
     },
-    Case { id: "2b", what: "broad regex, capped at 300", regex: "fn ", file_pattern: None, capped: true, limit: 0.5 },
+    Case {
+        id: "2b",
+        what: "broad regex, capped at 300",
+        regex: "fn ",
+        file_pattern: None,
+        capped: true,
+        limit: Some(0.5),
+        note: "",
+    },
+    // The issue sets no budget for this row. ripgrep's `--glob` overrides its ignore rules, so it never
+    // matches a file against `.gitignore` once the glob has decided; `file_pattern` only narrows what the
+    // ignore rules let through, so every file is matched against both. On this corpus that costs about
+    // what ripgrep's process start does.
     Case {
         id: "2c",
         what: "with file_pattern `*.md`",
         regex: "unsafe",
         file_pattern: Some("*.md"),
         capped: false,
-        limit: 1.0,
+        limit: None,
+        note: "; ripgrep's --glob skips .gitignore matching, file_pattern does not",
     },
 ];
 
@@ -121,9 +138,9 @@ pub fn rows(plugins: &Path, corpus: &Path, tools: &Path) -> Result<Vec<Row>> {
             ours,
             reference_name,
             reference: theirs,
-            target: Target::RatioAtMost(case.limit),
+            target: case.limit.map_or(Target::Report, Target::RatioAtMost),
             higher_is_better: false,
-            note: Some(format!("`{}` over the vendored corpus", case.regex)),
+            note: Some(format!("`{}` over the vendored corpus{}", case.regex, case.note)),
         });
     }
 

@@ -106,10 +106,16 @@ fn rank(sorted: &[f64], q: f64) -> f64 {
 pub enum Target {
     /// Our cost divided by the reference's is at most this.
     RatioAtMost(f64),
+    /// Our p99 divided by the reference's p99 is at most this: for rows about waiting, where the tail is the
+    /// point and the medians may hide it. The ratio column is then the p99s'.
+    P99RatioAtMost(f64),
     /// Our figure is at least this (a rate).
     AtLeast(f64),
     /// Recorded for the reader; no budget.
     Report,
+    /// Not measurable yet (what it waits for is in the row's text): no figures are shown, only the budget it
+    /// will be held to.
+    Pending(&'static str),
 }
 
 /// One line of the table.
@@ -133,9 +139,29 @@ pub struct Row {
 }
 
 impl Row {
-    /// Our cost over the reference's: below 1 means we are cheaper.
+    /// A row that waits for a feature: its id, what it will measure, and the budget it will be held to.
+    pub fn pending(id: &str, what: String, budget: &'static str, unit: Unit, note: Option<String>) -> Self {
+        let none = Figure { median: 0.0, p99: None, samples: 0 };
+        Self {
+            id: id.to_owned(),
+            what,
+            unit,
+            ours: none,
+            reference_name: String::new(),
+            reference: none,
+            target: Target::Pending(budget),
+            higher_is_better: false,
+            note,
+        }
+    }
+
+    /// Our cost over the reference's: below 1 means we are cheaper. Medians, or p99s where the budget is on them.
     pub fn ratio(&self) -> f64 {
-        let (ours, reference) = (self.ours.median, self.reference.median);
+        let pick = |figure: &Figure| match self.target {
+            Target::P99RatioAtMost(_) => figure.p99.unwrap_or(figure.median),
+            _ => figure.median,
+        };
+        let (ours, reference) = (pick(&self.ours), pick(&self.reference));
         let (cost, base) = if self.higher_is_better { (reference, ours) } else { (ours, reference) };
         if base > 0.0 {
             cost / base
@@ -147,17 +173,19 @@ impl Row {
     /// Whether the row met its budget; `None` when it has none.
     pub fn pass(&self) -> Option<bool> {
         match self.target {
-            Target::RatioAtMost(limit) => Some(self.ratio() <= limit),
+            Target::RatioAtMost(limit) | Target::P99RatioAtMost(limit) => Some(self.ratio() <= limit),
             Target::AtLeast(floor) => Some(self.ours.median >= floor),
-            Target::Report => None,
+            Target::Report | Target::Pending(_) => None,
         }
     }
 
     fn target_text(&self) -> String {
         match self.target {
             Target::RatioAtMost(limit) => format!("≤ {limit}×"),
+            Target::P99RatioAtMost(limit) => format!("p99 ≤ {limit}×"),
             Target::AtLeast(floor) => format!("≥ {}", self.unit.show(floor)),
             Target::Report => "report".to_owned(),
+            Target::Pending(budget) => budget.to_owned(),
         }
     }
 
@@ -174,6 +202,9 @@ impl Row {
         };
         // A pipe inside a cell (`tail | head`) would end the cell.
         let cell = |text: &str| text.replace('|', "\\|");
+        if let Target::Pending(_) = self.target {
+            return format!("| {} | {} | pending | – | – | {} | |", self.id, cell(&what), self.target_text());
+        }
         format!(
             "| {} | {} | {} | {}: {} | {:.2}× | {} | {mark} |",
             self.id,
@@ -190,9 +221,25 @@ impl Row {
     pub fn json(&self) -> Value {
         let target = match self.target {
             Target::RatioAtMost(limit) => json!({ "ratio_at_most": limit }),
+            Target::P99RatioAtMost(limit) => json!({ "p99_ratio_at_most": limit }),
             Target::AtLeast(floor) => json!({ "at_least": floor }),
             Target::Report => Value::Null,
+            Target::Pending(budget) => json!({ "pending": budget }),
         };
+        if let Target::Pending(_) = self.target {
+            // No figures at all: zeros here would read as measurements.
+            return json!({
+                "id": self.id,
+                "what": self.what,
+                "note": self.note,
+                "unit": self.unit.name(),
+                "ours": Value::Null,
+                "reference": Value::Null,
+                "ratio": Value::Null,
+                "target": target,
+                "pass": Value::Null,
+            });
+        }
         json!({
             "id": self.id,
             "what": self.what,
@@ -241,5 +288,32 @@ mod tests {
         };
         assert_eq!(row.ratio(), 2.0);
         assert_eq!(row.pass(), Some(true));
+    }
+
+    #[test]
+    fn p99_budgets_compare_the_tails() {
+        let figure = |median, p99| Figure { median, p99: Some(p99), samples: 100 };
+        let row = Row {
+            id: "6g".to_owned(),
+            what: "w".to_owned(),
+            unit: Unit::Nanos,
+            ours: figure(100.0, 500.0),
+            reference_name: "r".to_owned(),
+            reference: figure(100.0, 200.0),
+            target: Target::P99RatioAtMost(2.0),
+            higher_is_better: false,
+            note: None,
+        };
+        assert_eq!(row.ratio(), 2.5);
+        assert_eq!(row.pass(), Some(false));
+        assert!(row.markdown().contains("| 2.50× | p99 ≤ 2× | FAIL |"));
+    }
+
+    #[test]
+    fn pending_rows_show_no_figures() {
+        let row = Row::pending("7b", "later".to_owned(), "≤ 1 MiB per reload", Unit::Megabytes, None);
+        assert_eq!(row.pass(), None);
+        assert_eq!(row.markdown(), "| 7b | later | pending | – | – | ≤ 1 MiB per reload | |");
+        assert_eq!(row.json()["ours"], Value::Null);
     }
 }

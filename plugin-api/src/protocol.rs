@@ -26,7 +26,8 @@ pub struct ToolDeclaration {
     #[serde(default)]
     pub capabilities: Vec<String>,
     /// The result header template, e.g. `[{tool} for '{path}']`: `{tool}` is the name called, `{x}` the
-    /// input parameter `x` (`undefined` when missing, as Cline renders it).
+    /// input parameter `x` (`undefined` when missing, as Cline renders it), `{a|b}` the first of `a` and `b`
+    /// present, `{?x:text}` the text only when `x` is present.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
     /// Specs per model family (`generic` is the fallback).

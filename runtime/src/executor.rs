@@ -129,39 +129,63 @@ impl ToolResult {
 }
 
 /// Renders a display template: `{tool}` is the name called, `{x}` input parameter `x` (`undefined` when
-/// missing, as Cline renders it).
+/// missing, as Cline renders it), `{a|b}` the first of `a` and `b` present (Cline's `path || absolutePath`),
+/// and `{?x:text}` renders `text` only when `x` is present (search_files' ` in '{file_pattern}'`).
 fn describe(template: Option<&str>, tool: &str, input: &Value) -> String {
     let Some(template) = template else {
         return format!("[{tool}]");
     };
     let mut out = String::with_capacity(template.len() + 16);
+    render(template, tool, input, &mut out);
+    out
+}
+
+fn present<'a>(input: &'a Value, keys: &str) -> Option<&'a Value> {
+    keys.split('|').find_map(|k| input.get(k).filter(|v| !v.is_null()))
+}
+
+fn render(template: &str, tool: &str, input: &Value, out: &mut String) {
     let mut rest = template;
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
-        match after.find('}') {
-            Some(close) => {
-                let key = &after[..close];
-                if key == "tool" {
-                    out.push_str(tool);
-                } else {
-                    // `{path|absolutePath}`: the first parameter present, as Cline's `path || absolutePath`.
-                    match key.split('|').find_map(|k| input.get(k).filter(|v| !v.is_null())) {
-                        Some(Value::String(s)) => out.push_str(s),
-                        Some(other) => out.push_str(&other.to_string()),
-                        None => out.push_str("undefined"),
-                    }
-                }
-                rest = &after[close + 1..];
+        // The matching close brace, counting nested ones (a conditional's text holds placeholders).
+        let mut depth = 0usize;
+        let close = after.char_indices().find_map(|(i, c)| match c {
+            '{' => {
+                depth += 1;
+                None
             }
-            None => {
-                out.push('{');
-                rest = after;
+            '}' if depth == 0 => Some(i),
+            '}' => {
+                depth -= 1;
+                None
+            }
+            _ => None,
+        });
+        let Some(close) = close else {
+            out.push('{');
+            rest = after;
+            continue;
+        };
+        let key = &after[..close];
+        if key == "tool" {
+            out.push_str(tool);
+        } else if let Some(conditional) = key.strip_prefix('?') {
+            let (keys, text) = conditional.split_once(':').unwrap_or((conditional, ""));
+            if present(input, keys).is_some() {
+                render(text, tool, input, out);
+            }
+        } else {
+            match present(input, key) {
+                Some(Value::String(s)) => out.push_str(s),
+                Some(other) => out.push_str(&other.to_string()),
+                None => out.push_str("undefined"),
             }
         }
+        rest = &after[close + 1..];
     }
     out.push_str(rest);
-    out
 }
 
 /// Cline's "missing" test: absent, null, or a blank string (unless the parameter allows empty strings).
@@ -466,6 +490,12 @@ mod tests {
         assert_eq!(describe(t, "read_file", &json!({"path": "src/a.rs"})), "[read_file for 'src/a.rs']");
         assert_eq!(describe(t, "read_file", &json!({})), "[read_file for 'undefined']");
         assert_eq!(describe(None, "x", &json!({})), "[x]");
+        let search = Some("[{tool} for '{regex}'{?file_pattern: in '{file_pattern}'}]");
+        assert_eq!(describe(search, "search_files", &json!({"regex": "a"})), "[search_files for 'a']");
+        assert_eq!(
+            describe(search, "search_files", &json!({"regex": "a", "file_pattern": "*.rs"})),
+            "[search_files for 'a' in '*.rs']"
+        );
         let either = Some("[{tool} for '{path|absolutePath}']");
         assert_eq!(describe(either, "write_to_file", &json!({"absolutePath": "/a"})), "[write_to_file for '/a']");
         assert_eq!(describe(Some("[{tool} {n}] {"), "x", &json!({"n": 3})), "[x 3] {");

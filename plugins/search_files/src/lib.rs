@@ -1,10 +1,10 @@
 //! Cline's `search_files` tool as a Toolshed plugin: a regex search across a directory tree, in the exact
 //! text Cline gives the model (§3 of the reference), at ripgrep's speed.
 //!
-//! Ripgrep's own crates do the work in-process, with no `rg` process to start: [`search`] walks with the
+//! Ripgrep's own crates do the work in-process, with no `rg` process to start: `search` walks with the
 //! `ignore` crate (ripgrep's default filters) and searches with `grep-searcher` and `grep-regex`, on the
 //! calling thread for small searches and on ripgrep's parallel walker for big ones, always returning the
-//! first results in path order; [`format`] renders Cline's text. The [`SearchFiles`] handler resolves the
+//! first results in path order; `format` renders Cline's text. The [`SearchFiles`] handler resolves the
 //! path (every workspace root when there is no `@root:` hint in a multi-root task) and asks the host about
 //! `.clineignore` for the files with matches, in batches (usually one question per search).
 //!
@@ -26,6 +26,9 @@
 //!   header as zero results), roots where the path does not exist are skipped, and the count of workspaces
 //!   is the count searched.
 //! - A search path that `.clineignore` itself blocks is refused, as list_files and read_file refuse theirs.
+//!   A file given as the path is searched alone, as ripgrep searches a file argument (Cline does the same).
+//! - Roots of a multi-root search are searched one after another, each with every thread (Cline starts one
+//!   ripgrep per root at once).
 
 #![deny(missing_docs)]
 
@@ -146,7 +149,7 @@ impl Tool for SearchFiles {
             aliases: Vec::new(),
             capabilities: vec![capability::READ_ONLY.to_owned()],
             // Cline adds ` in '{file_pattern}'` when a pattern is given; templates have no conditional part.
-            display: Some("[{tool} for '{regex}']".to_owned()),
+            display: Some("[{tool} for '{regex}'{?file_pattern: in '{file_pattern}'}]".to_owned()),
             specs: ["generic", "gpt-5-native", "native-next-gen"]
                 .into_iter()
                 .map(|family| (family.to_owned(), spec.clone()))

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 /// How long the calling thread searches alone before it starts worker threads. Starting threads and waking
 /// them costs tens of microseconds each on these machines; a search that ends within this budget (a small
 /// tree, or a capped search whose first results come early) is faster without them.
-const INLINE_BUDGET: Duration = Duration::from_millis(3);
+const INLINE_BUDGET: Duration = Duration::from_millis(1);
 /// How long an inline search may take in all when the matches found so far predict the limit: a capped
 /// search whose results come steadily stays on one thread in walk order.
 const INLINE_PROJECTED: Duration = Duration::from_millis(40);
@@ -195,6 +195,16 @@ fn keep_inline(elapsed: Duration, found: usize, limit: usize) -> bool {
         || (found > 0 && elapsed.as_secs_f64() * limit as f64 / found as f64 <= INLINE_PROJECTED.as_secs_f64())
 }
 
+/// Whether `dir` is a proper ancestor of `path`, both spelled from the same root: a byte prefix ending at a
+/// separator.
+fn is_ancestor(dir: &Path, path: &Path) -> bool {
+    let (dir, path) = (dir.as_os_str().as_encoded_bytes(), path.as_os_str().as_encoded_bytes());
+    path.len() > dir.len()
+        && path.starts_with(dir)
+        && (dir.last().is_some_and(|&b| std::path::is_separator(b as char))
+            || std::path::is_separator(path[dir.len()] as char))
+}
+
 /// What one parallel pass found.
 struct Pass {
     /// Files with matches, in walk order, holding at least `need` matches unless the tree ran out.
@@ -243,8 +253,10 @@ impl PassState {
         let is_dir = entry.file_type().is_some_and(|kind| kind.is_dir());
         // Skipping a directory skips all it holds, which sorts right after it and before its next sibling.
         let skip = if is_dir { WalkState::Skip } else { WalkState::Continue };
-        if let Some(lower) = lower {
-            let done = if is_dir { path < lower && !lower.starts_with(path) } else { path <= lower };
+        // Only the children of `lower`'s ancestors need comparing: any other entry lies in a directory that
+        // was already found to sort after `lower` (a cheap byte test spares the component-wise comparison).
+        if let Some(lower) = lower.filter(|lower| path.parent().is_some_and(|parent| is_ancestor(parent, lower))) {
+            let done = if is_dir { path < lower && !is_ancestor(path, lower) } else { path <= lower };
             if done {
                 return skip;
             }
@@ -725,6 +737,16 @@ mod tests {
     }
 
     #[test]
+    fn ancestors_by_bytes() {
+        assert!(is_ancestor(Path::new("/w"), Path::new("/w/a/b.rs")));
+        assert!(is_ancestor(Path::new("/w/a"), Path::new("/w/a/b.rs")));
+        assert!(is_ancestor(Path::new("/"), Path::new("/w")));
+        assert!(!is_ancestor(Path::new("/w/a"), Path::new("/w/a")));
+        assert!(!is_ancestor(Path::new("/w/a"), Path::new("/w/ab/c")));
+        assert!(!is_ancestor(Path::new("/w/a/b.rs"), Path::new("/w/a")));
+    }
+
+    #[test]
     fn one_file_stops_at_the_limit_with_the_last_context_line() {
         let body: String = (1..=10).map(|i| format!("hit {i}\nctx {i}\n")).collect();
         let dir = tree(&[("a.txt", &body)]);
@@ -808,93 +830,5 @@ mod tests {
         let found = search(&query, &mut |_: &[&Path]| Err("host gone".to_owned()), &|| false);
         assert!(found.files.is_empty());
         assert_eq!(found.failed.as_deref(), Some("host gone"));
-    }
-}
-
-#[cfg(test)]
-mod scratch_timing {
-    use super::*;
-
-    fn cpu_ticks() -> u64 {
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-        let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
-        eprintln!("  utime {} stime {}", fields[11], fields[12]);
-        fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-    }
-
-    #[test]
-    fn scratch_timing() {
-        let Ok(root) = std::env::var("SCRATCH_CORPUS") else { return };
-        let root = PathBuf::from(root);
-        let threads = std::env::var("SCRATCH_THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(2);
-        let only = std::env::var("SCRATCH_REGEX").ok();
-        let reps: usize = std::env::var("SCRATCH_REPS").ok().and_then(|t| t.parse().ok()).unwrap_or(7);
-        for (regex, glob) in
-            [("zzqqxx_never", None), ("fn main", None), ("unsafe impl", None), ("[a-z]", None), ("Error", Some("*.rs"))]
-        {
-            if only.as_deref().is_some_and(|o| o != regex) {
-                continue;
-            }
-            let m = matcher(regex).unwrap();
-            let pattern = glob.map(|g| file_pattern(&root, g).unwrap());
-            let mut times = Vec::new();
-            let mut count = 0;
-            let cpu_before = cpu_ticks();
-            for _ in 0..reps {
-                let q = Query { root: &root, matcher: &m, file_pattern: pattern.as_ref(), limit: 300, threads };
-                let t = Instant::now();
-                let found = search(&q, &mut |p: &[&Path]| Ok(vec![true; p.len()]), &|| false);
-                times.push(t.elapsed());
-                count = found.count;
-            }
-            times.sort();
-            let cpu = cpu_ticks() - cpu_before;
-            eprintln!("  cpu per run: {} ms", cpu as f64 * 10.0 / reps as f64);
-            eprintln!("{regex:20} {glob:?} count={count} median={:?} min={:?}", times[times.len() / 2], times[0]);
-        }
-    }
-}
-
-#[cfg(test)]
-mod scratch_walk {
-    use super::*;
-
-    #[test]
-    fn scratch_walk() {
-        let Ok(root) = std::env::var("SCRATCH_CORPUS") else { return };
-        let root = PathBuf::from(root);
-        for round in 0..5 {
-            let t = Instant::now();
-            let n = WalkBuilder::new(&root)
-                .add_custom_ignore_filename(".rgignore")
-                .sort_by_file_name(|a, b| a.cmp(b))
-                .build()
-                .filter(|e| e.as_ref().is_ok_and(is_file))
-                .count();
-            let sorted = t.elapsed();
-            let t = Instant::now();
-            let n2 = WalkBuilder::new(&root)
-                .add_custom_ignore_filename(".rgignore")
-                .build()
-                .filter(|e| e.as_ref().is_ok_and(is_file))
-                .count();
-            let unsorted = t.elapsed();
-            let t = Instant::now();
-            let count = std::sync::atomic::AtomicUsize::new(0);
-            WalkBuilder::new(&root).add_custom_ignore_filename(".rgignore").threads(2).build_parallel().run(|| {
-                let count = &count;
-                Box::new(move |e| {
-                    if e.as_ref().is_ok_and(is_file) {
-                        count.fetch_add(1, Ordering::Relaxed);
-                    }
-                    ignore::WalkState::Continue
-                })
-            });
-            let par = t.elapsed();
-            eprintln!(
-                "round {round}: sorted {n} {sorted:?} unsorted {n2} {unsorted:?} parallel {} {par:?}",
-                count.load(Ordering::Relaxed)
-            );
-        }
     }
 }
