@@ -188,3 +188,31 @@ fn command_permissions_from_the_config_refuse_before_anyone_is_asked() {
 fn run_in(task: &toolshed::TaskHandle, command: &str) -> String {
     text(&call(task, "execute_command", json!({"command": command, "requires_approval": false})))
 }
+
+#[test]
+fn commands_still_running_when_the_runtime_goes_are_killed() {
+    let rt = runtime();
+    let ws = workspace();
+    let pid_file = ws.path().join("pid");
+    let task = task_in(&rt, ws.path());
+    let command = format!("echo $$ > {}; sleep 60", pid_file.display());
+    let caller = std::thread::spawn(move || {
+        call(&task, "execute_command", json!({"command": command, "requires_approval": false}))
+    });
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&pid_file).map_or(true, |s| s.trim().is_empty()) {
+        assert!(Instant::now() < deadline, "the command never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    drop(rt);
+    assert_eq!(caller.join().unwrap().status, ResultStatus::Error);
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if state.is_empty() || state.contains(") Z ") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the shell {pid} outlived the runtime: {state}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
