@@ -554,7 +554,7 @@ mod tests {
     fn declaration_matches_cline() {
         let declaration = SearchFiles::declaration();
         assert_eq!(declaration.capabilities, ["read_only"]);
-        assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{regex}']"));
+        assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{regex}'{?file_pattern: in '{file_pattern}'}]"));
         let families: Vec<&str> = declaration.specs.keys().map(String::as_str).collect();
         assert_eq!(families, ["generic", "gpt-5-native", "native-next-gen"]);
         let generic = &declaration.specs["generic"];
