@@ -105,10 +105,33 @@ pub mod result {
         )
     }
 
-    /// A tool error saying a required parameter is missing (the executor wraps it in Cline's `toolError`; the
-    /// runtime's own check of required parameters adds Cline's tool-use reminder, this does not).
+    /// Cline's `toolUseInstructionsReminder`, which follows its missing-parameter text.
+    pub const TOOL_USE_REMINDER: &str = "# Reminder: Instructions for Tool Use
+Tool uses are formatted using XML-style tags. The tool name is enclosed in opening and closing tags, and each parameter is similarly enclosed within its own set of tags. Here's the structure:
+<tool_name>
+<parameter1_name>value1</parameter1_name>
+<parameter2_name>value2</parameter2_name>
+...
+</tool_name>
+For example:
+<attempt_completion>
+<result>
+I have completed the task...
+</result>
+</attempt_completion>
+Always adhere to this format for all tool uses to ensure proper parsing and execution.";
+
+    /// Cline's `missingToolParameterError(p)` text, reminder included. The runtime's own check of required
+    /// parameters uses it too, so a tool that checks for itself says exactly the same.
+    pub fn missing_parameter_text(name: &str) -> String {
+        format!(
+            "Missing value for required parameter '{name}'. Please retry with complete response.\n\n{TOOL_USE_REMINDER}"
+        )
+    }
+
+    /// A tool error (a mistake) saying a required parameter is missing, in Cline's words.
     pub fn missing_parameter(name: &str) -> Outcome {
-        mistake(format!("Missing value for required parameter '{name}'."))
+        mistake(missing_parameter_text(name))
     }
 }
 

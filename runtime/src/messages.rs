@@ -1,21 +1,5 @@
 //! Cline's model-facing texts (apps/vscode/src/core/prompts/responses.ts), kept byte-for-byte.
 
-/// `toolUseInstructionsReminder`.
-pub const TOOL_USE_REMINDER: &str = "# Reminder: Instructions for Tool Use
-Tool uses are formatted using XML-style tags. The tool name is enclosed in opening and closing tags, and each parameter is similarly enclosed within its own set of tags. Here's the structure:
-<tool_name>
-<parameter1_name>value1</parameter1_name>
-<parameter2_name>value2</parameter2_name>
-...
-</tool_name>
-For example:
-<attempt_completion>
-<result>
-I have completed the task...
-</result>
-</attempt_completion>
-Always adhere to this format for all tool uses to ensure proper parsing and execution.";
-
 /// `toolError(e)`.
 pub fn tool_error(error: &str) -> String {
     format!("The tool execution failed with the following error:\n<error>\n{error}\n</error>")
@@ -24,12 +8,8 @@ pub fn tool_error(error: &str) -> String {
 /// `toolDenied()`.
 pub const TOOL_DENIED: &str = "The user denied this operation.";
 
-/// `missingToolParameterError(p)`.
-pub fn missing_parameter(param: &str) -> String {
-    format!(
-        "Missing value for required parameter '{param}'. Please retry with complete response.\n\n{TOOL_USE_REMINDER}"
-    )
-}
+/// `missingToolParameterError(p)`: one text for the runtime and every plugin, kept in the SDK.
+pub use toolshed_plugin_api::result::missing_parameter_text as missing_parameter;
 
 /// The feedback block pushed before a tool result when the user typed text with their answer.
 pub fn feedback(text: &str) -> String {

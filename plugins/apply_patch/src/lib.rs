@@ -174,11 +174,7 @@ impl ApplyPatch {
     }
 }
 
-fn missing_parameter(param: &str) -> String {
-    format!(
-        "Missing value for required parameter '{param}'. Please retry with complete response.\n\n# Reminder: Instructions for Tool Use\nTool uses are formatted using XML-style tags. The tool name is enclosed in opening and closing tags, and each parameter is similarly enclosed within its own set of tags. Here's the structure:\n<tool_name>\n<parameter1_name>value1</parameter1_name>\n<parameter2_name>value2</parameter2_name>\n...\n</tool_name>\nFor example:\n<attempt_completion>\n<result>\nI have completed the task...\n</result>\n</attempt_completion>\nAlways adhere to this format for all tool uses to ensure proper parsing and execution."
-    )
-}
+use toolshed_plugin_api::result::missing_parameter_text as missing_parameter;
 
 /// Cline's UI card kind for an action.
 fn card_kind(action: &Action) -> &'static str {

@@ -1,28 +1,7 @@
 //! Cline's model-facing texts for file edits (apps/vscode/src/core/prompts/responses.ts), kept byte for byte,
 //! and the few of ours for the failures Cline does not have.
 
-/// `toolUseInstructionsReminder`.
-pub const TOOL_USE_REMINDER: &str = "# Reminder: Instructions for Tool Use
-Tool uses are formatted using XML-style tags. The tool name is enclosed in opening and closing tags, and each parameter is similarly enclosed within its own set of tags. Here's the structure:
-<tool_name>
-<parameter1_name>value1</parameter1_name>
-<parameter2_name>value2</parameter2_name>
-...
-</tool_name>
-For example:
-<attempt_completion>
-<result>
-I have completed the task...
-</result>
-</attempt_completion>
-Always adhere to this format for all tool uses to ensure proper parsing and execution.";
-
-/// `missingToolParameterError(p)`.
-pub fn missing_parameter(param: &str) -> String {
-    format!(
-        "Missing value for required parameter '{param}'. Please retry with complete response.\n\n{TOOL_USE_REMINDER}"
-    )
-}
+pub use toolshed_plugin_api::result::{missing_parameter_text as missing_parameter, TOOL_USE_REMINDER};
 
 /// `clineIgnoreError(path)`, the SDK's one text for every tool.
 pub fn clineignore(path: &str) -> String {
