@@ -114,3 +114,15 @@ fn a_host_loop_can_run_on_the_runtime_thread() {
     }));
     assert_eq!(done, Some(100));
 }
+
+#[test]
+fn plugins_built_against_the_first_released_interface_still_load_and_serve() {
+    // host-tests/fixtures-foreign/previous holds a frozen copy of plugin-api 0.1.0; every later plugin-api must
+    // keep serving plugins built against it (the ABI grows only through JSON fields and service names).
+    let runtime =
+        Runtime::builder().plugin_file(foreign().join(lib("fixture_previous_api"))).yes(true).build().unwrap();
+    assert_eq!(runtime.load_errors(), &[]);
+    let ws = workspace();
+    let result = call(&task_in(&runtime, ws.path()), "greet_v0_1", json!({"name": "old friend"}));
+    assert_eq!(text(&result), "hello old friend from .");
+}

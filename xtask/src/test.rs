@@ -10,7 +10,7 @@ pub fn run() -> Result<()> {
     // Plugins built against another interface version and layout: their own workspace and target dir, so
     // their copies of the interface never unify with ours.
     let foreign_target = root().join("target/fixtures-foreign");
-    for workspace in ["version", "layout"] {
+    for workspace in ["version", "layout", "previous"] {
         let manifest = format!("host-tests/fixtures-foreign/{workspace}/Cargo.toml");
         cmd(
             "cargo",

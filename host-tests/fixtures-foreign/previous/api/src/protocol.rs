@@ -1,0 +1,448 @@
+//! The JSON shapes that cross the boundary: declarations and specs, calls, phase answers, service errors.
+//!
+//! Every struct tolerates unknown fields and defaults missing optional ones, so either side can grow a field
+//! without breaking the other: this is how the ABI evolves.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// What a plugin library declares: its tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct PluginDeclaration {
+    /// The tools, each with its own handler.
+    pub tools: Vec<ToolDeclaration>,
+}
+
+/// One tool: a primary name served by one handler instance, plus aliases that share that instance.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDeclaration {
+    /// The primary name, `^[a-zA-Z0-9_-]{1,64}$`.
+    pub name: String,
+    /// Extra names served by the same handler instance, each with its own spec.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<AliasDeclaration>,
+    /// What the tool may do (see [`capability`]); the approval policy reads these.
+    #[serde(default)]
+    pub capabilities: Vec<String>,
+    /// The result header template, e.g. `[{tool} for '{path}']`: `{tool}` is the name called, `{x}` the
+    /// input parameter `x` (`undefined` when missing, as Cline renders it), `{a|b}` the first of `a` and `b`
+    /// present, `{?x:text}` the text only when `x` is present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+    /// Specs per model family (`generic` is the fallback).
+    pub specs: BTreeMap<String, ToolSpec>,
+}
+
+/// A second name for a tool's handler.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AliasDeclaration {
+    /// The alias name.
+    pub name: String,
+    /// Its result header template; the tool's when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+    /// Its own specs per model family.
+    pub specs: BTreeMap<String, ToolSpec>,
+}
+
+/// Capability names a tool may declare.
+pub mod capability {
+    /// Reads files or state, changes nothing.
+    pub const READ_ONLY: &str = "read_only";
+    /// Creates, changes or deletes files.
+    pub const WRITES_FILES: &str = "writes_files";
+    /// Runs processes.
+    pub const RUNS_COMMANDS: &str = "runs_commands";
+    /// Talks to the network.
+    pub const NETWORK: &str = "network";
+    /// Its phases are cheap and never block: the runtime may run them on the actor's thread instead of a
+    /// worker thread (no timeout can apply then).
+    pub const INLINE: &str = "inline";
+}
+
+/// The model-facing description of a tool, as Cline's `ClineToolSpec`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool id (the built-in name it implements, or its own name).
+    pub id: String,
+    /// The name the model calls.
+    pub name: String,
+    /// The description; may contain template variables such as `{{CWD}}`.
+    pub description: String,
+    /// The parameters in prompt order.
+    #[serde(default)]
+    pub parameters: Vec<ParamSpec>,
+    /// Declarative context requirements, e.g. `browser`, `multi_root`; all must hold for the tool to be offered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_requirements: Vec<String>,
+}
+
+/// One parameter of a tool spec.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ParamSpec {
+    /// Parameter name.
+    pub name: String,
+    /// Whether a call without it is refused with Cline's missing-parameter error.
+    #[serde(default)]
+    pub required: bool,
+    /// JSON schema type: `string`, `integer`, `number`, `boolean`, `array`, `object`.
+    #[serde(rename = "type", default = "default_param_type")]
+    pub kind: String,
+    /// What the parameter means, for the model.
+    pub description: String,
+    /// Allowed values.
+    #[serde(rename = "enum", default, skip_serializing_if = "Option::is_none")]
+    pub enum_values: Option<Vec<String>>,
+    /// Item schema of an array parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub items: Option<Value>,
+    /// An example value for the XML prompt section.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<String>,
+    /// Whether an empty string is a value (the runtime's required-parameter check then refuses only an
+    /// absent or null one): write_to_file's `content` may be empty, an empty file being a real request.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_empty: bool,
+    /// Context requirements of this parameter alone (execute_command's `timeout` is offered in YOLO mode).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context_requirements: Vec<String>,
+}
+
+fn default_param_type() -> String {
+    "string".to_owned()
+}
+
+/// One workspace root.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkspaceRoot {
+    /// Its name, used by `@name:path` hints.
+    pub name: String,
+    /// Its absolute path.
+    pub path: String,
+}
+
+/// The task a call belongs to, as the plugin sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default)]
+pub struct TaskInfo {
+    /// The task's id.
+    pub task_id: String,
+    /// The primary workspace root (Cline's `cwd`).
+    pub cwd: String,
+    /// All workspace roots, the primary first.
+    pub roots: Vec<WorkspaceRoot>,
+    /// `act` or `plan`.
+    pub mode: String,
+    /// The model family (`generic`, `claude`, `gpt`, …).
+    pub model_family: String,
+    /// Whether the model accepts image blocks.
+    pub supports_images: bool,
+    /// Whether this task is a subagent run.
+    pub subagent: bool,
+    /// The timeouts the tool should honour itself, in milliseconds, by name (e.g. `list_files`).
+    pub timeouts_ms: BTreeMap<String, u64>,
+}
+
+/// One tool call as the handler receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall<A = Value> {
+    /// The name the tool was called under (the primary name or an alias).
+    pub tool: String,
+    /// The tool-use id from the model.
+    #[serde(default)]
+    pub id: String,
+    /// The model's input.
+    pub input: A,
+    /// The task.
+    #[serde(default)]
+    pub task: TaskInfo,
+}
+
+/// A streamed, incomplete tool use.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PartialBlock {
+    /// The name being called.
+    pub tool: String,
+    /// The tool-use id, when the host knows it already (key streaming state by it).
+    #[serde(default)]
+    pub id: String,
+    /// The parameters parsed so far.
+    #[serde(default)]
+    pub input: Value,
+    /// The task.
+    #[serde(default)]
+    pub task: TaskInfo,
+}
+
+/// How risky an approval request is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Risk {
+    /// Reads only.
+    #[default]
+    Low,
+    /// Changes the workspace.
+    Medium,
+    /// Can do anything (commands, network).
+    High,
+}
+
+/// What `prepare` asks the user (or the policy) to approve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    /// The kind of operation: `read`, `write`, `command`, `network`, `mcp`, or a tool's own.
+    pub kind: String,
+    /// The question shown to the user.
+    pub message: String,
+    /// The absolute paths the operation touches; the policy checks them against the workspace.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    /// How risky it is.
+    #[serde(default)]
+    pub risk: Risk,
+    /// The result the model reads when the user refuses (Cline's write tools add that the file was not
+    /// changed); `The user denied this operation.` when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub denied_message: Option<String>,
+}
+
+/// A tool error: the message is shown to the model wrapped in Cline's `toolError` template.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolError {
+    /// What went wrong, written for the model.
+    pub message: String,
+    /// Whether it counts toward the task's consecutive-mistake counter.
+    #[serde(default)]
+    pub mistake: bool,
+}
+
+/// The answer of `prepare`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Prepared {
+    /// Run without asking anyone (tools whose work is itself a question to the user).
+    Proceed,
+    /// Ask the approval policy first.
+    Approval(ApprovalRequest),
+    /// Refuse the call.
+    Error(ToolError),
+}
+
+/// One block of a tool result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// A base64-encoded image.
+    Image {
+        /// `image/png`, `image/jpeg` or `image/webp`.
+        media_type: String,
+        /// Base64 data.
+        data: String,
+    },
+}
+
+/// The answer of `execute`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    /// The tool's result blocks.
+    Success {
+        /// Text and image blocks, in order.
+        blocks: Vec<Block>,
+    },
+    /// A tool error.
+    Error(ToolError),
+    /// The user (asked by the tool itself) refused.
+    Denied,
+}
+
+/// Why a host service failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServiceErrorKind {
+    /// The call was cancelled or timed out; stop working.
+    Cancelled,
+    /// The host does not offer this service.
+    UnknownService,
+    /// The request JSON was not what the service takes.
+    InvalidRequest,
+    /// The service refused by policy.
+    Denied,
+    /// The service tried and failed.
+    Failed,
+}
+
+/// A host service's error, as JSON in the `Err` of [`crate::Host::service`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServiceError {
+    /// The kind of failure.
+    pub kind: ServiceErrorKind,
+    /// A message for a human or the model.
+    pub message: String,
+}
+
+impl ServiceError {
+    /// A new error.
+    pub fn new(kind: ServiceErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+}
+
+impl std::fmt::Display for ServiceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ServiceError {}
+
+/// Log levels for [`crate::Host::log`].
+pub mod log_level {
+    /// An error.
+    pub const ERROR: u8 = 1;
+    /// A warning.
+    pub const WARN: u8 = 2;
+    /// Information.
+    pub const INFO: u8 = 3;
+    /// Debugging detail.
+    pub const DEBUG: u8 = 4;
+}
+
+/// The answers of `prepare` and `execute` read through one flat struct: serde reads internally tagged enums
+/// by buffering the whole value first, which costs more than the rest of a small call. The JSON is the same.
+#[derive(Deserialize)]
+struct FlatAnswer {
+    status: String,
+    #[serde(default)]
+    blocks: Vec<FlatBlock>,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    mistake: bool,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    risk: Risk,
+    #[serde(default)]
+    denied_message: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct FlatBlock {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    media_type: Option<String>,
+    #[serde(default)]
+    data: Option<String>,
+}
+
+fn flat_error(what: &str) -> serde_json::Error {
+    <serde_json::Error as serde::de::Error>::custom(what)
+}
+
+impl FlatAnswer {
+    fn tool_error(self) -> Result<ToolError, serde_json::Error> {
+        Ok(ToolError {
+            message: self.message.ok_or_else(|| flat_error("an error without a message"))?,
+            mistake: self.mistake,
+        })
+    }
+}
+
+impl Prepared {
+    /// Parses `prepare`'s JSON answer (the fast path the runtime uses).
+    pub fn from_json(text: &str) -> Result<Prepared, serde_json::Error> {
+        let flat: FlatAnswer = serde_json::from_str(text)?;
+        match flat.status.as_str() {
+            "proceed" => Ok(Prepared::Proceed),
+            "approval" => Ok(Prepared::Approval(ApprovalRequest {
+                kind: flat.kind.ok_or_else(|| flat_error("an approval request without a kind"))?,
+                message: flat.message.ok_or_else(|| flat_error("an approval request without a message"))?,
+                paths: flat.paths,
+                risk: flat.risk,
+                denied_message: flat.denied_message,
+            })),
+            "error" => Ok(Prepared::Error(flat.tool_error()?)),
+            other => Err(flat_error(&format!("unknown prepare status '{other}'"))),
+        }
+    }
+}
+
+impl Outcome {
+    /// Parses `execute`'s JSON answer (the fast path the runtime uses).
+    pub fn from_json(text: &str) -> Result<Outcome, serde_json::Error> {
+        let flat: FlatAnswer = serde_json::from_str(text)?;
+        match flat.status.as_str() {
+            "success" => {
+                let blocks = flat
+                    .blocks
+                    .into_iter()
+                    .map(|b| match b.kind.as_str() {
+                        "text" => Ok(Block::Text { text: b.text.unwrap_or_default() }),
+                        "image" => Ok(Block::Image {
+                            media_type: b.media_type.ok_or_else(|| flat_error("an image without a media type"))?,
+                            data: b.data.unwrap_or_default(),
+                        }),
+                        other => Err(flat_error(&format!("unknown block type '{other}'"))),
+                    })
+                    .collect::<Result<_, _>>()?;
+                Ok(Outcome::Success { blocks })
+            }
+            "error" => Ok(Outcome::Error(flat.tool_error()?)),
+            "denied" => Ok(Outcome::Denied),
+            other => Err(flat_error(&format!("unknown execute status '{other}'"))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_parsers_read_what_serde_writes() {
+        let outcomes = [
+            Outcome::Success {
+                blocks: vec![
+                    Block::Image { media_type: "image/png".into(), data: "AAAA".into() },
+                    Block::Text { text: "ok".into() },
+                ],
+            },
+            Outcome::Success { blocks: vec![] },
+            Outcome::Error(ToolError { message: "bad".into(), mistake: true }),
+            Outcome::Denied,
+        ];
+        for outcome in outcomes {
+            let json = serde_json::to_string(&outcome).unwrap();
+            assert_eq!(Outcome::from_json(&json).unwrap(), outcome, "{json}");
+        }
+        let prepared = [
+            Prepared::Proceed,
+            Prepared::Approval(ApprovalRequest {
+                kind: "write".into(),
+                message: "m".into(),
+                paths: vec!["/a".into()],
+                risk: Risk::High,
+                denied_message: Some("kept".into()),
+            }),
+            Prepared::Error(ToolError { message: "no".into(), mistake: false }),
+        ];
+        for p in prepared {
+            let json = serde_json::to_string(&p).unwrap();
+            assert_eq!(Prepared::from_json(&json).unwrap(), p, "{json}");
+        }
+        assert!(Outcome::from_json(r#"{"status":"weird"}"#).is_err());
+        assert!(Prepared::from_json(r#"{"status":"error"}"#).is_err());
+    }
+}

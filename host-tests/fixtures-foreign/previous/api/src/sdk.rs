@@ -1,0 +1,423 @@
+//! The plugin author's safe surface: the typed [`Tool`] trait, result builders, the typed host client, and the
+//! panic containment that [`crate::export_plugin!`] wraps around every boundary call.
+
+use crate::abi::{HostRef, ToolHandler, ToolHandlerBox, ToolHandler_TO};
+use crate::protocol::{
+    ApprovalRequest, Block, Outcome, PartialBlock, Prepared, Risk, ServiceError, ServiceErrorKind, ToolCall,
+    ToolDeclaration, ToolError,
+};
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{ROption, RResult, RStr, RString},
+};
+use serde::{de::DeserializeOwned, Deserialize, Deserializer, Serialize};
+use std::cell::RefCell;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// What a factory receives when the runtime asks for a handler.
+#[derive(Debug, Clone)]
+pub struct ToolInit<'a> {
+    /// The primary name being registered.
+    pub name: &'a str,
+    /// The plugin's configuration JSON from the user's config (`{}` when none).
+    pub config: &'a str,
+}
+
+/// A tool, written in ordinary safe Rust. Handlers are stateless and shared by every task and every alias:
+/// per-task state lives on the host side, behind services.
+pub trait Tool: Send + Sync + Sized + 'static {
+    /// The tool's input, deserialised from the model's JSON. Use serde defaults for optional parameters.
+    type Args: DeserializeOwned;
+
+    /// The tool's names, capabilities and specs.
+    fn declaration() -> ToolDeclaration;
+
+    /// Builds the handler; `Ok(None)` declines the tool (it is then not registered).
+    fn new(init: &ToolInit<'_>) -> Result<Option<Self>, String>;
+
+    /// Validation and the approval request. The default asks for nothing.
+    fn prepare(&self, _call: &ToolCall<Self::Args>, _host: &HostClient<'_>) -> Prepared {
+        Prepared::Proceed
+    }
+
+    /// Does the work.
+    fn execute(&self, call: &ToolCall<Self::Args>, host: &HostClient<'_>) -> Outcome;
+
+    /// Sees a streamed, incomplete tool use (UI only). The default ignores it.
+    fn partial(&self, _block: &PartialBlock, _host: &HostClient<'_>) {}
+}
+
+/// Result builders, so handlers read as what they return.
+pub mod result {
+    use super::*;
+
+    /// A text result.
+    pub fn text(text: impl Into<String>) -> Outcome {
+        Outcome::Success { blocks: vec![Block::Text { text: text.into() }] }
+    }
+
+    /// A result of several blocks.
+    pub fn blocks(blocks: Vec<Block>) -> Outcome {
+        Outcome::Success { blocks }
+    }
+
+    /// An image block.
+    pub fn image(media_type: impl Into<String>, data: impl Into<String>) -> Block {
+        Block::Image { media_type: media_type.into(), data: data.into() }
+    }
+
+    /// A tool error that counts as a mistake of the model.
+    pub fn mistake(message: impl Into<String>) -> Outcome {
+        Outcome::Error(ToolError { message: message.into(), mistake: true })
+    }
+
+    /// A tool error that is not the model's fault (I/O, the environment).
+    pub fn error(message: impl Into<String>) -> Outcome {
+        Outcome::Error(ToolError { message: message.into(), mistake: false })
+    }
+
+    /// The user refused.
+    pub fn denied() -> Outcome {
+        Outcome::Denied
+    }
+
+    /// `prepare`'s refusal, counted as a mistake.
+    pub fn refuse(message: impl Into<String>) -> Prepared {
+        Prepared::Error(ToolError { message: message.into(), mistake: true })
+    }
+
+    /// `prepare`'s approval request.
+    pub fn approval(kind: &str, message: impl Into<String>, paths: Vec<String>, risk: Risk) -> Prepared {
+        Prepared::Approval(ApprovalRequest {
+            kind: kind.to_owned(),
+            message: message.into(),
+            paths,
+            risk,
+            denied_message: None,
+        })
+    }
+
+    /// Cline's `clineIgnoreError`: the message for a path `.clineignore` blocks (wrap it in `refuse` or
+    /// `mistake`). One text for every tool, so the model always reads the same words.
+    pub fn clineignore_error(path: &str) -> String {
+        format!(
+            "Access to {path} is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file."
+        )
+    }
+
+    /// Cline's `toolUseInstructionsReminder`, which follows its missing-parameter text.
+    pub const TOOL_USE_REMINDER: &str = "# Reminder: Instructions for Tool Use
+Tool uses are formatted using XML-style tags. The tool name is enclosed in opening and closing tags, and each parameter is similarly enclosed within its own set of tags. Here's the structure:
+<tool_name>
+<parameter1_name>value1</parameter1_name>
+<parameter2_name>value2</parameter2_name>
+...
+</tool_name>
+For example:
+<attempt_completion>
+<result>
+I have completed the task...
+</result>
+</attempt_completion>
+Always adhere to this format for all tool uses to ensure proper parsing and execution.";
+
+    /// Cline's `missingToolParameterError(p)` text, reminder included. The runtime's own check of required
+    /// parameters uses it too, so a tool that checks for itself says exactly the same.
+    pub fn missing_parameter_text(name: &str) -> String {
+        format!(
+            "Missing value for required parameter '{name}'. Please retry with complete response.\n\n{TOOL_USE_REMINDER}"
+        )
+    }
+
+    /// A tool error (a mistake) saying a required parameter is missing, in Cline's words.
+    pub fn missing_parameter(name: &str) -> Outcome {
+        mistake(missing_parameter_text(name))
+    }
+}
+
+/// Typed access to the host's services during one call.
+pub struct HostClient<'a> {
+    host: HostRef<'a>,
+}
+
+impl<'a> HostClient<'a> {
+    /// Wraps the borrowed host object.
+    pub fn new(host: HostRef<'a>) -> Self {
+        Self { host }
+    }
+
+    /// Calls a service with a typed request and response.
+    pub fn call<Req: Serialize, Resp: DeserializeOwned>(
+        &self,
+        name: &str,
+        request: &Req,
+    ) -> Result<Resp, ServiceError> {
+        let request = serde_json::to_string(request)
+            .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string()))?;
+        match self.host.service(RStr::from_str(name), RStr::from_str(&request)) {
+            RResult::ROk(text) => serde_json::from_str(text.as_str()).map_err(|e| {
+                ServiceError::new(ServiceErrorKind::Failed, format!("unreadable answer from service {name}: {e}"))
+            }),
+            RResult::RErr(text) => Err(serde_json::from_str(text.as_str())
+                .unwrap_or_else(|_| ServiceError::new(ServiceErrorKind::Failed, text.into_string()))),
+        }
+    }
+
+    /// Whether the host offers a service, so a plugin can degrade cleanly without it.
+    pub fn offers(&self, name: &str) -> bool {
+        self.host.services().iter().any(|s| s.as_str() == name)
+    }
+
+    /// Whether the call was cancelled or timed out.
+    pub fn is_cancelled(&self) -> bool {
+        self.host.is_cancelled()
+    }
+
+    /// Logs through the host.
+    pub fn log(&self, level: u8, message: &str) {
+        self.host.log(level, RStr::from_str(message));
+    }
+
+    /// `say`: a UI message. Hosts without the service (or subagent runs) drop it.
+    pub fn say(&self, kind: &str, text: &str, partial: bool) {
+        let request = crate::services::SayRequest { kind: kind.to_owned(), text: text.to_owned(), partial };
+        let _ = self.call::<_, crate::services::Empty>(crate::services::SAY, &request);
+    }
+
+    /// `state.get`: a value from the task's state.
+    pub fn state_get(&self, key: &str) -> Result<Option<serde_json::Value>, ServiceError> {
+        let request = crate::services::StateGetRequest { key: key.to_owned() };
+        Ok(self.call::<_, crate::services::StateGetResponse>(crate::services::STATE_GET, &request)?.value)
+    }
+
+    /// `state.set`: stores (or with `None`, deletes) a value in the task's state.
+    pub fn state_set(&self, key: &str, value: Option<serde_json::Value>) -> Result<(), ServiceError> {
+        let request = crate::services::StateSetRequest { key: key.to_owned(), value };
+        self.call::<_, crate::services::Empty>(crate::services::STATE_SET, &request).map(|_| ())
+    }
+
+    /// `read_cache.forget`: drops paths from the task's read cache after a write (all when empty).
+    pub fn forget_reads(&self, paths: Vec<String>) -> Result<(), ServiceError> {
+        let request = crate::services::ForgetRequest { paths };
+        self.call::<_, crate::services::Empty>(crate::services::READ_CACHE_FORGET, &request).map(|_| ())
+    }
+
+    /// `path.resolve`.
+    pub fn resolve_path(&self, path: &str) -> Result<crate::services::ResolvedPath, ServiceError> {
+        self.call(crate::services::PATH_RESOLVE, &crate::services::ResolveRequest { path: path.to_owned() })
+    }
+
+    /// `path.check` for one path: `false` when `.clineignore` blocks it. A host without the service blocks nothing.
+    pub fn path_allowed(&self, path: &str) -> Result<bool, ServiceError> {
+        Ok(self.paths_allowed(vec![path.to_owned()])?.first().copied().unwrap_or(true))
+    }
+
+    /// `path.check` for many paths at once.
+    pub fn paths_allowed(&self, paths: Vec<String>) -> Result<Vec<bool>, ServiceError> {
+        let n = paths.len();
+        match self.call::<_, crate::services::CheckResponse>(
+            crate::services::PATH_CHECK,
+            &crate::services::CheckRequest { paths },
+        ) {
+            Ok(resp) => Ok(resp.allowed),
+            Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(vec![true; n]),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `path.check_command` (Cline's `validateCommand`): the argument of a file-reading command that
+    /// `.clineignore` blocks, if any. A host without the service blocks nothing.
+    pub fn command_blocked_by_clineignore(&self, command: &str) -> Result<Option<String>, ServiceError> {
+        let request = crate::services::CheckCommandRequest { command: command.to_owned() };
+        match self.call::<_, crate::services::CheckCommandResponse>(crate::services::PATH_CHECK_COMMAND, &request) {
+            Ok(resp) => Ok(resp.blocked),
+            Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+thread_local! {
+    // Filled by the plugin's own panic hook, read by `guard` on the same thread.
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Installs the plugin's quiet panic hook: it records the message and location for the boundary guard and
+/// prints nothing. It never symbolises a backtrace unless `TOOLSHED_PLUGIN_BACKTRACE` is set, because one
+/// symbolised backtrace costs ~100 ms and ~35 MB of RSS per panic. Called once from the root-module
+/// constructor; each cdylib has its own `std`, so this is the plugin's hook, not the host's.
+pub fn install_panic_hook() {
+    let want_backtrace = std::env::var_os("TOOLSHED_PLUGIN_BACKTRACE").is_some();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "Box<dyn Any>".to_owned());
+        let mut text = match info.location() {
+            Some(loc) => format!("panicked at {}:{}: {message}", loc.file(), loc.line()),
+            None => format!("panicked: {message}"),
+        };
+        if want_backtrace {
+            text.push_str(&format!("\n{}", std::backtrace::Backtrace::force_capture()));
+        }
+        LAST_PANIC.with(|cell| *cell.borrow_mut() = Some(text));
+    }));
+}
+
+/// Runs `f` and turns a panic into an error message, so no unwind ever reaches the `extern "C"` boundary.
+pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(value)) => RResult::ROk(value),
+        Ok(Err(message)) => RResult::RErr(message.into()),
+        Err(payload) => {
+            let recorded = LAST_PANIC.with(|cell| cell.borrow_mut().take());
+            let message = recorded.unwrap_or_else(|| {
+                payload
+                    .downcast_ref::<&str>()
+                    .map(|s| format!("panicked: {s}"))
+                    .or_else(|| payload.downcast_ref::<String>().map(|s| format!("panicked: {s}")))
+                    .unwrap_or_else(|| "panicked".to_owned())
+            });
+            // Dropping the payload could itself panic (a payload with a panicking Drop); contain that too.
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+            RResult::RErr(message.into())
+        }
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<RString, String> {
+    serde_json::to_string(value).map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
+}
+
+/// A call as it arrives, its task still raw: every call of a task carries the same task JSON, so it is parsed
+/// once per thread and task rather than once per phase (it is most of a small call's parsing cost).
+#[derive(serde::Deserialize)]
+struct RawCall<'a, A> {
+    tool: String,
+    #[serde(default)]
+    id: String,
+    input: A,
+    #[serde(borrow, default)]
+    task: Option<&'a serde_json::value::RawValue>,
+}
+
+thread_local! {
+    static LAST_TASK: RefCell<Option<(String, crate::protocol::TaskInfo)>> = const { RefCell::new(None) };
+}
+
+fn parse_task(raw: Option<&serde_json::value::RawValue>) -> Result<crate::protocol::TaskInfo, String> {
+    let Some(raw) = raw else {
+        return Ok(crate::protocol::TaskInfo::default());
+    };
+    LAST_TASK.with(|cell| {
+        let mut cell = cell.borrow_mut();
+        if let Some((text, task)) = cell.as_ref() {
+            if text == raw.get() {
+                return Ok(task.clone());
+            }
+        }
+        let task: crate::protocol::TaskInfo = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        *cell = Some((raw.get().to_owned(), task.clone()));
+        Ok(task)
+    })
+}
+
+fn parse_call<A: DeserializeOwned>(call: &str) -> Result<ToolCall<A>, String> {
+    let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| e.to_string())?;
+    Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: parse_task(raw.task)? })
+}
+
+/// Connects a typed [`Tool`] to the [`ToolHandler`] vtable.
+struct Adapter<T>(T);
+
+impl<T: Tool> ToolHandler for Adapter<T> {
+    fn prepare(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        guard(|| {
+            let answer = match parse_call::<T::Args>(call.as_str()) {
+                Ok(call) => self.0.prepare(&call, &HostClient::new(host)),
+                Err(e) => Prepared::Error(invalid_input(&e)),
+            };
+            to_json(&answer)
+        })
+    }
+
+    fn execute(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        guard(|| {
+            let answer = match parse_call::<T::Args>(call.as_str()) {
+                Ok(call) => self.0.execute(&call, &HostClient::new(host)),
+                Err(e) => Outcome::Error(invalid_input(&e)),
+            };
+            to_json(&answer)
+        })
+    }
+
+    fn partial(&self, block: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        guard(|| {
+            if let Ok(block) = serde_json::from_str::<PartialBlock>(block.as_str()) {
+                self.0.partial(&block, &HostClient::new(host));
+            }
+            Ok(RString::from("{}"))
+        })
+    }
+}
+
+fn invalid_input(error: &str) -> ToolError {
+    ToolError { message: format!("Invalid tool input: {error}"), mistake: true }
+}
+
+/// The factory step of [`crate::export_plugin!`] for one tool type: `Ok(None)` when `name` is not its name.
+pub fn construct<T: Tool>(name: &str, config: &str) -> Result<Option<ToolHandlerBox>, String> {
+    if T::declaration().name != name {
+        return Ok(None);
+    }
+    let tool = T::new(&ToolInit { name, config })?;
+    Ok(tool.map(|tool| ToolHandler_TO::from_value(Adapter(tool), TD_Opaque)))
+}
+
+/// Converts the factory's answer for the ABI.
+pub fn into_abi(handler: Option<ToolHandlerBox>) -> ROption<ToolHandlerBox> {
+    handler.map_or(ROption::RNone, ROption::RSome)
+}
+
+/// Serialises the declarations of a plugin's tools.
+pub fn declarations_json(tools: Vec<ToolDeclaration>) -> Result<RString, String> {
+    to_json(&crate::protocol::PluginDeclaration { tools })
+}
+
+/// Deserialises an optional integer the lenient way Cline does: numbers, numeric strings, and anything
+/// else (non-numeric text, NaN, null) as absent. Models send `"10"` as often as `10`.
+pub fn lenient_int<'de, D: Deserializer<'de>>(de: D) -> Result<Option<i64>, D::Error> {
+    let value = serde_json::Value::deserialize(de)?;
+    Ok(match value {
+        serde_json::Value::Number(n) => n.as_i64().or_else(|| n.as_f64().filter(|f| f.is_finite()).map(|f| f as i64)),
+        serde_json::Value::String(s) => {
+            let t = s.trim();
+            t.parse::<i64>().ok().or_else(|| t.parse::<f64>().ok().filter(|f| f.is_finite()).map(|f| f as i64))
+        }
+        _ => None,
+    })
+}
+
+/// Deserialises an optional boolean the lenient way Cline does: `true`, or a string equal to `"true"`
+/// ignoring case; everything else is `false`.
+pub fn lenient_bool<'de, D: Deserializer<'de>>(de: D) -> Result<bool, D::Error> {
+    let value = serde_json::Value::deserialize(de)?;
+    Ok(match value {
+        serde_json::Value::Bool(b) => b,
+        serde_json::Value::String(s) => s.trim().eq_ignore_ascii_case("true"),
+        _ => false,
+    })
+}
+
+/// Deserialises a parameter that should be a string but may arrive as any JSON value (Cline stringifies
+/// non-string native arguments).
+pub fn lenient_string<'de, D: Deserializer<'de>>(de: D) -> Result<Option<String>, D::Error> {
+    let value = serde_json::Value::deserialize(de)?;
+    Ok(match value {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    })
+}
