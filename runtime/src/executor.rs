@@ -213,7 +213,7 @@ fn call_json(tool: &str, id: &str, input: &Value, task: &TaskShared) -> String {
 }
 
 /// Runs one tool use for a task.
-pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, tool_use: ToolUse) -> ToolResult {
+pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> ToolResult {
     task.calls.fetch_add(1, Ordering::Relaxed);
     let route = shared.route(&tool_use.name);
     let Some(route) = route else {
@@ -226,9 +226,10 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, tool_u
         ));
         return mistake(task, ToolResult::text(&tool_use, format!("[{}]", tool_use.name), ResultStatus::Error, text));
     };
-    let input = match &tool_use.input {
-        ToolInput::Json(value) => value.clone(),
-        ToolInput::Text(text) => match serde_json::from_str::<Value>(text) {
+    // Taken, not cloned: an input can be a whole file's content.
+    let input = match std::mem::replace(&mut tool_use.input, ToolInput::Json(Value::Null)) {
+        ToolInput::Json(value) => value,
+        ToolInput::Text(text) => match serde_json::from_str::<Value>(&text) {
             Ok(value) => value,
             Err(e) => {
                 let text = messages::tool_error(&format!(
@@ -276,7 +277,8 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, tool_u
     };
     let then = ThenExecute { approve, timeout: shared.timeouts.call };
     let limits = (shared.timeouts.prepare, shared.timeouts.cancel_grace);
-    let first = run_phase(&route, Phase::Prepare, call.clone(), task, limits, Some(then)).await;
+    let call: Arc<str> = Arc::from(call);
+    let first = run_phase(&route, Phase::Prepare, Arc::clone(&call), task, limits, Some(then)).await;
     let mut feedback = None;
     let executed = match first {
         Ok(PhaseAnswer::Executed(text)) => Ok(text),
@@ -406,9 +408,15 @@ pub(crate) async fn partial(shared: &Shared, task: &Arc<TaskShared>, id: &str, n
         return;
     };
     let block = call_json(name, id, &input, task);
-    let _ =
-        run_phase(&route, Phase::Partial, block, task, (shared.timeouts.prepare, shared.timeouts.cancel_grace), None)
-            .await;
+    let _ = run_phase(
+        &route,
+        Phase::Partial,
+        Arc::from(block),
+        task,
+        (shared.timeouts.prepare, shared.timeouts.cancel_grace),
+        None,
+    )
+    .await;
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -425,7 +433,7 @@ fn json_kind(value: &Value) -> &'static str {
 async fn run_phase(
     route: &Route,
     phase: Phase,
-    call: String,
+    call: Arc<str>,
     task: &Arc<TaskShared>,
     (timeout, cancel_grace): (Duration, Duration),
     then_execute: Option<ThenExecute>,

@@ -58,7 +58,7 @@ pub(crate) enum PhaseAnswer {
 pub(crate) struct RunPhase {
     pub phase: Phase,
     /// The [`toolshed_plugin_api::ToolCall`] JSON.
-    pub call: String,
+    pub call: Arc<str>,
     pub task: Arc<TaskShared>,
     pub timeout: Duration,
     /// After a task cancellation, how long the plugin gets to notice and answer in its own words (a command
