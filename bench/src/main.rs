@@ -11,6 +11,7 @@ mod dispatch;
 mod load;
 mod memory;
 mod read_file;
+mod reload;
 mod report;
 mod search;
 mod stats;
@@ -123,6 +124,8 @@ fn run(args: &Args) -> Result<()> {
     if wanted(5) {
         eprintln!("toolshed-bench: row 5, plugin load");
         rows.extend(load::rows(&args.plugins, &out)?);
+        eprintln!("toolshed-bench: row 5r, hot reload");
+        rows.push(reload::latency_row(&args.fixtures, &out)?);
     }
     if wanted(6) {
         eprintln!("toolshed-bench: row 6, concurrency");
@@ -131,6 +134,7 @@ fn run(args: &Args) -> Result<()> {
     if wanted(7) {
         eprintln!("toolshed-bench: row 7, memory");
         rows.extend(memory::rows(&args.plugins, &args.toolshed, &out)?);
+        rows.push(reload::memory_row(&args.plugins, &args.toolshed, &out)?);
     }
     if wanted(9) {
         eprintln!("toolshed-bench: row 9, execute_command");

@@ -129,6 +129,47 @@ Always adhere to this format for all tool uses to ensure proper parsing and exec
         )
     }
 
+    /// Cline's `truncateContent`: text longer than 400 KB (409,600 JavaScript string units) is cut there and
+    /// gets the `[FILE TRUNCATED: …]` notice (read_file and the MCP tools share it).
+    pub fn truncate_content(text: String) -> String {
+        const MAX: usize = 400 * 1024;
+        let units: usize = text.chars().map(char::len_utf16).sum();
+        if units <= MAX {
+            return text;
+        }
+        let (mut kept, mut cut) = (0usize, text.len());
+        for (index, c) in text.char_indices() {
+            if kept + c.len_utf16() > MAX {
+                cut = index;
+                break;
+            }
+            kept += c.len_utf16();
+        }
+        let mut out = text[..cut].to_owned();
+        out.push_str(&format!(
+            "\n\n---\n\n[FILE TRUNCATED: This content is {} but only the first {} is shown ({} truncated). Use search_files to find specific patterns, or execute_command with grep/head/tail for targeted reading.]",
+            format_bytes(units as u64),
+            format_bytes(MAX as u64),
+            format_bytes((units - MAX) as u64)
+        ));
+        out
+    }
+
+    /// Cline's `formatBytes`: `{n} B`, `{x.x} KB` or `{x.x} MB`, base 1024, tenths rounded half up as
+    /// JavaScript's `toFixed(1)` does.
+    pub fn format_bytes(bytes: u64) -> String {
+        const KB: u128 = 1024;
+        const MB: u128 = 1024 * 1024;
+        let n = u128::from(bytes);
+        let (unit, base) = match n {
+            n if n < KB => return format!("{n} B"),
+            n if n < MB => ("KB", KB),
+            _ => ("MB", MB),
+        };
+        let tenths = (n * 10 + base / 2) / base;
+        format!("{}.{} {unit}", tenths / 10, tenths % 10)
+    }
+
     /// A tool error (a mistake) saying a required parameter is missing, in Cline's words.
     pub fn missing_parameter(name: &str) -> Outcome {
         mistake(missing_parameter_text(name))
@@ -207,6 +248,42 @@ impl<'a> HostClient<'a> {
         self.call(crate::services::PATH_RESOLVE, &crate::services::ResolveRequest { path: path.to_owned() })
     }
 
+    /// Opens a file for reading and confirms that what was opened is what the path checks saw.
+    ///
+    /// A link swapped between a tool's checks and its `open` would otherwise lead a read that needed no
+    /// approval (inside the workspace) to a file outside it, or past `.clineignore`. The real path of the open
+    /// descriptor is checked again, so whatever the file system did in between, the bytes read are the ones
+    /// the checks allowed. Never blocks on a FIFO (opened non-blocking; the caller checks the file type).
+    pub fn open_confirmed(&self, absolute: &str, inside_workspace: bool) -> Result<std::fs::File, OpenError> {
+        let mut options = std::fs::OpenOptions::new();
+        options.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc_nonblock());
+        }
+        let file = options.open(absolute).map_err(OpenError::Io)?;
+        if let Some(real) = opened_path(&file) {
+            let real = real.to_string_lossy();
+            // Without links on the way, the checks saw this very path.
+            if real != absolute {
+                let allowed = self.path_allowed(&real).map_err(|e| OpenError::Refused(e.message))?;
+                if !allowed {
+                    return Err(OpenError::Refused(result::clineignore_error(&real)));
+                }
+                if inside_workspace
+                    && !self.resolve_path(&real).map_err(|e| OpenError::Refused(e.message))?.inside_workspace
+                {
+                    return Err(OpenError::Refused(format!(
+                        "{absolute} now leads to {real}, outside the workspace: it changed after it was checked. \
+                         Read it again to be asked for approval."
+                    )));
+                }
+            }
+        }
+        Ok(file)
+    }
+
     /// `path.check` for one path: `false` when `.clineignore` blocks it. A host without the service blocks nothing.
     pub fn path_allowed(&self, path: &str) -> Result<bool, ServiceError> {
         Ok(self.paths_allowed(vec![path.to_owned()])?.first().copied().unwrap_or(true))
@@ -234,6 +311,45 @@ impl<'a> HostClient<'a> {
             Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// `mcp.call_tool`: one tool call on a connected MCP server; the server's raw `CallToolResult` JSON.
+    pub fn mcp_call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<serde_json::Map<String, serde_json::Value>>,
+    ) -> Result<serde_json::Value, ServiceError> {
+        let request =
+            crate::services::McpCallToolRequest { server: server.to_owned(), tool: tool.to_owned(), arguments };
+        Ok(self.call::<_, crate::services::McpCallToolResponse>(crate::services::MCP_CALL_TOOL, &request)?.result)
+    }
+
+    /// `mcp.read_resource`: one resource read on a connected MCP server; the raw `ReadResourceResult` JSON.
+    pub fn mcp_read_resource(&self, server: &str, uri: &str) -> Result<serde_json::Value, ServiceError> {
+        let request = crate::services::McpReadResourceRequest { server: server.to_owned(), uri: uri.to_owned() };
+        Ok(self.call::<_, crate::services::McpReadResourceResponse>(crate::services::MCP_READ_RESOURCE, &request)?.result)
+    }
+
+    /// `mcp.servers`: the configured MCP servers with their state, tools and resources.
+    pub fn mcp_servers(&self) -> Result<crate::services::McpServersResponse, ServiceError> {
+        self.call(crate::services::MCP_SERVERS, &crate::services::Empty {})
+    }
+
+    /// `web.settings`: the user's `[web]` settings (gates, backend, API base URL, timeout, whether a token is
+    /// set).
+    pub fn web_settings(&self) -> Result<crate::services::WebSettings, ServiceError> {
+        self.call(crate::services::WEB_SETTINGS, &crate::services::Empty {})
+    }
+
+    /// `http.request`: one request on the host's HTTP client. A response of any status and the typed
+    /// failures (timeout, refused address, too large, …) are `Ok`; cancellation and a host without the
+    /// service are `Err`.
+    pub fn http_request(
+        &self,
+        request: &crate::services::HttpRequest,
+    ) -> Result<crate::services::HttpReply, ServiceError> {
+        self.call(crate::services::HTTP_REQUEST, request)
     }
 }
 
@@ -420,4 +536,111 @@ pub fn lenient_string<'de, D: Deserializer<'de>>(de: D) -> Result<Option<String>
         serde_json::Value::String(s) => Some(s),
         other => Some(other.to_string()),
     })
+}
+
+/// The conversational and task services (issue 14), typed.
+impl HostClient<'_> {
+    /// `ask`: a question to the user. `answered` is false when nobody is there to answer.
+    pub fn ask(
+        &self,
+        kind: &str,
+        text: &str,
+        options: Vec<String>,
+    ) -> Result<crate::services::AskResponse, ServiceError> {
+        let request = crate::services::AskRequest { kind: kind.to_owned(), text: text.to_owned(), options };
+        self.call(crate::services::ASK, &request)
+    }
+
+    /// `task.settings`: the task's current mode and conversational settings. A host without the service
+    /// reports the mode of the call's task info and every setting off.
+    pub fn task_settings(&self, task: &crate::TaskInfo) -> Result<crate::services::TaskSettings, ServiceError> {
+        match self.call(crate::services::TASK_SETTINGS, &crate::services::Empty {}) {
+            Err(e) if e.kind == ServiceErrorKind::UnknownService => {
+                Ok(crate::services::TaskSettings { mode: task.mode.clone(), ..Default::default() })
+            }
+            other => other,
+        }
+    }
+
+    /// One of the host-owned task actions (`task.new`, `task.condense`, …): the user's answer.
+    pub fn task_action<Req: Serialize>(
+        &self,
+        service: &str,
+        request: &Req,
+    ) -> Result<crate::services::AskResponse, ServiceError> {
+        self.call(service, request)
+    }
+}
+
+/// Texts shared by the conversational tools.
+pub mod conversation {
+    use crate::protocol::{Block, ServiceError, ServiceErrorKind};
+
+    /// The tool error for a host that does not offer a service the tool needs (or another service failure).
+    pub fn service_error(tool: &str, service: &str, error: &ServiceError) -> crate::Outcome {
+        match error.kind {
+            ServiceErrorKind::UnknownService => super::result::error(format!(
+                "This host does not support {tool}: it offers no '{service}' service. Continue the task without this tool."
+            )),
+            _ => super::result::error(format!("Error executing {tool}: {}", error.message)),
+        }
+    }
+
+    /// Cline's `toolResult(text, images)`: the text alone, or the text followed by the images.
+    pub fn with_images(text: String, images: &[crate::services::AttachedImage]) -> crate::Outcome {
+        let mut blocks = vec![Block::Text { text }];
+        blocks.extend(
+            images.iter().map(|i| Block::Image { media_type: i.media_type.clone(), data: i.data.clone() }),
+        );
+        crate::Outcome::Success { blocks }
+    }
+
+    /// Parses an `options` parameter the lenient way Cline's `parsePartialArrayString` does for display:
+    /// a JSON array of strings, else nothing.
+    pub fn parse_options(raw: Option<&str>) -> Vec<String> {
+        raw.and_then(|raw| serde_json::from_str::<Vec<serde_json::Value>>(raw.trim()).ok())
+            .map(|items| {
+                items
+                    .into_iter()
+                    .map(|v| match v {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Why [`HostClient::open_confirmed`] gave no file.
+#[derive(Debug)]
+pub enum OpenError {
+    /// The open itself failed.
+    Io(std::io::Error),
+    /// The opened file is not one the checks allowed; the text says why, for the model.
+    Refused(String),
+}
+
+/// `O_NONBLOCK`, so opening a FIFO returns at once (regular files ignore the flag).
+#[cfg(unix)]
+fn libc_nonblock() -> i32 {
+    // The value is fixed per platform; spelled out to keep `libc` out of every plugin's dependencies.
+    #[cfg(any(target_os = "macos", target_os = "ios", target_os = "freebsd"))]
+    return 0x0004;
+    #[cfg(not(any(target_os = "macos", target_os = "ios", target_os = "freebsd")))]
+    return 0o4000;
+}
+
+/// The real path of an open file, where the platform tells it.
+fn opened_path(file: &std::fs::File) -> Option<std::path::PathBuf> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = file;
+        None
+    }
 }

@@ -225,3 +225,423 @@ pub struct ForgetRequest {
     /// Absolute paths to forget; empty forgets everything.
     pub paths: Vec<String>,
 }
+
+/// `web.settings`: what the web tools need to know from the user's `[web]` configuration: the gates, the
+/// backend, the API base URL, the request timeout, and whether a token is set (never the token itself: the
+/// host adds it to requests for the API, so it reaches nothing else).
+pub const WEB_SETTINGS: &str = "web.settings";
+
+/// `http.request`: one HTTP request on the host's shared client. A request with `cline_api` set must target
+/// the configured API base URL and gets the bearer token; every other request is a direct fetch under the
+/// host's address policy (private, loopback and link-local addresses refused unless allowed, checked after
+/// DNS resolution and again on every redirect). Plugins never open their own clients.
+pub const HTTP_REQUEST: &str = "http.request";
+
+/// Response of [`WEB_SETTINGS`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WebSettings {
+    /// The provider; `"cline"` enables the Cline API contract.
+    #[serde(default)]
+    pub provider: Option<String>,
+    /// The user's setting that turns the web tools on.
+    #[serde(default)]
+    pub enabled: bool,
+    /// The feature flag that must also be on for the Cline API tools.
+    #[serde(default)]
+    pub feature_flag: bool,
+    /// `"cline"` (through the Cline API) or `"direct"` (web_fetch fetches the URL itself).
+    #[serde(default)]
+    pub backend: String,
+    /// The base URL of the Cline API, without a trailing slash.
+    #[serde(default)]
+    pub api_base_url: String,
+    /// The timeout of one web tool request, in milliseconds.
+    #[serde(default)]
+    pub fetch_timeout_ms: u64,
+    /// Whether the host holds a bearer token for the API (`TOOLSHED_WEB_TOKEN`).
+    #[serde(default)]
+    pub has_token: bool,
+}
+
+/// Cline's answer when a web tool's gates are closed (a tool error, not a mistake of the model).
+pub const WEB_TOOLS_DISABLED: &str = "Cline web tools are currently disabled.";
+
+impl WebSettings {
+    /// Whether the web tools talk to a direct fetch rather than the Cline API.
+    pub fn direct(&self) -> bool {
+        self.backend == "direct"
+    }
+
+    /// Cline's three gates for the API tools: the provider is `cline`, the user's setting is on, and the
+    /// feature flag is on.
+    pub fn cline_api_open(&self) -> bool {
+        self.provider.as_deref() == Some("cline") && self.enabled && self.feature_flag
+    }
+
+    /// The gates of a tool that can fetch directly (web_fetch): with the direct backend, the user's setting
+    /// alone (the provider and the flag belong to the Cline account); otherwise the three of the API.
+    pub fn fetch_open(&self) -> bool {
+        if self.direct() {
+            self.enabled
+        } else {
+            self.cline_api_open()
+        }
+    }
+}
+
+/// Request of [`HTTP_REQUEST`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpRequest {
+    /// The method (`GET`, `POST`, …).
+    #[serde(default = "default_method")]
+    pub method: String,
+    /// The absolute `http://` or `https://` URL.
+    pub url: String,
+    /// Request headers in order, as name/value pairs.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The request body.
+    #[serde(default)]
+    pub body: Option<String>,
+    /// The whole request's timeout, body included; the host's `[web] fetch_timeout_ms` when absent.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// A request to the configured Cline API: the URL must lie under `api_base_url`, and the host adds
+    /// `Authorization: Bearer {token}`.
+    #[serde(default)]
+    pub cline_api: bool,
+}
+
+fn default_method() -> String {
+    "GET".to_owned()
+}
+
+/// A response of [`HTTP_REQUEST`], whatever its status.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpResponse {
+    /// The status code.
+    pub status: u16,
+    /// Response headers in order, names lower-cased.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+    /// The body as text (invalid UTF-8 replaced).
+    #[serde(default)]
+    pub body: String,
+    /// The URL that answered, after redirects.
+    #[serde(default)]
+    pub final_url: String,
+}
+
+impl HttpResponse {
+    /// The first header of that name (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// Why an HTTP request failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HttpErrorKind {
+    /// The request did not finish within its timeout.
+    Timeout,
+    /// The host (or an address it resolves to, or a redirect target) is refused by the address policy.
+    RefusedAddress,
+    /// The response body is larger than `[web] max_response_bytes`.
+    TooLarge,
+    /// More redirects than `[web] max_redirects`.
+    TooManyRedirects,
+    /// The URL is not an absolute http(s) URL, or (with `cline_api`) not under the API base URL.
+    InvalidUrl,
+    /// `cline_api` was asked and the host has no token.
+    NoToken,
+    /// The connection could not be made (refused, DNS failure, TLS).
+    Connect,
+    /// Anything else.
+    Failed,
+}
+
+/// The failure half of [`HttpReply`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpFailure {
+    /// The kind of failure.
+    pub kind: HttpErrorKind,
+    /// What happened, for a human or the model.
+    pub message: String,
+}
+
+/// The answer of [`HTTP_REQUEST`]: a response (any status) or a typed failure. Cancellation and malformed
+/// requests are service errors instead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum HttpReply {
+    /// The server answered.
+    Response(HttpResponse),
+    /// No answer.
+    Failed(HttpFailure),
+}
+
+/// `mcp.call_tool`: one `tools/call` on a connected MCP server, with that server's timeout (its settings'
+/// `timeout`, else the host's default of 60 s). Unknown or disabled servers and transport failures are
+/// service errors whose message is the text after Cline's `Error executing MCP tool: `.
+pub const MCP_CALL_TOOL: &str = "mcp.call_tool";
+/// `mcp.read_resource`: one `resources/read` on a connected MCP server.
+pub const MCP_READ_RESOURCE: &str = "mcp.read_resource";
+/// `mcp.servers`: the configured MCP servers, their state, tools and resources.
+pub const MCP_SERVERS: &str = "mcp.servers";
+
+/// Request of [`MCP_CALL_TOOL`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpCallToolRequest {
+    /// The server's name in the settings file.
+    pub server: String,
+    /// The tool's name on that server.
+    pub tool: String,
+    /// The arguments object; `{}` when absent.
+    #[serde(default)]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Response of [`MCP_CALL_TOOL`]: the server's `CallToolResult` as it sent it (`content`, `isError`, …).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpCallToolResponse {
+    /// The result JSON.
+    pub result: serde_json::Value,
+}
+
+/// Request of [`MCP_READ_RESOURCE`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpReadResourceRequest {
+    /// The server's name.
+    pub server: String,
+    /// The resource URI.
+    pub uri: String,
+}
+
+/// Response of [`MCP_READ_RESOURCE`]: the server's `ReadResourceResult` as it sent it (`contents`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpReadResourceResponse {
+    /// The result JSON.
+    pub result: serde_json::Value,
+}
+
+/// Response of [`MCP_SERVERS`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServersResponse {
+    /// The settings file the servers come from, if one is configured.
+    #[serde(default)]
+    pub settings_path: Option<String>,
+    /// Why the settings file could not be used, if so (the servers started before keep running).
+    #[serde(default)]
+    pub settings_error: Option<String>,
+    /// The servers, by name.
+    #[serde(default)]
+    pub servers: Vec<McpServerStatus>,
+}
+
+/// One MCP server as [`MCP_SERVERS`] reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerStatus {
+    /// Its name.
+    pub name: String,
+    /// `connected`, `connecting`, `disconnected` or `disabled`.
+    pub status: String,
+    /// Why it is disconnected.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Its tools: name, description and input schema.
+    #[serde(default)]
+    pub tools: Vec<serde_json::Value>,
+    /// Its resources: uri, name, mimeType, description.
+    #[serde(default)]
+    pub resources: Vec<serde_json::Value>,
+    /// The tools its settings auto-approve.
+    #[serde(default)]
+    pub auto_approve: Vec<String>,
+}
+
+// The conversation and the task itself (issue 14): questions to the user, the task's mode and settings, the
+// actions that belong to the host (a new task, condensing), another tool in the same task, and skills.
+
+/// `ask`: a question to the user (Cline's `ask`); the answer is the user's text and images, or "not answered"
+/// when no user is there (no interaction registered, or the ask timed out).
+pub const ASK: &str = "ask";
+/// `task.settings`: the task's current mode and the settings the conversational tools follow.
+pub const TASK_SETTINGS: &str = "task.settings";
+/// `task.set_mode`: switches the task between `plan` and `act` (plan_mode_respond's switch in YOLO mode).
+pub const TASK_SET_MODE: &str = "task.set_mode";
+/// `task.complete`: the user accepted attempt_completion's result: the task is complete.
+pub const TASK_COMPLETE: &str = "task.complete";
+/// `task.new`: the host offers the user a new task with this context (new_task).
+pub const TASK_NEW: &str = "task.new";
+/// `task.condense`: the host offers the user to condense the conversation to this summary (condense).
+pub const TASK_CONDENSE: &str = "task.condense";
+/// `task.summarize`: the host truncates the conversation behind this summary (summarize_task).
+pub const TASK_SUMMARIZE: &str = "task.summarize";
+/// `task.report_bug`: the host shows the user a bug report to file (report_bug).
+pub const TASK_REPORT_BUG: &str = "task.report_bug";
+/// `task.explain`: the host explains the changes between two git refs (generate_explanation).
+pub const TASK_EXPLAIN: &str = "task.explain";
+/// `tool.call`: runs another tool in the same task through the whole pipeline (checks, approval, execution).
+pub const TOOL_CALL: &str = "tool.call";
+/// `skills.list`: the skills this task may use (the user's skill directories, the workspace's when trusted).
+pub const SKILLS_LIST: &str = "skills.list";
+/// `skills.load`: one skill's instructions (the body of its `SKILL.md`).
+pub const SKILLS_LOAD: &str = "skills.load";
+
+/// An image the user attached to an answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttachedImage {
+    /// `image/png`, `image/jpeg` or `image/webp`.
+    pub media_type: String,
+    /// Base64 data.
+    pub data: String,
+}
+
+/// Request of [`ASK`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskRequest {
+    /// Cline's ask type: `followup`, `plan_mode_respond`, `completion_result`, …
+    pub kind: String,
+    /// The question (or the response shown to the user).
+    pub text: String,
+    /// Options the user may pick from.
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+/// Response of [`ASK`] and of the host actions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AskResponse {
+    /// Whether a user answered; `false` when nobody is there to ask.
+    #[serde(default)]
+    pub answered: bool,
+    /// What the user typed (none when they only pressed a button).
+    #[serde(default)]
+    pub text: Option<String>,
+    /// Images the user attached.
+    #[serde(default)]
+    pub images: Vec<AttachedImage>,
+    /// The user answered by switching the task to ACT mode (plan_mode_respond).
+    #[serde(default)]
+    pub switched_to_act: bool,
+}
+
+/// Response of [`TASK_SETTINGS`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSettings {
+    /// `act` or `plan`, as it is now (the call's task info holds the mode the task started in).
+    pub mode: String,
+    /// YOLO mode: nobody answers questions.
+    #[serde(default)]
+    pub yolo: bool,
+    /// The focus chain (`task_progress`) is on.
+    #[serde(default)]
+    pub focus_chain: bool,
+    /// Cline's `doubleCheckCompletionEnabled`.
+    #[serde(default)]
+    pub double_check_completion: bool,
+    /// The task's first message, when the host told the runtime.
+    #[serde(default)]
+    pub initial_task: Option<String>,
+    /// The tool called before this call in the task.
+    #[serde(default)]
+    pub last_tool: Option<String>,
+}
+
+/// Request of [`TASK_SET_MODE`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SetModeRequest {
+    /// `act` or `plan`.
+    pub mode: String,
+}
+
+/// Request of [`TASK_COMPLETE`], [`TASK_NEW`], [`TASK_CONDENSE`] and [`TASK_SUMMARIZE`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskTextRequest {
+    /// The result, the new task's context, or the summary.
+    pub text: String,
+}
+
+/// Request of [`TASK_REPORT_BUG`]: Cline's report_bug parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BugReport {
+    /// The issue's title.
+    pub title: String,
+    /// What happened.
+    pub what_happened: String,
+    /// Steps to reproduce.
+    pub steps_to_reproduce: String,
+    /// The relevant API request output.
+    pub api_request_output: String,
+    /// Anything else.
+    pub additional_context: String,
+}
+
+/// Request of [`TASK_EXPLAIN`]: Cline's generate_explanation parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExplainRequest {
+    /// The explanation's title.
+    pub title: String,
+    /// The git ref to compare from.
+    pub from_ref: String,
+    /// The git ref to compare to; the working directory when absent.
+    #[serde(default)]
+    pub to_ref: Option<String>,
+}
+
+/// Request of [`TOOL_CALL`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallRequest {
+    /// The tool's name.
+    pub name: String,
+    /// Its input.
+    pub input: serde_json::Value,
+}
+
+/// Response of [`TOOL_CALL`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallResponse {
+    /// `success`, `error` or `denied`.
+    pub status: String,
+    /// The result blocks (an error's text already in Cline's `toolError` wrapping).
+    pub blocks: Vec<crate::protocol::Block>,
+}
+
+/// One skill, as [`SKILLS_LIST`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillInfo {
+    /// Its name (its directory's name).
+    pub name: String,
+    /// Its description, from the front matter.
+    pub description: String,
+    /// The absolute path of its `SKILL.md`.
+    pub path: String,
+    /// `global` (the user's) or `project` (the workspace's).
+    pub source: String,
+}
+
+/// Response of [`SKILLS_LIST`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillList {
+    /// The available skills; a name found in several directories is listed once (the user's wins).
+    pub skills: Vec<SkillInfo>,
+}
+
+/// Request of [`SKILLS_LOAD`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillLoadRequest {
+    /// The skill's name.
+    pub name: String,
+}
+
+/// Response of [`SKILLS_LOAD`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SkillContent {
+    /// The skill; `None` when no available skill has that name.
+    #[serde(default)]
+    pub skill: Option<SkillInfo>,
+    /// The body of its `SKILL.md`, trimmed.
+    #[serde(default)]
+    pub instructions: String,
+}

@@ -18,6 +18,33 @@ impl Approver for ScriptedUser {
     }
 }
 
+/// Plays the user of the conversational tools: answers questions, accepts the result, creates the new task,
+/// accepts the summary and files the bug report; this host does not summarize tasks or explain diffs.
+struct ScriptedHost;
+
+impl toolshed::Interaction for ScriptedHost {
+    fn ask(&self, question: toolshed::Question) -> BoxFuture<Option<toolshed::UserReply>> {
+        let answer = match question.kind.as_str() {
+            "followup" => toolshed::UserReply::text(question.options.first().cloned().unwrap_or_default()),
+            _ => toolshed::UserReply::accepted(),
+        };
+        println!("  ? [{}] {} -> {:?}", question.kind, question.text, answer.text);
+        Box::pin(async move { Some(answer) })
+    }
+
+    fn new_task(&self, _task_id: &str, _context: &str) -> BoxFuture<toolshed::HostAction> {
+        Box::pin(async { toolshed::HostAction::Answered(toolshed::UserReply::accepted()) })
+    }
+
+    fn condense(&self, _task_id: &str, _summary: &str) -> BoxFuture<toolshed::HostAction> {
+        Box::pin(async { toolshed::HostAction::Answered(toolshed::UserReply::accepted()) })
+    }
+
+    fn report_bug(&self, _task_id: &str, _report: &toolshed::BugReport) -> BoxFuture<toolshed::HostAction> {
+        Box::pin(async { toolshed::HostAction::Answered(toolshed::UserReply::accepted()) })
+    }
+}
+
 /// One scripted step: a tool use and what its result must show.
 struct Step {
     tool: &'static str,
@@ -57,6 +84,53 @@ fn shown(result: &ToolResult) -> String {
     format!("{}\n  … ({} more lines)", lines[..12].join("\n"), lines.len() - 12)
 }
 
+/// A tiny HTTP server on 127.0.0.1 for the web tools: the Cline search API and one HTML page. Each
+/// connection gets one answer and is closed.
+fn serve_demo_site() -> std::io::Result<std::net::SocketAddr> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?;
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let Ok(clone) = stream.try_clone() else { continue };
+            let mut reader = BufReader::new(clone);
+            let (mut line, mut length) = (String::new(), 0usize);
+            let _ = reader.read_line(&mut line);
+            let path = line.split_whitespace().nth(1).unwrap_or("/").to_owned();
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+                if let Some((name, value)) = header.split_once(':') {
+                    if name.eq_ignore_ascii_case("content-length") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+            }
+            let mut body = vec![0; length];
+            let _ = reader.read_exact(&mut body);
+            let (content_type, answer) = match path.as_str() {
+                "/api/v1/search/websearch" => (
+                    "application/json",
+                    r#"{"data":{"results":[{"title":"Toolshed on docs.rs","url":"https://docs.rs/toolshed"}]}}"#.to_owned(),
+                ),
+                _ => (
+                    "text/html",
+                    "<html><head><title>Guide</title></head><body><h1>Getting started</h1><p>Run <b>cargo xtask demo</b>.</p></body></html>"
+                        .to_owned(),
+                ),
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    Ok(addr)
+}
+
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let plugins = match args.iter().position(|a| a == "--plugins") {
@@ -74,9 +148,47 @@ fn main() -> anyhow::Result<()> {
     std::fs::write(ws.join("logo.bin"), [0u8, 159, 146, 150, 0, 0])?;
     let big: String = (1..=2500).map(|i| format!("entry {i}\n")).collect();
     std::fs::write(ws.join("journal.log"), big)?;
+    // A notebook with an output, which read_file strips.
+    std::fs::write(
+        ws.join("analysis.ipynb"),
+        r#"{"cells":[{"cell_type":"code","execution_count":1,"metadata":{},"outputs":[{"output_type":"stream","name":"stdout","text":["2\n"]}],"source":["print(1 + 1)"]}],"metadata":{},"nbformat":4,"nbformat_minor":5}"#,
+    )?;
 
     println!("Toolshed demo: plugins from {}, scratch workspace {}", plugins.display(), ws.display());
-    let runtime = Runtime::builder().plugin_dir(&plugins).approver(ScriptedUser).build()?;
+    // One skill for use_skill, in a skills directory of the demo's own.
+    let skills = scratch.path().join("skills");
+    std::fs::create_dir_all(skills.join("release-notes"))?;
+    std::fs::write(
+        skills.join("release-notes/SKILL.md"),
+        "---\nname: release-notes\ndescription: Write release notes from the git log\n---\n\nList the commits since the last tag, grouped by area.\n",
+    )?;
+    // The web tools talk to a small site on 127.0.0.1 that plays the Cline API and a documentation page;
+    // web_fetch fetches directly, and 127.0.0.1 is explicitly allowed.
+    let site = serve_demo_site()?;
+    // MCP: the reference server `cargo xtask test` installs (npm's server-everything), when it is there;
+    // without it the MCP steps show the error a missing server gets.
+    let everything = repo.join("target/test-peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mcp_settings = scratch.path().join("cline_mcp_settings.json");
+    let have_everything = everything.is_file();
+    let servers = if have_everything {
+        json!({"mcpServers": {"everything": {"command": "node", "args": [everything, "stdio"], "autoApprove": ["echo"]}}})
+    } else {
+        json!({"mcpServers": {}})
+    };
+    std::fs::write(&mcp_settings, servers.to_string())?;
+    let config = toolshed::Config::from_toml_str(&format!(
+        "[skills]\ndirs = [{:?}]\n[web]\nprovider = \"cline\"\nenabled = true\nfeature_flag = true\nbackend = \"direct\"\n\
+         api_base_url = \"http://{site}\"\nallowed_hosts = [\"127.0.0.1\"]\nfetch_timeout_ms = 5000\n\
+         [mcp]\nsettings = {:?}\n",
+        skills, mcp_settings
+    ))?;
+    let runtime = Runtime::builder()
+        .plugin_dir(&plugins)
+        .config(config)
+        .web_token(Some("demo-token".to_owned()))
+        .approver(ScriptedUser)
+        .interaction(ScriptedHost)
+        .build()?;
     if let Some(error) = runtime.load_errors().first() {
         anyhow::bail!("plugin not loaded: {error}");
     }
@@ -96,6 +208,9 @@ fn main() -> anyhow::Result<()> {
         step("list_files", json!({"path": "runtime", "recursive": "true"}), Success, &["src/", "src/lib.rs"]),
         step("list_files", json!({"path": "secrets", "recursive": true}), Success, &["🔒 token.txt"]),
         step("list_files", json!({"path": "does-not-exist"}), Success, &["No files found."]),
+        step("list_code_definition_names", json!({"path": "runtime/src"}), Success, &["main.rs\n|----\n│", "│fn main() "]),
+        step("list_code_definition_names", json!({"path": "README.md"}), Error, &["The provided path is a file, not a directory."]),
+        step("read_file", json!({"path": "analysis.ipynb"}), Success, &["4 |    \"cell_type\": \"code\",", "\"outputs\": [],", "(File has "]),
         step("search_files", json!({"path": ".", "regex": "fn main\\(", "file_pattern": "*.rs"}), Success, &["results.\n\n", "runtime/src/main.rs\n│----\n"]),
         step("search_files", json!({"path": "runtime/src", "regex": "pub struct Workspace\\b"}), Success, &["Found 1 result.\n\nruntime/src/workspace.rs\n│----\n"]),
         step("search_files", json!({"path": ".", "regex": "^entry \\d+$", "file_pattern": "*.log"}), Success, &["Showing first 300 of 300+ results. Use a more specific search if necessary.\n\njournal.log\n│----\n│entry 1\n│----\n│entry 2\n│----\n"]),
@@ -125,6 +240,37 @@ fn main() -> anyhow::Result<()> {
         step("new_rule", json!({"path": "demo-style.md", "content": "x"}), Error, &["new_rule only creates Cline rule files inside the .clinerules/ directory"]),
         step("apply_patch", json!({"input": "*** Begin Patch\n*** Update File: notes/todo.md\n@@\n-- celebrate\n+- celebrate twice\n*** Add File: notes/done.md\n+- edit tools\n*** End Patch"}), Success, &["Successfully applied patch to the following files:", "<final_file_content path=\"notes/done.md\">\n- edit tools\n"]),
         step("apply_patch", json!({"input": "*** Begin Patch\n*** Update File: notes/todo.md\n@@\n-- no such line\n+x\n*** End Patch"}), Error, &["notes/todo.md: chunk 1 of 1 did not match", "No file was changed."]),
+        // The conversational tools, answered by the scripted host.
+        step("ask_followup_question", json!({"question": "Which file first?", "options": "[\"README.md\", \"Cargo.toml\"]"}), Success, &["<answer>\nREADME.md\n</answer>"]),
+        step("ask_followup_question", json!({"question": "Which?", "options": "[\"only one\"]"}), Error, &["Provide a JSON array of 2-5 strings"]),
+        step("act_mode_respond", json!({"response": "Reading the README next."}), Success, &["[Message displayed. Now proceed with your next tool call"]),
+        step("plan_mode_respond", json!({"response": "The plan"}), Error, &["The plan_mode_respond tool is only available in PLAN MODE. You are currently in ACT MODE."]),
+        step("focus_chain", json!({}), Error, &["focus_chain is not a tool to call"]),
+        step("use_skill", json!({"skill_name": "release-notes"}), Success, &["# Skill \"release-notes\" is now active\n\nList the commits since the last tag"]),
+        step("use_skill", json!({"skill_name": "changelog"}), Success, &["Error: Skill \"changelog\" not found. Available skills: release-notes"]),
+        step("new_task", json!({"context": "Continue with the release notes."}), Success, &["The user has created a new task with the provided context."]),
+        step("condense", json!({"context": "We read the README and loaded a skill."}), Success, &["The user has accepted the condensed conversation summary you generated."]),
+        step("summarize_task", json!({"context": "1. Primary Request: a demo"}), Error, &["This host does not support summarize_task: it offers no 'task.summarize' service."]),
+        step("report_bug", json!({"title": "Demo bug", "what_happened": "Nothing", "steps_to_reproduce": "Run the demo", "api_request_output": "none", "additional_context": "none"}), Success, &["The user accepted the creation of the Github issue."]),
+        step("generate_explanation", json!({"title": "Last commit", "from_ref": "HEAD~1"}), Error, &["This host does not support generate_explanation: it offers no 'task.explain' service."]),
+        step("web_fetch", json!({"url": format!("http://{site}/docs"), "prompt": "What does the guide say?"}), Success, &["Prompt: What does the guide say?", "# Getting started\n\nRun **cargo xtask demo**."]),
+        step("web_fetch", json!({"url": "http://169.254.169.254/latest/meta-data", "prompt": "p"}), Success, &["Error fetching web content: 169.254.169.254 is a link-local address, which web requests may not reach"]),
+        step("web_search", json!({"query": "toolshed plugins", "allowed_domains": "[\"docs.rs\"]"}), Success, &["Search completed (1 results found):\n\n1. Toolshed on docs.rs\n   https://docs.rs/toolshed\n\n"]),
+        step("web_search", json!({"query": "x", "allowed_domains": "[\"a.com\"]", "blocked_domains": "[\"b.com\"]"}), Error, &["Cannot specify both allowed_domains and blocked_domains"]),
+        // MCP, through the host's hub (see the MCP section of the README).
+        if have_everything {
+            step("use_mcp_tool", json!({"server_name": "everything", "tool_name": "echo", "arguments": "{\"message\": \"hi from the demo\"}"}), Success, &["[use_mcp_tool for 'everything'] Result:\nEcho: hi from the demo"])
+        } else {
+            step("use_mcp_tool", json!({"server_name": "everything", "tool_name": "echo", "arguments": "{}"}), Error, &["No connection found for server: everything."])
+        },
+        step("use_mcp_tool", json!({"server_name": "everything", "tool_name": "echo", "arguments": "{message: oops"}), Error, &["Invalid JSON argument used with everything for echo."]),
+        if have_everything {
+            step("access_mcp_resource", json!({"server_name": "everything", "uri": "demo://resource/static/document/architecture.md"}), Success, &["[access_mcp_resource for 'everything'] Result:\n"])
+        } else {
+            step("access_mcp_resource", json!({"server_name": "everything", "uri": "demo://x"}), Error, &["Error executing access_mcp_resource: No connection found"])
+        },
+        step("load_mcp_documentation", json!({}), Success, &["## Creating an MCP Server", "Connected MCP servers: "]),
+        step("attempt_completion", json!({"result": "The demo ran every tool."}), Success, &["[attempt_completion] Result: Done"]),
     ];
 
     let task = runtime.task(TaskContext::new(&ws));

@@ -32,8 +32,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
-/// The six section names; `TOOLSHED_<SECTION>_<KEY>` uses them upper-cased.
-const SECTIONS: [&str; 6] = ["web", "mcp", "commands", "approval", "plugins", "timeouts"];
+/// The section names; `TOOLSHED_<SECTION>_<KEY>` uses them upper-cased.
+const SECTIONS: [&str; 9] = ["web", "mcp", "commands", "approval", "plugins", "timeouts", "hooks", "tasks", "skills"];
 
 /// Variables that share the `TOOLSHED_<SECTION>` prefix but are not config
 /// keys: the web bearer token (a secret, read where it is used) and the
@@ -59,6 +59,81 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// `[timeouts]`: every duration the runtime uses.
     pub timeouts: TimeoutsConfig,
+    /// `[hooks]`: commands run before and after tool calls (Claude Code's hook protocol). A workspace config
+    /// sets none unless the workspace is trusted: a hook is a command the user did not write.
+    pub hooks: HooksConfig,
+    /// `[tasks]`: the conversational tools' settings (the focus chain, double-check completion).
+    pub tasks: TasksConfig,
+    /// `[skills]`: where use_skill finds skills.
+    pub skills: SkillsConfig,
+}
+
+/// `[tasks]`: the conversational tools' settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TasksConfig {
+    /// Cline's Focus Chain: every tool accepts `task_progress`, the runtime stores the checklist per task
+    /// and adds Cline's reminders to results. Off by default, so results stay exactly as the tools wrote them.
+    pub focus_chain: bool,
+    /// Cline's `remindClineInterval`: remind after this many calls without a `task_progress` update.
+    pub remind_interval: u32,
+    /// Cline's `doubleCheckCompletionEnabled`: the first attempt_completion of each pair asks the model to
+    /// re-verify its work.
+    pub double_check_completion: bool,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self { focus_chain: false, remind_interval: 6, double_check_completion: false }
+    }
+}
+
+/// `[skills]`: where use_skill finds skills (folders with a `SKILL.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SkillsConfig {
+    /// Whether skills are offered at all.
+    pub enabled: bool,
+    /// The user's skill directories; Cline's `~/.cline/skills` and `~/.agents/skills` when unset. The
+    /// workspace's (`.toolshed/skills`, `.clinerules/skills`, `.cline/skills`, `.claude/skills`,
+    /// `.agents/skills`) are added only for a workspace in `[plugins] trusted_workspaces`.
+    pub dirs: Option<Vec<PathBuf>>,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self { enabled: true, dirs: None }
+    }
+}
+
+/// `[hooks]`: commands run before and after tool calls, speaking Claude Code's hook protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HooksConfig {
+    /// How long a hook command may run before it is killed and ignored, in milliseconds.
+    pub timeout_ms: u64,
+    /// Run after a tool's validation, before approval; may refuse the call or add context.
+    pub pre_tool_use: Vec<HookCommand>,
+    /// Run after a tool ran; may add context for the model.
+    pub post_tool_use: Vec<HookCommand>,
+}
+
+impl Default for HooksConfig {
+    fn default() -> Self {
+        // Claude Code's default hook timeout.
+        Self { timeout_ms: 60_000, pre_tool_use: Vec::new(), post_tool_use: Vec::new() }
+    }
+}
+
+/// One configured hook command: `{ matcher = "write_to_file|execute_command", command = "…" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookCommand {
+    /// A regex the whole tool name must match; absent, empty or `*` matches every tool.
+    #[serde(default)]
+    pub matcher: Option<String>,
+    /// The command, run with `/bin/sh -c` in the task's workspace.
+    pub command: String,
 }
 
 /// `[web]`: the web tools and the Cline API they talk to.
@@ -75,6 +150,23 @@ pub struct WebConfig {
     pub api_base_url: String,
     /// `"cline"` (through the Cline API) or `"direct"`.
     pub backend: String,
+    /// The timeout of one web tool request (Cline's 15 s), in milliseconds.
+    pub fetch_timeout_ms: u64,
+    /// Hosts a direct fetch may reach even at private, loopback or link-local addresses: `name`,
+    /// `name:port`, an IP address, or `*.domain` for its subdomains.
+    pub allowed_hosts: Vec<String>,
+    /// Hosts a direct fetch never reaches, in the same forms.
+    pub denied_hosts: Vec<String>,
+    /// Lets direct fetches reach private, loopback and link-local addresses.
+    pub allow_private_addresses: bool,
+    /// The most redirects one request follows; each target is checked again.
+    pub max_redirects: u32,
+    /// The largest response body the host reads, in bytes.
+    pub max_response_bytes: u64,
+    /// A proxy for every web request (`http://` or `https://` URL); none reads no proxy variables.
+    pub proxy: Option<String>,
+    /// A PEM file of extra certificate authorities to trust.
+    pub ca_file: Option<PathBuf>,
 }
 
 impl Default for WebConfig {
@@ -85,16 +177,36 @@ impl Default for WebConfig {
             feature_flag: false,
             api_base_url: "https://api.cline.bot".to_owned(),
             backend: "cline".to_owned(),
+            fetch_timeout_ms: 15_000,
+            allowed_hosts: Vec::new(),
+            denied_hosts: Vec::new(),
+            allow_private_addresses: false,
+            max_redirects: 5,
+            max_response_bytes: 10 * 1024 * 1024,
+            proxy: None,
+            ca_file: None,
         }
     }
 }
 
-/// `[mcp]`: where the MCP server settings live.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `[mcp]`: where the MCP server settings live, and the hub's timeouts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct McpConfig {
     /// The path of a `cline_mcp_settings.json`-shaped file.
     pub settings: Option<PathBuf>,
+    /// How long one server may take to start and answer `initialize` and the first listings.
+    pub startup_timeout_ms: u64,
+    /// A tool call's timeout for servers whose settings give no `timeout` (Cline's 60 s).
+    pub call_timeout_ms: u64,
+    /// How often the settings file is checked for changes (changed servers restart).
+    pub poll_ms: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self { settings: None, startup_timeout_ms: 30_000, call_timeout_ms: 60_000, poll_ms: 1_000 }
+    }
 }
 
 /// `[commands]`: command permissions and timeouts.
@@ -310,6 +422,16 @@ impl Config {
         let url = &self.web.api_base_url;
         if !(url.starts_with("https://") || url.starts_with("http://")) {
             return Err(format!("[web] api_base_url is {url:?}; use an http:// or https:// URL"));
+        }
+        for (key, entries) in [("allowed_hosts", &self.web.allowed_hosts), ("denied_hosts", &self.web.denied_hosts)] {
+            if let Some(problem) = entries.iter().find_map(|entry| crate::http::host_entry_problem(entry)) {
+                return Err(format!("[web] {key}: {problem}"));
+            }
+        }
+        if let Some(proxy) = &self.web.proxy {
+            if !(proxy.starts_with("https://") || proxy.starts_with("http://")) {
+                return Err(format!("[web] proxy is {proxy:?}; use an http:// or https:// URL"));
+            }
         }
         Ok(())
     }
@@ -632,6 +754,16 @@ fn resolve_paths(table: &mut Table, base: Option<&Path>, home: Option<&Path>) {
             resolve(settings);
         }
     }
+    if let Some(Value::Table(web)) = table.get_mut("web") {
+        if let Some(ca_file) = web.get_mut("ca_file") {
+            resolve(ca_file);
+        }
+    }
+    if let Some(Value::Table(skills)) = table.get_mut("skills") {
+        if let Some(Value::Array(paths)) = skills.get_mut("dirs") {
+            paths.iter_mut().for_each(resolve);
+        }
+    }
     if let Some(Value::Table(plugins)) = table.get_mut("plugins") {
         for key in ["dirs", "trusted_workspaces"] {
             if let Some(Value::Array(paths)) = plugins.get_mut(key) {
@@ -705,11 +837,29 @@ fn restrict_workspace(
             }
             let tightens = match (section.as_str(), key) {
                 ("timeouts", _) | ("commands", "default_timeout_ms" | "long_timeout_ms") => true,
+                ("mcp", "startup_timeout_ms" | "call_timeout_ms" | "poll_ms") => true,
+                // How the conversation goes, not what may run; skill directories stay the user's to name.
+                ("tasks", _) => true,
+                ("skills", "enabled") => value.as_bool() == Some(false),
                 ("approval", "auto_approve_safe" | "auto_approve_all" | "yolo")
                 | ("web", "enabled" | "feature_flag") => value.as_bool() == Some(false),
                 ("plugins", "max_abandoned") => {
                     value.as_integer().is_some_and(|max| max <= i64::from(user_side.plugins.max_abandoned))
                 }
+                // Web requests may be made shorter, smaller, stricter; never pointed elsewhere or let
+                // further in (api_base_url, provider, backend, allowed_hosts, proxy and ca_file stay out).
+                ("web", "fetch_timeout_ms") => true,
+                ("web", "allow_private_addresses") => value.as_bool() == Some(false),
+                ("web", "max_redirects") => {
+                    value.as_integer().is_some_and(|max| max <= i64::from(user_side.web.max_redirects))
+                }
+                ("web", "max_response_bytes") => value
+                    .as_integer()
+                    .is_some_and(|max| u64::try_from(max).is_ok_and(|max| max <= user_side.web.max_response_bytes)),
+                // The list replaces the user's, so it tightens only when it keeps every host the user denied.
+                ("web", "denied_hosts") => value.as_array().is_some_and(|hosts| {
+                    user_side.web.denied_hosts.iter().all(|denied| hosts.iter().any(|h| h.as_str() == Some(denied)))
+                }),
                 _ => false,
             };
             if !tightens {
@@ -1019,6 +1169,12 @@ mod tests {
             ("web.feature_flag", "[web]\nfeature_flag = true\n"),
             ("web.provider", "[web]\nprovider = \"cline\"\n"),
             ("web.backend", "[web]\nbackend = \"direct\"\n"),
+            ("web.allowed_hosts", "[web]\nallowed_hosts = [\"127.0.0.1\"]\n"),
+            ("web.allow_private_addresses", "[web]\nallow_private_addresses = true\n"),
+            ("web.proxy", "[web]\nproxy = \"http://evil.example:8080\"\n"),
+            ("web.ca_file", "[web]\nca_file = \"/tmp/evil.pem\"\n"),
+            ("web.max_redirects", "[web]\nmax_redirects = 50\n"),
+            ("web.max_response_bytes", "[web]\nmax_response_bytes = 99999999999\n"),
             ("plugins.dirs", "[plugins]\ndirs = [\"plugins\"]\n"),
             ("plugins.overrides", "[plugins]\noverrides = [\"read_file\"]\n"),
             ("plugins.trusted_workspaces", "[plugins]\ntrusted_workspaces = [\"/\"]\n"),
@@ -1037,6 +1193,40 @@ mod tests {
             );
             assert_eq!(loaded.warnings, vec![expected], "{key}");
         }
+    }
+
+    #[test]
+    fn untrusted_workspace_may_tighten_web() {
+        let scratch = Scratch::new();
+        scratch.write_user("[web]\ndenied_hosts = [\"a.example\"]\nmax_redirects = 4\n");
+        scratch.write_workspace(
+            "[web]\nfetch_timeout_ms = 50\nallow_private_addresses = false\nmax_redirects = 2\n\
+             max_response_bytes = 1000\ndenied_hosts = [\"a.example\", \"b.example\"]\n",
+        );
+        let loaded = scratch.loader().load().unwrap();
+        assert_eq!(loaded.warnings, Vec::<String>::new());
+        let web = loaded.config.web;
+        assert_eq!((web.fetch_timeout_ms, web.max_redirects, web.max_response_bytes), (50, 2, 1000));
+        assert_eq!(web.denied_hosts, vec!["a.example".to_owned(), "b.example".to_owned()]);
+
+        // Dropping a host the user denied loosens.
+        scratch.write_workspace("[web]\ndenied_hosts = [\"b.example\"]\n");
+        let loaded = scratch.loader().load().unwrap();
+        assert_eq!(loaded.config.web.denied_hosts, vec!["a.example".to_owned()]);
+        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+        assert!(loaded.warnings[0].contains("`web.denied_hosts`"), "{:?}", loaded.warnings);
+    }
+
+    #[test]
+    fn web_proxy_is_validated_and_ca_file_resolved() {
+        let err = Config::from_toml_str("[web]\nproxy = \"socks5://x\"\n").unwrap_err();
+        assert!(matches!(&err, ConfigError::Invalid { message, .. } if message.contains("[web] proxy")), "{err:?}");
+        let err = Config::from_toml_str("[web]\nallowed_hosts = [\"127.0.0.1:8080\"]\n").unwrap_err();
+        assert!(matches!(&err, ConfigError::Invalid { message, .. } if message.contains("allowed_hosts")), "{err:?}");
+        let scratch = Scratch::new();
+        scratch.write_user("[web]\nca_file = \"ca.pem\"\n");
+        let config = scratch.loader().load().unwrap().config;
+        assert_eq!(config.web.ca_file, Some(scratch.home.join(".toolshed/ca.pem")));
     }
 
     #[test]
@@ -1141,5 +1331,21 @@ mod tests {
             Some(serde_json::json!({ "limit": 3, "names": ["a"], "nested": { "on": true } }))
         );
         assert_eq!(config.plugins.config_json("other"), None);
+    }
+
+    #[test]
+    fn workspace_hooks_need_trust() {
+        let scratch = Scratch::new();
+        let hooks =
+            "[hooks]\ntimeout_ms = 5\npre_tool_use = [{ matcher = \"write_to_file\", command = \"./check.sh\" }]\n";
+        scratch.write_workspace(hooks);
+        let loaded = scratch.loader().load().unwrap();
+        assert!(loaded.config.hooks.pre_tool_use.is_empty());
+        assert!(loaded.warnings.iter().any(|w| w.contains("hooks.pre_tool_use")), "{:?}", loaded.warnings);
+        scratch.trust_workspace("");
+        let loaded = scratch.loader().load().unwrap();
+        assert_eq!(loaded.config.hooks.pre_tool_use[0].command, "./check.sh");
+        assert_eq!(loaded.config.hooks.pre_tool_use[0].matcher.as_deref(), Some("write_to_file"));
+        assert_eq!(loaded.config.hooks.timeout_ms, 5);
     }
 }

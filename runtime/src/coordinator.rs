@@ -9,8 +9,9 @@ use crate::tool_actor::{ToolActor, ToolHealth};
 use crate::tool_id::{check_plugin_tool_name, ToolId};
 use actix::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use toolshed_plugin_api::{capability, ToolDeclaration, ToolSpec};
+use toolshed_plugin_api::{capability, ToolDeclaration, ToolHandlerBox, ToolSpec};
 
 /// What the registry knows about one callable name (a primary name or an alias).
 #[derive(Debug)]
@@ -101,12 +102,46 @@ pub(crate) struct Coordinator {
     entries: BTreeMap<ToolId, Registered>,
     /// Every callable name → the id of the entry serving it.
     names: HashMap<String, ToolId>,
+    /// Every library file with a version registered → the tools that version declared but could not
+    /// register. A reload may fail those again without being refused; it may not fail any other.
+    versions: HashMap<PathBuf, BTreeSet<String>>,
     routing: RoutingCell,
+}
+
+/// One declared tool that passed every check, ready to be started.
+struct Planned<'a> {
+    decl: &'a ToolDeclaration,
+    handler: ToolHandlerBox,
+    names: Vec<String>,
+    /// Entries of other files it overrides (built-in names listed in `[plugins] overrides`).
+    overrides: BTreeSet<ToolId>,
+}
+
+/// Each declared tool's handler from a plugin's factory, in declaration order: `Ok(None)` when the factory
+/// declines the tool, `Err` when constructing it failed (a constructor panic arrives here as an error: the
+/// SDK catches it). Run before anything changes, so a reload constructs its handlers off the coordinator.
+pub(crate) fn build_handlers(
+    plugin: &LoadedPlugin,
+    plugin_config: &BTreeMap<String, String>,
+) -> Vec<Result<Option<ToolHandlerBox>, String>> {
+    let config = plugin_config.get(&plugin.identity.name).map_or("{}", String::as_str);
+    plugin.declaration.tools.iter().map(|decl| plugin.new_handler(&decl.name, config)).collect()
+}
+
+/// What a registration or a swap did.
+#[derive(Debug, Default)]
+pub(crate) struct SwapReport {
+    /// Per declared tool: registered, declined or refused.
+    pub events: Vec<RegisterEvent>,
+    /// Names the file's previous version served that this version does not.
+    pub removed: Vec<String>,
+    /// Whether a previous version of the file was replaced.
+    pub replaced: bool,
 }
 
 impl Coordinator {
     pub fn new(settings: CoordinatorSettings, routing: RoutingCell) -> Self {
-        Self { settings, entries: BTreeMap::new(), names: HashMap::new(), routing }
+        Self { settings, entries: BTreeMap::new(), names: HashMap::new(), versions: HashMap::new(), routing }
     }
 
     fn publish(&self) {
@@ -122,48 +157,123 @@ impl Coordinator {
         }
     }
 
-    fn register_tool(&mut self, plugin: &LoadedPlugin, decl: &ToolDeclaration) -> RegisterEvent {
+    /// Checks one declared tool against the registry as it will be once the file's previous version is gone.
+    fn plan<'a>(
+        &self,
+        plugin: &LoadedPlugin,
+        decl: &'a ToolDeclaration,
+        handler: Result<Option<ToolHandlerBox>, String>,
+        taken_here: &BTreeSet<String>,
+    ) -> Result<Planned<'a>, RegisterEvent> {
         let file = &plugin.identity.file;
         let refuse = |reason: String| RegisterEvent::Refused { name: decl.name.clone(), reason };
         let names: Vec<String> =
             std::iter::once(decl.name.clone()).chain(decl.aliases.iter().map(|a| a.name.clone())).collect();
         for name in &names {
             if let Err(e) = check_plugin_tool_name(name) {
-                return refuse(format!("{}: {e}", file.display()));
+                return Err(refuse(format!("{}: {e}", file.display())));
             }
         }
-        if let Some((_, dup)) = names.iter().enumerate().find(|(i, n)| names[..*i].contains(n)) {
-            return refuse(format!("{}: declares the name '{dup}' twice", file.display()));
+        if let Some((_, dup)) =
+            names.iter().enumerate().find(|(i, n)| names[..*i].contains(n) || taken_here.contains(*n))
+        {
+            return Err(refuse(format!("{}: declares the name '{dup}' twice", file.display())));
         }
-        // A taken name is refused unless the user's config lets a later plugin override that built-in name.
-        let mut replaced = BTreeSet::new();
+        // A name taken by another file is refused unless the user's config lets a later plugin override that
+        // built-in name. Names of this file's previous version are being replaced, not taken.
+        let mut overrides = BTreeSet::new();
         for name in &names {
-            if let Some(owner_id) = self.names.get(name) {
-                let owner = &self.entries[owner_id].plugin;
-                let overridable = ToolId::from_name(name).is_builtin() && self.settings.overrides.contains(name);
-                if !overridable {
-                    return refuse(format!(
-                        "tool name '{name}' is already registered by {}; {} cannot register it too (to replace a built-in tool, list '{name}' in [plugins] overrides of your user config)",
-                        owner.file.display(),
-                        file.display()
-                    ));
+            let Some(owner_id) = self.names.get(name) else {
+                continue;
+            };
+            let owner = &self.entries[owner_id].plugin;
+            if owner.file == *file {
+                continue;
+            }
+            let overridable = ToolId::from_name(name).is_builtin() && self.settings.overrides.contains(name);
+            if !overridable {
+                return Err(refuse(format!(
+                    "tool name '{name}' is already registered by {}; {} cannot register it too (to replace a built-in tool, list '{name}' in [plugins] overrides of your user config)",
+                    owner.file.display(),
+                    file.display()
+                )));
+            }
+            overrides.insert(owner_id.clone());
+        }
+        match handler {
+            Ok(Some(handler)) => Ok(Planned { decl, handler, names, overrides }),
+            Ok(None) => Err(RegisterEvent::Declined { name: decl.name.clone(), file: file.clone() }),
+            Err(message) => Err(refuse(format!(
+                "{}: constructing the handler of '{}' failed: {message}",
+                file.display(),
+                decl.name
+            ))),
+        }
+    }
+
+    /// Registers a version of a library file, replacing the tools of its previous version in one published
+    /// snapshot. With `strict`, a version that cannot register a tool its previous version could changes
+    /// nothing and returns the reasons: a broken build never replaces a working one.
+    fn apply(
+        &mut self,
+        plugin: &LoadedPlugin,
+        handlers: Vec<Result<Option<ToolHandlerBox>, String>>,
+        strict: bool,
+    ) -> Result<SwapReport, Vec<String>> {
+        let file = plugin.identity.file.clone();
+        let previous_refused = self.versions.get(&file).cloned();
+        let mut events = Vec::new();
+        let mut planned = Vec::new();
+        let mut taken_here = BTreeSet::new();
+        let mut refused = BTreeSet::new();
+        let mut failures = Vec::new();
+        for (decl, handler) in plugin.declaration.tools.iter().zip(handlers) {
+            match self.plan(plugin, decl, handler, &taken_here) {
+                Ok(plan) => {
+                    taken_here.extend(plan.names.iter().cloned());
+                    planned.push(plan);
                 }
-                replaced.insert(owner_id.clone());
+                Err(event) => {
+                    if let RegisterEvent::Refused { name, reason } = &event {
+                        if previous_refused.as_ref().is_some_and(|before| !before.contains(name)) {
+                            failures.push(reason.clone());
+                        }
+                        refused.insert(name.clone());
+                    }
+                    events.push(event);
+                }
             }
         }
-        let config = self.settings.plugin_config.get(&plugin.identity.name).map_or("{}", String::as_str);
-        let handler = match plugin.new_handler(&decl.name, config) {
-            Ok(Some(handler)) => handler,
-            Ok(None) => return RegisterEvent::Declined { name: decl.name.clone(), file: file.clone() },
-            Err(message) => {
-                return refuse(format!(
-                    "{}: constructing the handler of '{}' failed: {message}",
-                    file.display(),
-                    decl.name
-                ))
+        if strict && !failures.is_empty() {
+            // The planned handlers drop here, never having served a call; the old version keeps serving.
+            return Err(failures);
+        }
+
+        let old_ids: Vec<ToolId> =
+            self.entries.iter().filter(|(_, entry)| entry.plugin.file == file).map(|(id, _)| id.clone()).collect();
+        let mut old_names = BTreeSet::new();
+        for id in &old_ids {
+            if let Some(old) = self.entries.remove(id) {
+                for route in &old.routes {
+                    self.names.remove(&route.meta.name);
+                    old_names.insert(route.meta.name.clone());
+                }
             }
-        };
-        for id in replaced {
+        }
+        for plan in planned {
+            events.push(self.start(plugin, plan));
+        }
+        let removed = old_names.into_iter().filter(|name| !self.names.contains_key(name)).collect();
+        self.versions.insert(file, refused);
+        self.publish();
+        Ok(SwapReport { events, removed, replaced: previous_refused.is_some() })
+    }
+
+    /// Starts the actor of a planned tool and registers its names.
+    fn start(&mut self, plugin: &LoadedPlugin, plan: Planned<'_>) -> RegisterEvent {
+        let Planned { decl, handler, names, overrides } = plan;
+        let file = &plugin.identity.file;
+        for id in overrides {
             if let Some(old) = self.entries.remove(&id) {
                 tracing::info!(tool = %id, old = %old.plugin.file.display(), new = %file.display(), "built-in tool overridden");
                 for route in &old.routes {
@@ -203,6 +313,25 @@ impl Coordinator {
         self.entries.insert(id, Registered { plugin: Arc::clone(&plugin.identity), routes });
         RegisterEvent::Registered { names, file: file.clone() }
     }
+
+    /// Unregisters every tool of a library file; returns the names it served, sorted.
+    fn unregister(&mut self, file: &Path) -> Vec<String> {
+        self.versions.remove(file);
+        let ids: Vec<ToolId> =
+            self.entries.iter().filter(|(_, entry)| entry.plugin.file == file).map(|(id, _)| id.clone()).collect();
+        let mut names = Vec::new();
+        for id in ids {
+            if let Some(old) = self.entries.remove(&id) {
+                for route in &old.routes {
+                    self.names.remove(&route.meta.name);
+                    names.push(route.meta.name.clone());
+                }
+            }
+        }
+        names.sort();
+        self.publish();
+        names
+    }
 }
 
 /// The required parameters of a tool: from its generic spec, else from any spec.
@@ -218,7 +347,7 @@ impl Actor for Coordinator {
     type Context = Context<Self>;
 }
 
-/// Registers every tool a loaded plugin declares.
+/// Registers every tool a loaded plugin declares (start-up: each tool on its own, refusals reported).
 #[derive(Message)]
 #[rtype(result = "Vec<RegisterEvent>")]
 pub(crate) struct Register(pub LoadedPlugin);
@@ -227,8 +356,44 @@ impl Handler<Register> for Coordinator {
     type Result = MessageResult<Register>;
 
     fn handle(&mut self, Register(plugin): Register, _ctx: &mut Self::Context) -> Self::Result {
-        let events = plugin.declaration.tools.iter().map(|decl| self.register_tool(&plugin, decl)).collect();
-        self.publish();
-        MessageResult(events)
+        let handlers = build_handlers(&plugin, &self.settings.plugin_config);
+        match self.apply(&plugin, handlers, false) {
+            Ok(report) => MessageResult(report.events),
+            Err(reasons) => MessageResult(
+                reasons.into_iter().map(|reason| RegisterEvent::Refused { name: String::new(), reason }).collect(),
+            ),
+        }
+    }
+}
+
+/// Puts a new version of a library file in place of its previous one (or registers a new file), with the
+/// handlers already constructed by [`build_handlers`]. Every route changes in one published snapshot: calls
+/// that resolved the old routes finish on the old actors, new calls reach the new ones. Refused, with the
+/// reasons, when the new version would lose a tool the previous one served.
+#[derive(Message)]
+#[rtype(result = "Result<SwapReport, Vec<String>>")]
+pub(crate) struct Swap {
+    pub plugin: LoadedPlugin,
+    pub handlers: Vec<Result<Option<ToolHandlerBox>, String>>,
+}
+
+impl Handler<Swap> for Coordinator {
+    type Result = MessageResult<Swap>;
+
+    fn handle(&mut self, Swap { plugin, handlers }: Swap, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.apply(&plugin, handlers, true))
+    }
+}
+
+/// Unregisters every tool a library file registered (the file was removed); answers the names it served.
+#[derive(Message)]
+#[rtype(result = "Vec<String>")]
+pub(crate) struct Unregister(pub PathBuf);
+
+impl Handler<Unregister> for Coordinator {
+    type Result = MessageResult<Unregister>;
+
+    fn handle(&mut self, Unregister(file): Unregister, _ctx: &mut Self::Context) -> Self::Result {
+        MessageResult(self.unregister(&file))
     }
 }

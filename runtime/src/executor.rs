@@ -4,17 +4,19 @@
 //! Every failure on the way is a tool result, never an error of the host's.
 
 use crate::coordinator::Route;
+use crate::hooks::{HookDecision, HookEvent, HookInput, Verdict};
 use crate::messages;
 use crate::policy::{Answer, ApprovalPrompt, Decision, PolicyRequest};
 use crate::runtime::Shared;
 use crate::task::{Mode, TaskShared};
 use crate::tool_actor::{AutoApprove, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
+use serde_json::json;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use toolshed_plugin_api::{capability, ApprovalRequest, Block, Outcome, Prepared, ToolError};
+use toolshed_plugin_api::{capability, ApprovalRequest, Block, Outcome, Prepared, Risk, ToolError};
 
 /// A tool use from the model.
 #[derive(Debug, Clone, PartialEq)]
@@ -55,8 +57,11 @@ pub enum ResultStatus {
     Success,
     /// A tool error (the model sees Cline's error wrapping).
     Error,
-    /// The user or the policy refused.
+    /// The user, the policy or a hook refused.
     Denied,
+    /// A message-level rule kept it from running (a tool rejected earlier in the message, one tool per
+    /// message); the text says why, and text mode shows it without a result header, as Cline does.
+    Skipped,
 }
 
 /// A tool result, ready for a provider's `tool_result`.
@@ -76,6 +81,11 @@ pub struct ToolResult {
     pub feedback: Option<String>,
     /// A note for the host's user, not the model (e.g. why a call was denied without asking).
     pub note: Option<String>,
+    /// Text blocks the model reads before the result (PreToolUse `<hook_context>` blocks).
+    pub context_before: Vec<String>,
+    /// Text blocks the model reads after the result (Cline's loop-detection warning, PostToolUse
+    /// `<hook_context>` blocks).
+    pub context_after: Vec<String>,
 }
 
 impl ToolResult {
@@ -88,7 +98,82 @@ impl ToolResult {
             status,
             feedback: None,
             note: None,
+            context_before: Vec::new(),
+            context_after: Vec::new(),
         }
+    }
+
+    /// A result that is one text block (used for tools a message-level rule skipped).
+    pub(crate) fn plain(tool_use: &ToolUse, description: String, status: ResultStatus, text: String) -> Self {
+        Self::text(tool_use, description, status, text)
+    }
+
+    /// The text blocks the model reads for this result, in order: the feedback block, hook context, the
+    /// result's own blocks (text mode: the `{description} Result:` header on a single text block), then
+    /// warnings and PostToolUse context.
+    fn text_blocks(&self, header: bool) -> Vec<Block> {
+        let mut out = Vec::new();
+        if let Some(feedback) = &self.feedback {
+            out.push(Block::Text { text: messages::feedback(feedback) });
+        }
+        out.extend(self.context_before.iter().map(|text| Block::Text { text: text.clone() }));
+        match self.blocks.as_slice() {
+            [Block::Text { text }] => {
+                let body = if text.is_empty() { messages::EMPTY_RESULT } else { text };
+                let text = if header && self.status != ResultStatus::Skipped {
+                    format!("{} Result:\n{body}", self.description)
+                } else {
+                    body.to_owned()
+                };
+                out.push(Block::Text { text });
+            }
+            [] => out.push(Block::Text { text: messages::EMPTY_RESULT.to_owned() }),
+            blocks => out.extend(blocks.iter().cloned()),
+        }
+        out.extend(self.context_after.iter().map(|text| Block::Text { text: text.clone() }));
+        out
+    }
+
+    /// The result as an Anthropic Messages `tool_result` content block (native tool calling). Feedback and
+    /// hook context ride inside it, so a user message of several results keeps every `tool_result` first, as
+    /// the API requires.
+    pub fn to_anthropic(&self) -> Value {
+        let content: Vec<Value> = self
+            .text_blocks(false)
+            .into_iter()
+            .map(|block| match block {
+                Block::Text { text } => json!({"type": "text", "text": text}),
+                Block::Image { media_type, data } => {
+                    json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+                }
+            })
+            .collect();
+        let mut block = json!({"type": "tool_result", "tool_use_id": self.tool_use_id, "content": content});
+        if self.is_error() {
+            block["is_error"] = Value::Bool(true);
+        }
+        block
+    }
+
+    /// The result as OpenAI chat-completions messages: the `tool` message answering the call, then, when
+    /// the result has images (a tool message holds text only), a `user` message carrying them.
+    pub fn to_openai(&self) -> Vec<Value> {
+        let mut texts = Vec::new();
+        let mut images = Vec::new();
+        for block in self.text_blocks(false) {
+            match block {
+                Block::Text { text } => texts.push(text),
+                Block::Image { media_type, data } => images.push(
+                    json!({"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}}),
+                ),
+            }
+        }
+        let mut messages =
+            vec![json!({"role": "tool", "tool_call_id": self.tool_use_id, "content": texts.join("\n\n")})];
+        if !images.is_empty() {
+            messages.push(json!({"role": "user", "content": images}));
+        }
+        messages
     }
 
     /// Whether the result is a tool error or a denial.
@@ -96,42 +181,27 @@ impl ToolResult {
         self.status != ResultStatus::Success
     }
 
-    /// The result as the model reads it in text mode: the feedback block, then `{description} Result:` and
-    /// the text for a text result (`(tool did not return anything)` when empty); results with images carry
-    /// no header, and images appear as a placeholder line.
+    /// The result as the model reads it in text mode (Cline's XML mode): the feedback block, hook context,
+    /// then `{description} Result:` and the text for a text result (`(tool did not return anything)` when
+    /// empty); results with images carry no header, and images appear as a placeholder line; then warnings
+    /// and PostToolUse context. Blocks are separated by a newline.
     pub fn to_model_text(&self) -> String {
-        let mut out = String::new();
-        if let Some(feedback) = &self.feedback {
-            out.push_str(&messages::feedback(feedback));
-            out.push('\n');
-        }
-        match self.blocks.as_slice() {
-            [Block::Text { text }] => {
-                out.push_str(&self.description);
-                out.push_str(" Result:\n");
-                out.push_str(if text.is_empty() { messages::EMPTY_RESULT } else { text });
-            }
-            blocks => {
-                let parts: Vec<String> = blocks
-                    .iter()
-                    .map(|b| match b {
-                        Block::Text { text } => text.clone(),
-                        Block::Image { media_type, data } => {
-                            format!("[image {media_type}, {} bytes base64]", data.len())
-                        }
-                    })
-                    .collect();
-                out.push_str(&parts.join("\n"));
-            }
-        }
-        out
+        let parts: Vec<String> = self
+            .text_blocks(true)
+            .into_iter()
+            .map(|b| match b {
+                Block::Text { text } => text,
+                Block::Image { media_type, data } => format!("[image {media_type}, {} bytes base64]", data.len()),
+            })
+            .collect();
+        parts.join("\n")
     }
 }
 
 /// Renders a display template: `{tool}` is the name called, `{x}` input parameter `x` (`undefined` when
 /// missing, as Cline renders it), `{a|b}` the first of `a` and `b` present (Cline's `path || absolutePath`),
 /// and `{?x:text}` renders `text` only when `x` is present (search_files' ` in '{file_pattern}'`).
-fn describe(template: Option<&str>, tool: &str, input: &Value) -> String {
+pub(crate) fn describe(template: Option<&str>, tool: &str, input: &Value) -> String {
     let Some(template) = template else {
         return format!("[{tool}]");
     };
@@ -189,7 +259,7 @@ fn render(template: &str, tool: &str, input: &Value, out: &mut String) {
 }
 
 /// Cline's "missing" test: absent, null, or a blank string (unless the parameter allows empty strings).
-fn is_missing(value: Option<&Value>, allow_empty: bool) -> bool {
+pub(crate) fn is_missing(value: Option<&Value>, allow_empty: bool) -> bool {
     match value {
         None | Some(Value::Null) => true,
         Some(Value::String(s)) => !allow_empty && s.trim().is_empty(),
@@ -198,8 +268,10 @@ fn is_missing(value: Option<&Value>, allow_empty: bool) -> bool {
 }
 
 fn call_json(tool: &str, id: &str, input: &Value, task: &TaskShared) -> String {
-    // Assembled by hand so the task's JSON, built once per task, is not serialised again for every call.
-    let mut out = String::with_capacity(128 + task.info_json.len());
+    // Assembled by hand so the task's JSON, built once per task and mode, is not serialised again for every
+    // call.
+    let info_json = task.info_json();
+    let mut out = String::with_capacity(128 + info_json.len());
     out.push_str("{\"tool\":");
     out.push_str(&Value::from(tool).to_string());
     out.push_str(",\"id\":");
@@ -207,15 +279,112 @@ fn call_json(tool: &str, id: &str, input: &Value, task: &TaskShared) -> String {
     out.push_str(",\"input\":");
     out.push_str(&input.to_string());
     out.push_str(",\"task\":");
-    out.push_str(&task.info_json);
+    out.push_str(&info_json);
     out.push('}');
     out
 }
 
-/// Runs one tool use for a task.
-pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> ToolResult {
+/// The result header Cline shows for a tool use (`[read_file for 'a.rs']`).
+pub(crate) fn description(shared: &Shared, tool_use: &ToolUse) -> String {
+    let display = shared.route(&tool_use.name).and_then(|route| route.meta.display.clone());
+    let input = match &tool_use.input {
+        ToolInput::Json(value) => value.clone(),
+        ToolInput::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+    };
+    describe(display.as_deref(), &tool_use.name, &input)
+}
+
+/// Runs one tool use for a task, then Cline's loop detection on it.
+pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, tool_use: ToolUse) -> ToolResult {
+    if task.cancel.is_cancelled() {
+        let description = format!("[{}]", tool_use.name);
+        let text = messages::tool_error(&format!("Error executing {}: the task was cancelled.", tool_use.name));
+        return ToolResult::text(&tool_use, description, ResultStatus::Error, text);
+    }
+    let (mut result, signature) = run(shared, task, tool_use).await;
+    if let Some(signature) = signature {
+        detect_loop(task, &mut result, signature);
+    }
+    result
+}
+
+/// Cline's loop detection: the same tool with the same parameters (keys sorted, `task_progress` left out)
+/// three times in a row appends `repeatedToolCall`; five times sets the mistake count to the host's limit.
+fn detect_loop(task: &TaskShared, result: &mut ToolResult, signature: String) {
+    const SOFT: u32 = 3;
+    const HARD: u32 = 5;
+    let mut last = match task.last_call.lock() {
+        Ok(last) => last,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if last.0 == result.name && last.1 == signature {
+        last.2 += 1;
+    } else {
+        *last = (result.name.clone(), signature, 1);
+    }
+    if last.2 == SOFT {
+        result.context_after.insert(0, messages::repeated_tool_call(&result.name, SOFT));
+    }
+    if last.2 == HARD {
+        task.mistakes.store(task.max_mistakes, Ordering::Relaxed);
+    }
+}
+
+/// The loop-detection signature: the input with keys sorted at every level and `task_progress` left out.
+pub(crate) fn signature(input: &Value) -> String {
+    fn sorted(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, key) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::from(key.as_str()).to_string());
+                    out.push(':');
+                    sorted(&map[key], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    sorted(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut input = input.clone();
+    if let Value::Object(map) = &mut input {
+        map.remove("task_progress");
+    }
+    // Printed by hand in key order, whatever map type serde_json was built with.
+    let mut out = String::new();
+    sorted(&input, &mut out);
+    out
+}
+
+/// Runs one tool use; also returns its loop-detection signature when it reached its tool.
+async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> (ToolResult, Option<String>) {
+    // A streamed tool use keeps the generation its first `partial` resolved.
+    let streamed = task.streamed.remove(&tool_use.id).map(|(_, route)| route);
+    let route = streamed.filter(|route| route.meta.name == tool_use.name).or_else(|| shared.route(&tool_use.name));
+    // A native MCP tool (`{server}__mcp__{tool}`) runs as the use_mcp_tool call Cline turns it into.
+    if route.is_none() && tool_use.name.contains(crate::spec::MCP_TOOL_SEPARATOR) {
+        if let Some(native) = native_mcp(shared, &mut tool_use).await {
+            let mut result = Box::pin(execute(shared, task, native)).await;
+            result.name = tool_use.name;
+            return (result, None);
+        }
+    }
     task.calls.fetch_add(1, Ordering::Relaxed);
-    let route = shared.route(&tool_use.name);
     let Some(route) = route else {
         let mut names = shared.tool_names();
         names.sort();
@@ -224,7 +393,10 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut to
             tool_use.name,
             names.join(", ")
         ));
-        return mistake(task, ToolResult::text(&tool_use, format!("[{}]", tool_use.name), ResultStatus::Error, text));
+        return (
+            mistake(task, ToolResult::text(&tool_use, format!("[{}]", tool_use.name), ResultStatus::Error, text)),
+            None,
+        );
     };
     // Taken, not cloned: an input can be a whole file's content.
     let input = match std::mem::replace(&mut tool_use.input, ToolInput::Json(Value::Null)) {
@@ -237,31 +409,46 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut to
                     tool_use.name
                 ));
                 let description = describe(route.meta.display.as_deref(), &tool_use.name, &Value::Null);
-                return mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text));
+                return (mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text)), None);
             }
         },
     };
     let description = describe(route.meta.display.as_deref(), &tool_use.name, &input);
+    let sig = signature(&input);
     if !input.is_object() {
         let text = messages::tool_error(&format!(
             "Invalid input for {}: expected a JSON object of parameters, got {}.",
             tool_use.name,
             json_kind(&input)
         ));
-        return mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text));
+        return (mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text)), Some(sig));
     }
     if let Some((param, _)) =
         route.meta.required.iter().find(|(name, allow_empty)| is_missing(input.get(name.as_str()), *allow_empty))
     {
         let text = messages::tool_error(&messages::missing_parameter(param));
-        return mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text));
+        return (mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text)), Some(sig));
     }
 
-    if task.mode == Mode::Plan && route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES) {
+    if task.mode() == Mode::Plan && route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES) {
         let text = messages::tool_error(&messages::plan_mode_refusal(&tool_use.name));
-        return ToolResult::text(&tool_use, description, ResultStatus::Error, text);
+        return (ToolResult::text(&tool_use, description, ResultStatus::Error, text), None);
     }
+    let pre_hooks = shared.hooks.has(HookEvent::PreToolUse);
+    let hook_input = |event: HookEvent| HookInput {
+        hook_event_name: event,
+        session_id: task.info.task_id.clone(),
+        task_id: task.info.task_id.clone(),
+        cwd: task.info.cwd.clone(),
+        tool_name: tool_use.name.clone(),
+        tool_input: input.clone(),
+        tool_use_id: tool_use.id.clone(),
+        tool_response: None,
+    };
+    let pre_input = pre_hooks.then(|| hook_input(HookEvent::PreToolUse));
+    let post_input = shared.hooks.has(HookEvent::PostToolUse).then(|| hook_input(HookEvent::PostToolUse));
 
+    let mcp_auto = mcp_auto_approve(shared, &route, &input);
     let call = call_json(&tool_use.name, &tool_use.id, &input, task);
     // Prepare, and when nobody has to be asked, execute in the same job: one round trip instead of two.
     let approve: AutoApprove = {
@@ -270,16 +457,18 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut to
         Arc::new(move |prepared: &Prepared| match prepared {
             Prepared::Proceed => true,
             Prepared::Approval(request) => {
-                matches!(decide(&shared, &task, &route, &tool, request), Decision::Allow(_))
+                matches!(decide(&shared, &task, &route, &tool, request, mcp_auto), Decision::Allow(_))
             }
             Prepared::Error(_) => false,
         })
     };
-    let then = ThenExecute { approve, timeout: shared.timeouts.call };
+    // PreToolUse hooks run between prepare and execute, so the two cannot share a job when there are any.
+    let then = (!pre_hooks).then(|| ThenExecute { approve, timeout: shared.timeouts.call });
     let limits = (shared.timeouts.prepare, shared.timeouts.cancel_grace);
     let call: Arc<str> = Arc::from(call);
-    let first = run_phase(&route, Phase::Prepare, Arc::clone(&call), task, limits, Some(then)).await;
+    let first = run_phase(&route, Phase::Prepare, Arc::clone(&call), task, limits, then).await;
     let mut feedback = None;
+    let mut verdict = Verdict::default();
     let executed = match first {
         Ok(PhaseAnswer::Executed(text)) => Ok(text),
         Ok(PhaseAnswer::Text(text)) => {
@@ -287,17 +476,49 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut to
                 Prepared::Error(boundary_error(&tool_use.name, &format!("unreadable answer from prepare: {e}")))
             });
             let request = match prepared {
-                Prepared::Error(error) => return tool_error(task, &tool_use, description, error),
+                Prepared::Error(error) => return (tool_error(task, &tool_use, description, error), Some(sig)),
                 Prepared::Proceed => None,
                 Prepared::Approval(request) => Some(request),
             };
+            if let Some(pre_input) = pre_input {
+                verdict = shared.hooks.run(pre_input, task.workspace.primary().to_path_buf()).await;
+                if verdict.decision == Some(HookDecision::Deny) {
+                    let mut result =
+                        denied(&tool_use, description, request.as_ref().and_then(|r| r.denied_message.as_deref()));
+                    let reason = verdict.reason.clone().unwrap_or_default();
+                    result.context_before = verdict.context;
+                    result.context_before.extend(crate::hooks::hook_context("PreToolUse", &reason));
+                    result.note = Some(format!("denied by a PreToolUse hook: {reason}"));
+                    return (result, Some(sig));
+                }
+            }
+            // A hook asking for approval of a call that needs none still asks.
+            let request = match (request, verdict.decision) {
+                (None, Some(HookDecision::Ask)) => Some(ApprovalRequest {
+                    kind: "tool".to_owned(),
+                    message: format!("A hook asks whether {} may run", tool_use.name),
+                    paths: Vec::new(),
+                    risk: Risk::Medium,
+                    denied_message: None,
+                }),
+                (request, _) => request,
+            };
             if let Some(request) = request {
-                match decide(shared, task, &route, &tool_use.name, &request) {
+                let policy = decide(shared, task, &route, &tool_use.name, &request, mcp_auto);
+                let decision = match (policy, verdict.decision) {
+                    (Decision::Ask(_), Some(HookDecision::Allow)) => Decision::Allow(crate::policy::Source::Default),
+                    (Decision::Allow(source), Some(HookDecision::Ask)) if source != crate::policy::Source::CliFlag => {
+                        Decision::Ask(source)
+                    }
+                    (decision, _) => decision,
+                };
+                match decision {
                     Decision::Allow(_) => {}
                     Decision::Deny(source) => {
                         let mut result = denied(&tool_use, description, request.denied_message.as_deref());
                         result.note = Some(format!("denied by {source:?} rule for {}", tool_use.name));
-                        return result;
+                        result.context_before = verdict.context;
+                        return (result, Some(sig));
                     }
                     Decision::Ask(_) => match ask(shared, task, &tool_use, request).await {
                         Ok(typed) => feedback = typed,
@@ -305,7 +526,8 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut to
                             let mut result = denied(&tool_use, description, message.as_deref());
                             result.note = note;
                             result.feedback = typed;
-                            return result;
+                            result.context_before = verdict.context;
+                            return (result, Some(sig));
                         }
                     },
                 }
@@ -335,26 +557,84 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut to
                 status: ResultStatus::Success,
                 feedback: None,
                 note: None,
+                context_before: Vec::new(),
+                context_after: Vec::new(),
             }
         }
         Outcome::Error(error) => tool_error(task, &tool_use, description, error),
         Outcome::Denied => denied(&tool_use, description, None),
     };
     result.feedback = feedback;
-    result
+    result.context_before = verdict.context;
+    if let Some(mut post_input) = post_input {
+        let status = match result.status {
+            ResultStatus::Success => "success",
+            ResultStatus::Error => "error",
+            ResultStatus::Denied => "denied",
+            ResultStatus::Skipped => "skipped",
+        };
+        let content: Vec<Value> = result
+            .blocks
+            .iter()
+            .map(|block| match block {
+                Block::Text { text } => json!({"type": "text", "text": text}),
+                Block::Image { media_type, .. } => json!({"type": "image", "media_type": media_type}),
+            })
+            .collect();
+        post_input.tool_response = Some(json!({"status": status, "content": content}));
+        let post = shared.hooks.run(post_input, task.workspace.primary().to_path_buf()).await;
+        result.context_after.extend(post.context);
+    }
+    (result, Some(sig))
 }
 
 /// The policy's decision on an approval request.
-fn decide(shared: &Shared, task: &TaskShared, route: &Route, tool: &str, request: &ApprovalRequest) -> Decision {
+fn decide(
+    shared: &Shared,
+    task: &TaskShared,
+    route: &Route,
+    tool: &str,
+    request: &ApprovalRequest,
+    mcp_auto_approve: bool,
+) -> Decision {
     let policy_request = PolicyRequest {
         tool,
         builtin: route.meta.id.is_builtin(),
         capabilities: &route.meta.capabilities,
         inside_workspace: request.paths.iter().all(|p| task.workspace.contains(Path::new(p))),
-        mcp_auto_approve: false,
+        mcp_auto_approve,
         session_allowed: task.always_allow.contains(tool),
     };
     shared.policy.decide(&policy_request)
+}
+
+/// The use_mcp_tool call a native MCP tool use stands for, when the MCP hub knows the name's server: the
+/// input becomes `arguments`, a JSON string as Cline stringifies it (JSON text passes through unparsed, so
+/// invalid JSON gets use_mcp_tool's own error).
+async fn native_mcp(shared: &Shared, tool_use: &mut ToolUse) -> Option<ToolUse> {
+    let hub = shared.host.mcp.as_ref()?;
+    shared.route(USE_MCP_TOOL)?;
+    let (server, tool) = hub.resolve_native(&tool_use.name).await?;
+    let arguments = match std::mem::replace(&mut tool_use.input, ToolInput::Json(Value::Null)) {
+        ToolInput::Json(value) => value.to_string(),
+        ToolInput::Text(text) => text,
+    };
+    let input = serde_json::json!({"server_name": server, "tool_name": tool, "arguments": arguments});
+    Some(ToolUse::new(tool_use.id.clone(), USE_MCP_TOOL, input))
+}
+
+/// The tool Cline routes MCP tool calls through.
+const USE_MCP_TOOL: &str = "use_mcp_tool";
+
+/// Whether the called MCP server's `autoApprove` lists the tool of a use_mcp_tool call.
+fn mcp_auto_approve(shared: &Shared, route: &Route, input: &Value) -> bool {
+    let (Some(hub), true) = (&shared.host.mcp, route.meta.primary == USE_MCP_TOOL) else {
+        return false;
+    };
+    match (input.get("server_name").and_then(Value::as_str), input.get("tool_name").and_then(Value::as_str)) {
+        (Some(server), Some(tool)) => hub.auto_approves(server, tool),
+        _ => false,
+    }
 }
 
 /// Asks the user. `Ok` carries any feedback typed with an approval; `Err` a refusal: the tool's denial text,
@@ -404,9 +684,17 @@ async fn ask(
 /// Hands a streamed, incomplete tool use to its tool (UI only). Unknown tools and failures are ignored:
 /// the complete tool use that follows reports them.
 pub(crate) async fn partial(shared: &Shared, task: &Arc<TaskShared>, id: &str, name: &str, input: Value) {
-    let Some(route) = shared.route(name) else {
+    let pinned = task.streamed.get(id).map(|route| route.clone()).filter(|route| route.meta.name == name);
+    let Some(route) = pinned.or_else(|| shared.route(name)) else {
         return;
     };
+    if !id.is_empty() && !task.streamed.contains_key(id) {
+        // Tool uses whose stream was abandoned never reach `execute`: keep the map small.
+        if task.streamed.len() >= 64 {
+            task.streamed.clear();
+        }
+        task.streamed.insert(id.to_owned(), route.clone());
+    }
     let block = call_json(name, id, &input, task);
     let _ = run_phase(
         &route,
@@ -419,7 +707,7 @@ pub(crate) async fn partial(shared: &Shared, task: &Arc<TaskShared>, id: &str, n
     .await;
 }
 
-fn json_kind(value: &Value) -> &'static str {
+pub(crate) fn json_kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -31,6 +31,11 @@ const SERVICES: &[&str] = &[
     services::PROCESS_READ,
     services::PROCESS_KILL,
     services::COMMANDS_SETTINGS,
+    services::WEB_SETTINGS,
+    services::HTTP_REQUEST,
+    services::MCP_CALL_TOOL,
+    services::MCP_READ_RESOURCE,
+    services::MCP_SERVERS,
 ];
 
 /// The host for one call of one tool.
@@ -120,11 +125,58 @@ impl CallHost {
                 })
             }),
             services::COMMANDS_SETTINGS => answer(request, |_: serde_json::Value| Ok(self.task.host.commands.clone())),
+            services::WEB_SETTINGS => answer(request, |_: serde_json::Value| Ok(self.task.host.web.web_settings())),
+            services::HTTP_REQUEST => answer(request, |req: services::HttpRequest| {
+                self.task.host.web.request(req, &|| self.is_cancelled_now())
+            }),
+            services::MCP_CALL_TOOL => answer(request, |req: services::McpCallToolRequest| {
+                let hub = self.mcp_hub()?;
+                let result = hub
+                    .call_tool(&req.server, &req.tool, req.arguments, &|| self.is_cancelled_now())
+                    .map_err(mcp_error)?;
+                Ok(services::McpCallToolResponse { result })
+            }),
+            services::MCP_READ_RESOURCE => answer(request, |req: services::McpReadResourceRequest| {
+                let hub = self.mcp_hub()?;
+                let result =
+                    hub.read_resource(&req.server, &req.uri, &|| self.is_cancelled_now()).map_err(mcp_error)?;
+                Ok(services::McpReadResourceResponse { result })
+            }),
+            services::MCP_SERVERS => answer(request, |_: serde_json::Value| {
+                Ok(match &self.task.host.mcp {
+                    Some(hub) => hub.servers(&|| self.is_cancelled_now()),
+                    None => {
+                        services::McpServersResponse { settings_path: None, settings_error: None, servers: Vec::new() }
+                    }
+                })
+            }),
+            // The conversational tools' services (interaction.rs).
+            name if crate::interaction::serves(name) => crate::interaction::dispatch(self, name, request),
             other => Err(ServiceError::new(
                 ServiceErrorKind::UnknownService,
                 format!("this host offers no service named '{other}'"),
             )),
         }
+    }
+}
+
+impl CallHost {
+    /// The MCP hub, or the error a host without MCP settings gives.
+    fn mcp_hub(&self) -> Result<&crate::mcp::McpHub, ServiceError> {
+        self.task.host.mcp.as_deref().ok_or_else(|| {
+            ServiceError::new(
+                ServiceErrorKind::Failed,
+                "No MCP servers are configured: set [mcp] settings to a cline_mcp_settings.json-shaped file in your user config",
+            )
+        })
+    }
+}
+
+/// A hub failure as a service error: `None` is a cancellation.
+fn mcp_error(error: Option<String>) -> ServiceError {
+    match error {
+        Some(message) => ServiceError::new(ServiceErrorKind::Failed, message),
+        None => cancelled(),
     }
 }
 
@@ -161,7 +213,7 @@ impl Host for CallHost {
     }
 
     fn services(&self) -> RVec<RString> {
-        SERVICES.iter().map(|s| RString::from(*s)).collect()
+        SERVICES.iter().chain(crate::interaction::SERVICES).map(|s| RString::from(*s)).collect()
     }
 
     fn is_cancelled(&self) -> bool {

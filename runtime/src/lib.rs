@@ -5,47 +5,112 @@
 //! tool calls through Cline's pipeline: input checks, the tool's own validation, the approval policy,
 //! then execution, with timeouts, cancellation and panic containment.
 //!
-//! ```no_run
-//! use toolshed::{Runtime, TaskContext, ToolUse};
+//! Embedding: build a [`Runtime`] over plugin directories, open a task, and run the model's tool uses. This
+//! example runs as a doc test against the built plugins (`TOOLSHED_TEST_PLUGINS`, else
+//! `target/plugins-debug`, which `cargo xtask test` fills first):
 //!
-//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
-//! let runtime = Runtime::builder().plugin_dir("target/plugins").build()?;
-//! let task = runtime.task(TaskContext::new("."));
-//! let result = task.execute(ToolUse::new("1", "read_file", serde_json::json!({"path": "README.md"}))).await;
-//! println!("{}", result.to_model_text());
+//! ```
+//! use toolshed::{HookOutcome, Mode, Provider, ResultStatus, Runtime, TaskContext, ToolUse};
+//! use toolshed::stream::XmlEvent;
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # let plugins = std::env::var("TOOLSHED_TEST_PLUGINS")
+//! #     .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target/plugins-debug").to_owned());
+//! let workspace = tempfile::tempdir()?;
+//! std::fs::write(workspace.path().join("README.md"), "# Hello\n")?;
+//! let runtime = Runtime::builder()
+//!     .plugin_dir(&plugins)
+//!     // A PreToolUse hook: refuse anything under secrets/.
+//!     .pre_tool_use(|call| async move {
+//!         match call.tool_input["path"].as_str() {
+//!             Some(path) if path.starts_with("secrets/") => HookOutcome::deny("secrets stay private"),
+//!             _ => HookOutcome::pass(),
+//!         }
+//!     })
+//!     .build()?;
+//! let task = runtime.task(TaskContext::new(workspace.path()).with_model_family("claude"));
+//! let schemas = task.tools(Provider::Anthropic); // the request's `tools`
+//! # assert!(schemas.to_string().contains("read_file"));
+//!
+//! // The host's futures run on any executor; here a plain current-thread one.
+//! let host = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+//! let result = host.block_on(task.execute(ToolUse::new("toolu_1", "read_file", serde_json::json!({"path": "README.md"}))));
+//! assert_eq!(result.status, ResultStatus::Success);
+//! assert!(result.to_model_text().starts_with("[read_file for 'README.md'] Result:"));
+//! let _block = result.to_anthropic(); // {"type": "tool_result", "tool_use_id": "toolu_1", "content": [...]}
+//!
+//! // A text-mode model: stream its message through the XML parser, run the complete tool uses as one message.
+//! let mut parser = task.xml_parser();
+//! let mut uses = Vec::new();
+//! for chunk in ["Checking.\n<read_file><path>secr", "ets/key</path></read_file>"] {
+//!     for event in parser.push(chunk) {
+//!         match event {
+//!             XmlEvent::Partial(block) => host.block_on(task.partial_use(&block)),
+//!             XmlEvent::ToolUse(tool_use) => uses.push(tool_use),
+//!             XmlEvent::Text(_) => {}
+//!         }
+//!     }
+//! }
+//! let turn = host.block_on(task.execute_message(uses));
+//! assert_eq!(turn.results[0].status, ResultStatus::Denied);
+//! assert!(turn.to_model_text().contains("The user denied this operation."));
+//!
+//! task.set_mode(Mode::Plan); // plan mode refuses file modifications from now on
 //! # Ok(()) }
 //! ```
+//!
+//! The host hooks in at three points: an [`Approver`] answers approval questions (with feedback the model
+//! reads), PreToolUse/PostToolUse hooks ([`RuntimeBuilder::pre_tool_use`], `[hooks]` in the configuration)
+//! see every call, and [`TurnResult::mistake_limit`] tells it when to ask its user for guidance.
 #![deny(missing_docs)]
 
 mod clineignore;
 pub mod config;
 mod coordinator;
 mod executor;
+/// Entry points for the fuzz targets in `fuzz-targets/` (issue 16); not a supported API.
+#[doc(hidden)]
+pub mod fuzzing;
+mod hooks;
 mod host;
+mod http;
+mod interaction;
 mod loader;
+mod mcp;
 mod messages;
 mod policy;
 mod pool;
 mod process;
 mod runtime;
+pub mod serve;
+mod skills;
 mod spec;
+pub mod stream;
 mod task;
 mod tool_actor;
 mod tool_id;
+mod turn;
+mod watch;
 mod workspace;
 
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};
 pub use coordinator::RegisterEvent;
 pub use executor::{ResultStatus, ToolInput, ToolResult, ToolUse};
+pub use hooks::{HookDecision, HookEvent, HookInput, HookOutcome};
+pub use interaction::{HostAction, Interaction, Question, UserReply};
 pub use loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
 pub use policy::{
     Answer, ApprovalPrompt, Approver, BoxFuture, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
 };
-pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
+pub use runtime::{PartialToolUse, Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
 pub use spec::{
     provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, PromptVariant, Provider, Spec, SpecContext, SpecParam,
     SpecRegistry, ToolSchemas, UnknownProvider, GENERIC, MCP_TOOL_SEPARATOR, MULTI_ROOT_HINT,
 };
 pub use task::{Mode, TaskContext, UiEvent};
 pub use tool_id::{check_plugin_tool_name, NameError, ToolId};
+/// The request types of the host actions an [`Interaction`] carries out.
+pub use toolshed_plugin_api::services::{AttachedImage, BugReport, ExplainRequest};
 pub use toolshed_plugin_api::Block;
+pub use turn::{interrupted, MistakeLimit, TurnResult};
+pub use watch::{PluginEvent, PluginEvents, ReloadStats, WatchError};

@@ -10,7 +10,7 @@ use abi_stable::std_types::{RResult, RStr};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use toolshed_plugin_api::{PluginDeclaration, PluginModRef, ToolHandlerBox, API_VERSION};
 
 /// Where a loaded plugin came from.
@@ -95,32 +95,120 @@ pub fn is_library(path: &Path) -> bool {
     path.is_file() && path.extension().is_some_and(|ext| ext == std::env::consts::DLL_EXTENSION)
 }
 
-/// The directory shadow copies are loaded from: one per user, files named by process and content.
-fn shadow_dir() -> PathBuf {
+/// This process's shadow directory: created once, locked for the process's lifetime (the lock is the kernel's,
+/// so it goes with the process however it ends), and the directories of dead processes removed on the way.
+struct ShadowDir {
+    dir: PathBuf,
+    _lock: nix::fcntl::Flock<std::fs::File>,
+}
+
+static SHADOW: OnceLock<Result<ShadowDir, String>> = OnceLock::new();
+
+/// Where every user's shadow directories live: one per process under it.
+fn shadow_base() -> PathBuf {
     let user = std::env::var("USER").unwrap_or_else(|_| "user".to_owned());
     std::env::temp_dir().join(format!("toolshed-shadow-{user}"))
+}
+
+/// This process's shadow directory, made on first use.
+pub fn shadow_dir() -> Result<&'static Path, String> {
+    match SHADOW.get_or_init(|| make_shadow_dir(&shadow_base())) {
+        Ok(shadow) => Ok(&shadow.dir),
+        Err(message) => Err(message.clone()),
+    }
+}
+
+fn make_shadow_dir(base: &Path) -> Result<ShadowDir, String> {
+    let fail = |what: &str, path: &Path, e: &dyn fmt::Display| format!("cannot {what} {}: {e}", path.display());
+    std::fs::create_dir_all(base).map_err(|e| fail("create the shadow directory", base, &e))?;
+    clean_stale(base);
+    let pid = std::process::id();
+    // Made under a temporary name and locked before it gets its final one, so another process cleaning up
+    // never sees an unlocked live directory.
+    let creating = base.join(format!("{pid}.creating"));
+    let _ = std::fs::remove_dir_all(&creating);
+    std::fs::create_dir(&creating).map_err(|e| fail("create the shadow directory", &creating, &e))?;
+    let lock_path = creating.join("lock");
+    let file = std::fs::File::create(&lock_path).map_err(|e| fail("create the lock file", &lock_path, &e))?;
+    let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+        .map_err(|(_, e)| fail("lock", &lock_path, &e))?;
+    let dir = base.join(pid.to_string());
+    // A directory with our pid belongs to a dead process whose pid was reused: nobody alive holds its lock.
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::rename(&creating, &dir).map_err(|e| fail("create the shadow directory", &dir, &e))?;
+    Ok(ShadowDir { dir, _lock: lock })
+}
+
+/// Removes what dead processes left in `base`: directories whose lock nobody holds, half-made directories and
+/// loose files of processes that are gone.
+fn clean_stale(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.split(['.', '-']).next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        let alive = process_alive(pid);
+        if path.is_dir() && !name.contains('.') {
+            let unlocked = std::fs::File::open(path.join("lock"))
+                .ok()
+                .is_some_and(|f| nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusiveNonblock).is_ok());
+            if unlocked || !alive {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        } else if !alive {
+            // `{pid}.creating` directories and the loose copies of older versions, which had no directory.
+            let _ = if path.is_dir() { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
+        }
+    }
+}
+
+fn process_alive(pid: i32) -> bool {
+    // Signal 0 checks existence; EPERM means it exists under another user.
+    !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
 }
 
 /// Numbers this process's shadow copies, so concurrent loads of one file never share a temporary name.
 static NEXT_COPY: AtomicU64 = AtomicU64::new(0);
 
+/// Libraries this process has mapped (never unmapped) and their total size.
+static MAPPED_COPIES: AtomicU64 = AtomicU64::new(0);
+static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);
+
+/// How many library copies this process has mapped, and their total size in bytes. Libraries are never
+/// unloaded, so this only grows: by one copy per load, reloads included.
+pub fn mapped() -> (u64, u64) {
+    (MAPPED_COPIES.load(Ordering::Relaxed), MAPPED_BYTES.load(Ordering::Relaxed))
+}
+
+/// The content hash [`load`] gives a file (xxh3-128 of its bytes, hex), without loading it.
+pub fn content_hash(file: &Path) -> std::io::Result<String> {
+    copy_hashing(file, None)
+}
+
 /// Loads one library: copy to a content-named shadow path, open, check the ABI, read the declarations.
 pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
-    let dir = shadow_dir();
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| LoadError::new(file, format!("cannot create shadow directory {}: {e}", dir.display())))?;
+    let dir = shadow_dir().map_err(|message| LoadError::new(file, message))?;
     // Copy to a temporary name while hashing (one pass, bounded memory), then rename to the content's name,
     // so a concurrent load of the same content never maps a half-written file.
-    let partial = dir.join(format!("{}-{}.partial", std::process::id(), NEXT_COPY.fetch_add(1, Ordering::Relaxed)));
-    let hash = copy_hashing(file, &partial).map_err(|e| {
+    let partial = dir.join(format!("{}.partial", NEXT_COPY.fetch_add(1, Ordering::Relaxed)));
+    let hash = copy_hashing(file, Some(&partial)).map_err(|e| {
         let _ = std::fs::remove_file(&partial);
         LoadError::new(file, format!("cannot copy to the shadow directory {}: {e}", dir.display()))
     })?;
+    let bytes = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let shadow = dir.join(format!("{}-{}-{stem}.{}", std::process::id(), &hash[..16], std::env::consts::DLL_EXTENSION));
+    let shadow = dir.join(format!("{}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION));
     std::fs::rename(&partial, &shadow)
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
-    let loaded = open(file, &shadow);
+    // A library cut short (a copy or a build still being written) can map and then fault on its missing
+    // pages, which kills the process: refuse it before the dynamic loader sees it.
+    let loaded = check_complete(&shadow, bytes)
+        .map_err(|reason| LoadError::new(file, reason))
+        .and_then(|()| open(file, &shadow, bytes));
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
     let _ = std::fs::remove_file(&shadow);
     let module = loaded?;
@@ -151,11 +239,11 @@ pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
     Ok(LoadedPlugin { identity: Arc::new(identity), declaration, module })
 }
 
-/// Copies `from` to `to` and returns the xxh3-128 of the bytes, hex.
-fn copy_hashing(from: &Path, to: &Path) -> std::io::Result<String> {
+/// Copies `from` to `to` (when given) and returns the xxh3-128 of the bytes, hex.
+fn copy_hashing(from: &Path, to: Option<&Path>) -> std::io::Result<String> {
     use std::io::{Read, Write};
     let mut input = std::fs::File::open(from)?;
-    let mut output = std::fs::File::create(to)?;
+    let mut output = to.map(std::fs::File::create).transpose()?;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
@@ -164,14 +252,68 @@ fn copy_hashing(from: &Path, to: &Path) -> std::io::Result<String> {
             break;
         }
         hasher.update(&buf[..n]);
-        output.write_all(&buf[..n])?;
+        if let Some(output) = &mut output {
+            output.write_all(&buf[..n])?;
+        }
     }
-    output.flush()?;
+    if let Some(output) = &mut output {
+        output.flush()?;
+    }
     Ok(format!("{:032x}", hasher.digest128()))
 }
 
-fn open(file: &Path, shadow: &Path) -> Result<PluginModRef, LoadError> {
+/// Checks that an ELF file holds every segment and the section header table its header promises (the table
+/// is written last, so a file cut anywhere fails this). Other formats pass through to the dynamic loader.
+fn check_complete(path: &Path, len: u64) -> Result<(), String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let cut = |needed: u64| {
+        format!(
+            "the file is cut short ({len} bytes, its ELF header needs {needed}); was it still being written? Copy the complete library again"
+        )
+    };
+    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read the shadow copy: {e}"))?;
+    let mut header = [0u8; 64];
+    if file.read_exact(&mut header).is_err() || &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        // Not a little-endian ELF64 file: the dynamic loader's own error says what it is.
+        return Ok(());
+    }
+    let u16_at = |b: &[u8], at: usize| u64::from(u16::from_le_bytes([b[at], b[at + 1]]));
+    let u64_at = |b: &[u8], at: usize| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(word)
+    };
+    let (phoff, shoff) = (u64_at(&header, 0x20), u64_at(&header, 0x28));
+    let (phentsize, phnum) = (u16_at(&header, 0x36), u16_at(&header, 0x38));
+    let (shentsize, shnum) = (u16_at(&header, 0x3a), u16_at(&header, 0x3c));
+    let mut needed = phoff.saturating_add(phentsize * phnum);
+    if shoff != 0 {
+        needed = needed.max(shoff.saturating_add(shentsize * shnum));
+    }
+    if needed > len {
+        return Err(cut(needed));
+    }
+    if phentsize >= 40 {
+        let mut table = vec![0u8; (phentsize * phnum) as usize];
+        file.seek(SeekFrom::Start(phoff)).and_then(|_| file.read_exact(&mut table)).map_err(|_| cut(needed))?;
+        for entry in table.chunks_exact(phentsize as usize) {
+            // PT_LOAD: its file bytes must all be there.
+            if u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]) == 1 {
+                let end = u64_at(entry, 8).saturating_add(u64_at(entry, 32));
+                if end > len {
+                    return Err(cut(end));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn open(file: &Path, shadow: &Path, bytes: u64) -> Result<PluginModRef, LoadError> {
     let header = lib_header_from_path(shadow).map_err(|e| LoadError::new(file, describe(&e)))?;
+    // Mapped from here on, whatever the checks below say.
+    MAPPED_COPIES.fetch_add(1, Ordering::Relaxed);
+    MAPPED_BYTES.fetch_add(bytes, Ordering::Relaxed);
     header.init_root_module::<PluginModRef>().map_err(|e| LoadError::new(file, describe(&e)))
 }
 
@@ -265,6 +407,50 @@ mod tests {
             layout_errors(report),
             vec!["incompatible package versions: expected 0.1.0, found 0.2.0", "incompatible type size"]
         );
+    }
+
+    #[test]
+    fn stale_shadow_directories_are_cleaned_and_live_ones_kept() {
+        let base = tempfile::tempdir().unwrap();
+        // A dead process's directory (its lock file unlocked), and a live one's (locked by a child process).
+        let dead = base.path().join("999999999");
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join("lock"), b"").unwrap();
+        std::fs::write(base.path().join("999999998-abc-libx.so"), b"").unwrap();
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let live = base.path().join(child.id().to_string());
+        std::fs::create_dir(&live).unwrap();
+        let lock = nix::fcntl::Flock::lock(
+            std::fs::File::create(live.join("lock")).unwrap(),
+            nix::fcntl::FlockArg::LockExclusiveNonblock,
+        )
+        .unwrap();
+        let other = base.path().join("not-a-pid");
+        std::fs::create_dir(&other).unwrap();
+        let mine = make_shadow_dir(base.path()).unwrap();
+        assert!(!dead.exists() && !base.path().join("999999998-abc-libx.so").exists());
+        assert!(live.exists() && other.exists());
+        assert_eq!(mine.dir, base.path().join(std::process::id().to_string()));
+        assert!(mine.dir.join("lock").is_file());
+        drop(lock);
+        // Unlocked now: the next process cleans it even though its pid is alive.
+        clean_stale(base.path());
+        assert!(!live.exists());
+        assert!(mine.dir.exists(), "our own directory stays: its lock is held");
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_library_cut_short_is_refused_before_it_is_mapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        let file = dir.path().join(format!("libcut.{}", std::env::consts::DLL_EXTENSION));
+        for len in [exe.len() - 1, exe.len() / 2, 4096] {
+            std::fs::write(&file, &exe[..len]).unwrap();
+            let err = load(&file).unwrap_err();
+            assert!(err.reason.starts_with(&format!("the file is cut short ({len} bytes")), "{}", err.reason);
+        }
     }
 
     #[test]

@@ -50,6 +50,8 @@ enum Command {
         #[arg(long)]
         images: bool,
     },
+    /// Serves the loaded tools as an MCP server over stdio, or streamable HTTP with --http.
+    Serve(ServeArgs),
     /// Prints the loaded tools' schemas, sorted by name: JSON for a provider's `tools` field, or the XML
     /// tool-use section of the system prompt.
     Schema {
@@ -60,6 +62,29 @@ enum Command {
         #[arg(long, default_value = toolshed::GENERIC)]
         family: String,
     },
+    /// Loads the plugins, then watches the plugin directories and hot-reloads libraries added, changed or
+    /// removed, printing one line per event, until Ctrl-C, SIGTERM or the end of standard input.
+    Watch,
+}
+
+/// `toolshed serve`'s options (a struct of its own: the subcommand enum stays small).
+#[derive(clap::Args, Debug)]
+struct ServeArgs {
+    /// Serve streamable HTTP on PORT or HOST:PORT (loopback unless --public) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<String>,
+    /// The bearer token HTTP clients must send (required with --http).
+    #[arg(long, env = "TOOLSHED_SERVE_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// Allow a non-loopback --http address.
+    #[arg(long)]
+    public: bool,
+    /// Approve every ask (when the client cannot be asked through elicitation).
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Run this tool without asking (repeatable), as `[approval] tools = { TOOL = "allow" }`.
+    #[arg(long = "allow", value_name = "TOOL")]
+    allow: Vec<String>,
 }
 
 fn parse_root(text: &str) -> Result<(String, PathBuf), String> {
@@ -156,6 +181,27 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Serve(args) => {
+            let mut config = config;
+            for tool in &args.allow {
+                config.approval.tools.insert(tool.clone(), toolshed::config::Rule::Allow);
+            }
+            let runtime = Runtime::builder()
+                .config(config)
+                .plugin_dirs(dirs)
+                .yes(args.yes)
+                .approver(toolshed::serve::ElicitingApprover)
+                .build()?;
+            report_load_errors(&runtime);
+            let runtime = std::sync::Arc::new(runtime);
+            let task = runtime.task(context);
+            let options =
+                toolshed::serve::ServeOptions { http: args.http, token: args.token, public: args.public };
+            let executor = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+            executor.block_on(toolshed::serve::run(std::sync::Arc::clone(&runtime), task, options))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Watch => watch(config, dirs),
         Command::Schema { provider, family } => {
             let runtime = Runtime::builder().config(config).plugin_dirs(dirs).build()?;
             report_load_errors(&runtime);
@@ -193,6 +239,76 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             Ok(if result.is_error() { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
     }
+}
+
+/// `toolshed watch`: start-up loads as `loaded` lines, a `watching` line once the watcher runs, then every
+/// event as it happens.
+fn watch(config: toolshed::Config, dirs: Vec<PathBuf>) -> anyhow::Result<ExitCode> {
+    use nix::sys::signal::{SigSet, Signal};
+    use std::io::Write as _;
+    // Blocked before any thread starts, so every thread inherits the mask and one thread takes the signals:
+    // the runtime then stops in order (its watcher, its actors) instead of dying mid-load.
+    let mut signals = SigSet::empty();
+    signals.add(Signal::SIGINT);
+    signals.add(Signal::SIGTERM);
+    signals.thread_block().context("blocking SIGINT and SIGTERM")?;
+    let (stop, mut stopped) = tokio::sync::mpsc::unbounded_channel::<&'static str>();
+    let on_signal = stop.clone();
+    std::thread::spawn(move || {
+        if let Ok(signal) = signals.wait() {
+            let _ = on_signal.send(signal.as_str());
+        }
+    });
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        let _ = stop.send("end of input");
+    });
+
+    let runtime = Runtime::builder().config(config).plugin_dirs(dirs.clone()).build()?;
+    let mut events = runtime.events();
+    runtime.watch()?;
+    let mut out = std::io::stdout().lock();
+    let mut loaded: std::collections::BTreeMap<PathBuf, Vec<String>> = std::collections::BTreeMap::new();
+    for event in runtime.register_events() {
+        match event {
+            toolshed::RegisterEvent::Registered { names, file } => {
+                loaded.entry(file.clone()).or_default().extend(names.iter().cloned())
+            }
+            toolshed::RegisterEvent::Refused { reason, .. } => writeln!(out, "failed {reason}")?,
+            toolshed::RegisterEvent::Declined { .. } => {}
+        }
+    }
+    for error in runtime.load_errors() {
+        writeln!(out, "failed {error}")?;
+    }
+    for (file, mut tools) in loaded {
+        tools.sort();
+        writeln!(out, "loaded {} tools={}", file.display(), tools.join(","))?;
+    }
+    let watched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    writeln!(out, "watching {}", watched.join(" "))?;
+    out.flush()?;
+    let executor = tokio::runtime::Builder::new_current_thread().build()?;
+    let why = executor.block_on(async {
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(event) => {
+                        let stats = runtime.reload_stats();
+                        writeln!(out, "{event}")?;
+                        if matches!(event, toolshed::PluginEvent::Reloaded { .. }) {
+                            writeln!(out, "reload-stats reloads={} old_copies={} old_bytes={}", stats.reloads, stats.old_copies, stats.old_bytes)?;
+                        }
+                        out.flush()?;
+                    }
+                    None => return anyhow::Ok("the runtime stopped"),
+                },
+                why = stopped.recv() => return anyhow::Ok(why.unwrap_or("stopped")),
+            }
+        }
+    })?;
+    writeln!(out, "stopped ({why})")?;
+    Ok(ExitCode::SUCCESS)
 }
 
 fn report_load_errors(runtime: &Runtime) {

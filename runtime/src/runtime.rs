@@ -4,11 +4,14 @@
 use crate::config::Config;
 use crate::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Route, Routing, RoutingCell};
 use crate::executor::{self, ToolResult, ToolUse};
+use crate::hooks::{HookEvent, HookFn, HookInput, HookOutcome, Hooks};
+use crate::http::{HttpService, HttpSettings};
 use crate::loader::{self, LoadError, LoadedPlugin};
 use crate::policy::{Approver, Policy};
 use crate::process::ProcessManager;
 use crate::spec::{self, Provider, Spec, SpecContext, SpecRegistry, ToolSchemas};
-use crate::task::{EventSink, HostServices, TaskContext, TaskShared, UiEvent};
+use crate::task::{EventSink, HostServices, Mode, TaskContext, TaskShared, UiEvent};
+use crate::watch::{PluginEvent, PluginEvents, ReloadStats, Reloader, Watcher};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -35,6 +38,8 @@ pub(crate) struct Shared {
     pub plugin_timeouts: BTreeMap<String, u64>,
     pub events: Option<EventSink>,
     pub host: Arc<HostServices>,
+    /// PreToolUse and PostToolUse hooks: the host's callbacks, then the configured commands.
+    pub hooks: Hooks,
 }
 
 impl Shared {
@@ -76,6 +81,12 @@ pub enum RuntimeError {
     /// The actor system thread could not start.
     #[error("cannot start the actor system: {0}")]
     System(String),
+    /// A hook's matcher is not a valid regex.
+    #[error("invalid hook: {0}")]
+    Hook(String),
+    /// Hot reload was asked for and the plugin directories cannot be watched.
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
 }
 
 /// One loaded tool, as `toolshed tools` lists it.
@@ -108,8 +119,15 @@ pub struct RuntimeBuilder {
     config: Config,
     yes: bool,
     approver: Option<Arc<dyn Approver>>,
+    interaction: Option<Arc<dyn crate::interaction::Interaction>>,
     workers_per_tool: usize,
     events: Option<EventSink>,
+    /// The web API token; `None` reads `TOOLSHED_WEB_TOKEN`.
+    web_token: Option<Option<String>>,
+    /// Host callback hooks: event, tool-name matcher, callback.
+    hooks: Vec<(HookEvent, Option<String>, HookFn)>,
+    /// Hot reload from the start (see [`Runtime::watch`]).
+    watch: bool,
 }
 
 impl RuntimeBuilder {
@@ -143,6 +161,13 @@ impl RuntimeBuilder {
         self
     }
 
+    /// How the conversational tools reach the host's user and task machinery (questions, plans, completion,
+    /// new tasks, condensing); without one, questions go unanswered and the host actions are unsupported.
+    pub fn interaction(mut self, interaction: impl crate::interaction::Interaction) -> Self {
+        self.interaction = Some(Arc::new(interaction));
+        self
+    }
+
     /// How the runtime asks its user; without one, calls that need asking are denied.
     pub fn approver(mut self, approver: impl Approver) -> Self {
         self.approver = Some(Arc::new(approver));
@@ -155,6 +180,52 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The bearer token of the web API (`None`: no token), instead of the `TOOLSHED_WEB_TOKEN` environment
+    /// variable. The host adds it to requests under `[web] api_base_url` only; plugins never see it.
+    pub fn web_token(mut self, token: Option<String>) -> Self {
+        self.web_token = Some(token);
+        self
+    }
+
+    /// Adds a PreToolUse hook: called after a tool's validation and before approval, for every tool; it may
+    /// refuse the call ([`HookOutcome::deny`], the model reads Cline's `toolDenied()`), ask, allow, or add
+    /// context. Host callbacks run before the `[hooks]` commands of the configuration.
+    pub fn pre_tool_use<F, Fut>(self, hook: F) -> Self
+    where
+        F: Fn(HookInput) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = HookOutcome> + Send + 'static,
+    {
+        self.hook(HookEvent::PreToolUse, None, hook)
+    }
+
+    /// Adds a PostToolUse hook: called after a tool ran, with its result in `tool_response`; context it adds
+    /// reaches the model after the result as Cline's `<hook_context source="PostToolUse" …>` block.
+    pub fn post_tool_use<F, Fut>(self, hook: F) -> Self
+    where
+        F: Fn(HookInput) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = HookOutcome> + Send + 'static,
+    {
+        self.hook(HookEvent::PostToolUse, None, hook)
+    }
+
+    /// Adds a hook for the tools whose whole name matches `matcher` (a regex, as Claude Code's matchers;
+    /// `None` or `*` for every tool). An invalid regex makes [`RuntimeBuilder::build`] fail.
+    pub fn hook<F, Fut>(mut self, event: HookEvent, matcher: Option<&str>, hook: F) -> Self
+    where
+        F: Fn(HookInput) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = HookOutcome> + Send + 'static,
+    {
+        self.hooks.push((event, matcher.map(str::to_owned), crate::hooks::callback(hook)));
+        self
+    }
+
+    /// Watches the plugin directories from the start: libraries added, changed or removed are loaded,
+    /// reloaded or unloaded while the runtime runs (see [`Runtime::watch`]).
+    pub fn watch(mut self, watch: bool) -> Self {
+        self.watch = watch;
+        self
+    }
+
     /// Worker threads per tool (default 8).
     pub fn workers_per_tool(mut self, workers: usize) -> Self {
         self.workers_per_tool = workers.max(1);
@@ -163,6 +234,18 @@ impl RuntimeBuilder {
 
     /// Loads the plugins and starts the actor system.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
+        let mut hooks = Hooks::new(std::time::Duration::from_millis(self.config.hooks.timeout_ms));
+        for (event, matcher, hook) in &self.hooks {
+            hooks.add_callback(*event, matcher.as_deref(), Arc::clone(hook)).map_err(RuntimeError::Hook)?;
+        }
+        for (event, commands) in [
+            (HookEvent::PreToolUse, &self.config.hooks.pre_tool_use),
+            (HookEvent::PostToolUse, &self.config.hooks.post_tool_use),
+        ] {
+            for command in commands {
+                hooks.add_command(event, command.matcher.as_deref(), &command.command).map_err(RuntimeError::Hook)?;
+            }
+        }
         let (mut files, mut load_errors) = loader::discover(&self.plugin_dirs);
         files.extend(self.plugin_files.iter().cloned());
         let mut plugins: Vec<LoadedPlugin> = Vec::new();
@@ -183,14 +266,17 @@ impl RuntimeBuilder {
             .keys()
             .filter_map(|name| Some((name.clone(), config.plugins.config_json(name)?.to_string())))
             .collect();
+        let reload_config: BTreeMap<String, String> = plugin_config;
+        let loaded = plugins.clone();
         let settings = CoordinatorSettings {
             overrides: config.plugins.overrides.iter().cloned().collect::<BTreeSet<_>>(),
-            plugin_config,
+            plugin_config: reload_config.clone(),
             workers_per_tool: self.workers_per_tool,
             max_abandoned: config.plugins.max_abandoned as usize,
         };
         let routing: RoutingCell = Arc::new(RwLock::new(Arc::new(Routing::default())));
-        let (system, thread, events) = start_system(settings, Arc::clone(&routing), plugins)?;
+        let (system, thread, events, coordinator) = start_system(settings, Arc::clone(&routing), plugins)?;
+        let reloader = Arc::new(Reloader::new(self.plugin_dirs.clone(), coordinator, reload_config, &loaded));
         for event in &events {
             match event {
                 RegisterEvent::Refused { reason, .. } => tracing::info!("{reason}"),
@@ -203,6 +289,18 @@ impl RuntimeBuilder {
             }
         }
         let plugin_timeouts = [("list_files".to_owned(), config.timeouts.list_files_ms)].into_iter().collect();
+        // The MCP servers start in the background; calls that need one wait for it (at most the start-up
+        // timeout).
+        let mcp = match &config.mcp.settings {
+            None => None,
+            Some(_) => match crate::mcp::McpHub::start(&config.mcp) {
+                Ok(hub) => Some(Arc::new(hub)),
+                Err(e) => {
+                    tracing::warn!("cannot start the MCP hub: {e}");
+                    None
+                }
+            },
+        };
         let shared = Arc::new(Shared {
             routing,
             policy: Policy::new(&config.approval, self.yes),
@@ -227,13 +325,44 @@ impl RuntimeBuilder {
                     yolo: config.approval.yolo,
                     notice_ms: config.timeouts.command_notice_ms,
                 },
+                web: HttpService::new(HttpSettings::new(
+                    &config.web,
+                    self.web_token.unwrap_or_else(|| std::env::var("TOOLSHED_WEB_TOKEN").ok()),
+                )),
+                mcp,
+                interaction: crate::interaction::InteractionHost {
+                    interaction: self.interaction,
+                    tasks: config.tasks.clone(),
+                    yolo: config.approval.yolo,
+                    ask_timeout: config.timeouts.ask(),
+                    arbiter: system.arbiter().clone(),
+                    shared: std::sync::OnceLock::new(),
+                    skills: crate::skills::SkillDirs::new(config),
+                },
             }),
+            hooks,
         });
-        Ok(Runtime { shared, system, thread: Some(thread), shutdown: config.timeouts.shutdown(), load_errors, events })
+        // `tool.call` runs tools of the same runtime; a weak link, so the runtime still drops.
+        let _ = shared.host.interaction.shared.set(Arc::downgrade(&shared));
+        let runtime = Runtime {
+            shared,
+            system,
+            thread: Some(thread),
+            shutdown: config.timeouts.shutdown(),
+            load_errors,
+            events,
+            reloader,
+            watcher: std::sync::Mutex::new(None),
+            debounce: config.timeouts.watch_debounce(),
+        };
+        if self.watch {
+            runtime.watch()?;
+        }
+        Ok(runtime)
     }
 }
 
-type Started = (actix::System, JoinHandle<()>, Vec<RegisterEvent>);
+type Started = (actix::System, JoinHandle<()>, Vec<RegisterEvent>, actix::Addr<Coordinator>);
 
 fn start_system(
     settings: CoordinatorSettings,
@@ -256,8 +385,8 @@ fn start_system(
                     }
                 }
                 // Keep the coordinator alive for the system's lifetime.
-                std::mem::forget(coordinator);
-                events
+                std::mem::forget(coordinator.clone());
+                (events, coordinator)
             });
             if tx.send((actix::System::current(), events)).is_err() {
                 return;
@@ -267,9 +396,9 @@ fn start_system(
             }
         })
         .map_err(|e| RuntimeError::System(e.to_string()))?;
-    let (system, events) =
+    let (system, (events, coordinator)) =
         rx.recv().map_err(|_| RuntimeError::System("the actor thread ended during start-up".to_owned()))?;
-    Ok((system, thread, events))
+    Ok((system, thread, events, coordinator))
 }
 
 /// A running Toolshed: its plugins, actors and policy. Dropping it stops the actors and joins their thread
@@ -281,6 +410,11 @@ pub struct Runtime {
     shutdown: Duration,
     load_errors: Vec<LoadError>,
     events: Vec<RegisterEvent>,
+    /// Loads, reloads and unloads plugin libraries while the runtime runs.
+    reloader: Arc<Reloader>,
+    /// The plugin directories' watcher, once [`Runtime::watch`] started it.
+    watcher: std::sync::Mutex<Option<Watcher>>,
+    debounce: Duration,
 }
 
 impl Runtime {
@@ -292,9 +426,44 @@ impl Runtime {
             config: Config::default(),
             yes: false,
             approver: None,
+            interaction: None,
             workers_per_tool: 8,
             events: None,
+            web_token: None,
+            hooks: Vec::new(),
+            watch: false,
         }
+    }
+
+    /// Subscribes to plugin events (loaded, reloaded, unloaded, failed) from now on. Any number of
+    /// subscribers each get every event, in order. Events come from [`Runtime::watch`] and [`Runtime::rescan`].
+    pub fn events(&self) -> PluginEvents {
+        self.reloader.hub.subscribe()
+    }
+
+    /// Starts hot reload: the plugin directories are watched, and a library added, changed or removed is
+    /// loaded, swapped in or unloaded once no change has touched it for `[timeouts] watch_debounce_ms`.
+    /// Calls in flight finish on the code they started on; a broken build never replaces a working one.
+    /// Starting it again does nothing.
+    pub fn watch(&self) -> Result<(), crate::watch::WatchError> {
+        let mut watcher = self.watcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if watcher.is_none() {
+            *watcher = Some(Watcher::start(Arc::clone(&self.reloader), self.debounce)?);
+        }
+        Ok(())
+    }
+
+    /// Brings the plugin directories up to date now, without waiting for a watcher: new and changed
+    /// libraries are loaded or swapped in, removed ones unloaded. Resolves with what happened (subscribers of
+    /// [`Runtime::events`] get the same events).
+    pub fn rescan(&self) -> impl std::future::Future<Output = Vec<PluginEvent>> + Send + 'static {
+        let reloader = Arc::clone(&self.reloader);
+        async move { reloader.rescan().await }
+    }
+
+    /// What hot reload has cost so far: reloads, and the old library copies that stay mapped.
+    pub fn reload_stats(&self) -> ReloadStats {
+        self.reloader.stats()
     }
 
     /// Opens a task: the handle through which a host runs one agent task's tool calls.
@@ -352,7 +521,25 @@ impl Runtime {
     /// subagents and MCP servers, then pick a prompt variant's tools with [`SpecRegistry::enabled`]. A hot
     /// reload swaps the routing snapshot whole, so a registry never mixes two generations.
     pub fn specs(&self) -> SpecRegistry {
-        SpecRegistry::from_routing(&self.shared.snapshot())
+        let mut registry = SpecRegistry::from_routing(&self.shared.snapshot());
+        if let Some(hub) = &self.shared.host.mcp {
+            registry.set_mcp_servers(&hub.server_infos());
+        }
+        registry
+    }
+
+    /// Resolves once every configured MCP server has connected or failed (at most `[mcp]
+    /// startup_timeout_ms`); at once without MCP settings.
+    pub async fn mcp_settled(&self) {
+        if let Some(hub) = &self.shared.host.mcp {
+            hub.settled().await;
+        }
+    }
+
+    /// The configured MCP servers now: state, tools, resources, auto-approved tools, and any settings-file
+    /// error. `None` without `[mcp] settings`.
+    pub fn mcp_servers(&self) -> Option<toolshed_plugin_api::services::McpServersResponse> {
+        self.shared.host.mcp.as_ref().map(|hub| hub.report())
     }
 
     /// Every loaded tool's schema for `provider`: sorted by name, each with its spec for `family` (else the
@@ -390,6 +577,8 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        // No reload may start while the actors stop.
+        drop(self.watcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
         // Commands still running when the runtime goes are killed, not orphaned.
         self.shared.host.processes.kill_all();
         self.system.stop();
@@ -419,8 +608,88 @@ pub struct TaskHandle {
 
 impl TaskHandle {
     /// Runs a tool use through the whole pipeline and returns the result the model should see.
-    pub async fn execute(&self, tool_use: ToolUse) -> ToolResult {
-        executor::execute(&self.shared, &self.task, tool_use).await
+    ///
+    /// This is one call on its own; for the tool uses of one assistant message, with Cline's message-level
+    /// rules (one tool per message, skipping after a rejection, parallel read-only calls), use
+    /// [`TaskHandle::execute_message`].
+    pub async fn execute(&self, mut tool_use: ToolUse) -> ToolResult {
+        // The focus chain (interaction.rs): `task_progress` leaves the input before any check, and is stored,
+        // with Cline's reminders added to the result, once the call is done.
+        let progress = crate::interaction::take_progress(&self.task, &mut tool_use);
+        let mut result = executor::execute(&self.shared, &self.task, tool_use).await;
+        crate::interaction::after_call(&self.task, progress, &mut result);
+        result
+    }
+
+    /// Runs the tool uses of one assistant message under Cline's message-level rules and returns one
+    /// result per tool use, in order (see [`crate::TurnResult`]).
+    pub async fn execute_message(&self, tool_uses: Vec<ToolUse>) -> crate::TurnResult {
+        crate::turn::execute_message(self, tool_uses).await
+    }
+
+    /// Shows a streamed, incomplete tool use to its tool (UI only; it never produces a tool result).
+    pub async fn partial_use(&self, block: &PartialToolUse) {
+        executor::partial(&self.shared, &self.task, &block.id, &block.name, block.input.clone()).await;
+    }
+
+    /// Plan or act, now.
+    pub fn mode(&self) -> Mode {
+        self.task.mode()
+    }
+
+    /// Switches between plan and act mode: calls that start afterwards see the new mode (plan mode refuses
+    /// file modifications; tools read the mode in their task info), and [`TaskHandle::tools`] offers the
+    /// new mode's tools.
+    pub fn set_mode(&self, mode: Mode) {
+        self.task.set_mode(mode);
+    }
+
+    /// Whether the task was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.task.cancel.is_cancelled()
+    }
+
+    /// The tool schemas to send the model for `provider` (alias of [`TaskHandle::schema`]).
+    pub fn tools(&self, provider: Provider) -> ToolSchemas {
+        self.schema(provider)
+    }
+
+    /// An XML tool-use parser for this task's tools (their specs for its model family), for text-mode models.
+    pub fn xml_parser(&self) -> crate::stream::XmlStreamParser {
+        let snapshot = self.shared.snapshot();
+        let family = &self.task.info.model_family;
+        crate::stream::XmlStreamParser::from_specs(
+            snapshot.routes.values().filter_map(|route| spec::family_spec(&route.meta.specs, family)),
+        )
+    }
+
+    /// The limit of consecutive mistakes this task was opened with.
+    pub fn max_consecutive_mistakes(&self) -> u32 {
+        self.task.max_mistakes
+    }
+
+    /// After the mistake limit was reached and the host asked its user: resets the count (and the loop
+    /// detection, as Cline's "continue" does) and returns Cline's `tooManyMistakes(feedback)` text for the
+    /// next user message when the user typed guidance.
+    pub fn resume_after_mistakes(&self, feedback: Option<&str>) -> Option<String> {
+        self.task.mistakes.store(0, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut last) = self.task.last_call.lock() {
+            *last = (String::new(), String::new(), 0);
+        }
+        feedback.map(crate::messages::too_many_mistakes)
+    }
+
+    /// Cline's result header for a tool use (`[read_file for 'src/a.rs']`).
+    pub fn describe(&self, tool_use: &ToolUse) -> String {
+        executor::description(&self.shared, tool_use)
+    }
+
+    pub(crate) fn task_shared(&self) -> &TaskShared {
+        &self.task
+    }
+
+    pub(crate) fn route_capabilities(&self, name: &str) -> Option<(Vec<String>, Option<String>)> {
+        self.shared.route(name).map(|route| (route.meta.capabilities.clone(), route.meta.display.clone()))
     }
 
     /// Cancels the task: calls in flight return at once with a cancellation error.
@@ -452,7 +721,8 @@ impl TaskHandle {
         SpecContext {
             cwd: info.cwd.clone(),
             multi_root: info.roots.len() > 1,
-            mode: self.task.mode,
+            mode: self.task.mode(),
+            yolo: self.task.yolo,
             subagent_run: info.subagent,
             supports_images: info.supports_images,
             ..SpecContext::default()
@@ -463,5 +733,47 @@ impl TaskHandle {
     /// [`Runtime::schema`]).
     pub fn schema(&self, provider: Provider) -> ToolSchemas {
         self.shared.schema(provider, &self.task.info.model_family, &self.spec_context())
+    }
+}
+
+/// A streamed tool use that is not complete yet: its input as far as it has arrived (from
+/// [`crate::stream::parse_partial`] or [`crate::stream::XmlStreamParser`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PartialToolUse {
+    /// The tool-use id, when the provider has sent it already (else empty).
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// The input so far.
+    pub input: serde_json::Value,
+}
+
+impl PartialToolUse {
+    /// A partial tool use.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: serde_json::Value) -> Self {
+        Self { id: id.into(), name: name.into(), input }
+    }
+}
+
+/// The conversational tools' per-task state (interaction.rs).
+impl TaskHandle {
+    /// The focus chain's checklist (the last `task_progress` the model sent, or the user's edit).
+    pub fn task_progress(&self) -> Option<String> {
+        crate::interaction::task_progress(&self.task)
+    }
+
+    /// The user edited the checklist: it replaces the stored one, and the next result tells the model.
+    pub fn edit_task_progress(&self, list: &str) {
+        crate::interaction::edit_task_progress(&self.task, list);
+    }
+
+    /// The task's first message, quoted by attempt_completion's double check.
+    pub fn set_initial_task(&self, text: &str) {
+        crate::interaction::set_initial_task(&self.task, text);
+    }
+
+    /// Whether the user accepted attempt_completion's result (the task is complete).
+    pub fn is_completed(&self) -> bool {
+        crate::interaction::is_completed(&self.task)
     }
 }

@@ -35,6 +35,15 @@ pub struct TaskContext {
     pub supports_images: bool,
     /// Whether this task is a subagent run.
     pub subagent: bool,
+    /// YOLO mode: the host approves everything itself (offered to specs as `yolo`; approval follows the
+    /// runtime's policy).
+    pub yolo: bool,
+    /// Whether the host lets the model use several tools per message: read-only tools then run
+    /// concurrently, the others one at a time. Otherwise a second tool gets Cline's `toolAlreadyUsed`.
+    pub parallel_tool_calls: bool,
+    /// The host's limit of consecutive mistakes (Cline's `maxConsecutiveMistakes`, 3 by default); a message
+    /// whose results reach it says so in [`crate::TurnResult::mistake_limit`].
+    pub max_consecutive_mistakes: u32,
 }
 
 impl TaskContext {
@@ -48,7 +57,46 @@ impl TaskContext {
             model_family: "generic".to_owned(),
             supports_images: false,
             subagent: false,
+            yolo: false,
+            parallel_tool_calls: false,
+            max_consecutive_mistakes: 3,
         }
+    }
+
+    /// Sets the task id (generated when empty).
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.task_id = id.into();
+        self
+    }
+
+    /// Sets plan or act mode (switchable later with [`crate::TaskHandle::set_mode`]).
+    pub fn with_mode(mut self, mode: Mode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Marks the task as a subagent run (no UI events, no nested subagent tools).
+    pub fn with_subagent(mut self, subagent: bool) -> Self {
+        self.subagent = subagent;
+        self
+    }
+
+    /// Sets YOLO mode.
+    pub fn with_yolo(mut self, yolo: bool) -> Self {
+        self.yolo = yolo;
+        self
+    }
+
+    /// Lets the model use several tools per message.
+    pub fn with_parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = parallel;
+        self
+    }
+
+    /// Sets the limit of consecutive mistakes.
+    pub fn with_max_consecutive_mistakes(mut self, limit: u32) -> Self {
+        self.max_consecutive_mistakes = limit.max(1);
+        self
     }
 
     /// Adds a workspace root.
@@ -104,9 +152,16 @@ impl CancelToken {
 /// Everything the runtime keeps for one task, shared by its calls.
 pub(crate) struct TaskShared {
     pub info: TaskInfo,
-    /// `info` as JSON, built once: every call embeds it.
-    pub info_json: String,
-    pub mode: Mode,
+    /// `info` as JSON, built once per mode: every call embeds it.
+    info_json: std::sync::RwLock<Arc<str>>,
+    /// Plan (1) or act (0); switchable while the task runs.
+    mode: std::sync::atomic::AtomicU8,
+    pub yolo: bool,
+    pub parallel_tool_calls: bool,
+    pub max_mistakes: u32,
+    /// Cline's loop detection: the last executed call's tool name and signature, and how many times in a
+    /// row it was made.
+    pub last_call: std::sync::Mutex<(String, String, u32)>,
     pub workspace: Workspace,
     pub cancel: CancelToken,
     pub mistakes: AtomicU32,
@@ -117,6 +172,9 @@ pub(crate) struct TaskShared {
     /// Per-task JSON state that stateless handlers keep through the `state.*` services.
     pub state: DashMap<String, serde_json::Value>,
     pub calls: AtomicU64,
+    /// Routes of streamed tool uses by tool-use id, fixed at their first `partial`: the complete tool use
+    /// runs on the same generation even when a hot reload swapped the tool in between.
+    pub streamed: DashMap<String, crate::coordinator::Route>,
     /// Where `say` messages go; `None` drops them (no UI, or a subagent run).
     pub events: Option<EventSink>,
     /// Runtime-wide service state.
@@ -127,6 +185,12 @@ pub(crate) struct TaskShared {
 pub(crate) struct HostServices {
     pub processes: crate::process::ProcessManager,
     pub commands: toolshed_plugin_api::services::CommandsSettings,
+    /// The MCP hub, when `[mcp] settings` names a settings file.
+    pub mcp: Option<Arc<crate::mcp::McpHub>>,
+    /// The shared HTTP client behind `http.request` and the `[web]` settings behind `web.settings`.
+    pub web: crate::http::HttpService,
+    /// The conversational tools' host side: the host's `Interaction`, `[tasks]`, skills (interaction.rs).
+    pub interaction: crate::interaction::InteractionHost,
 }
 
 /// A message for the user's UI, sent by a tool through the `say` service.
@@ -173,10 +237,7 @@ impl TaskShared {
             task_id,
             cwd: workspace.primary().to_string_lossy().into_owned(),
             roots,
-            mode: match context.mode {
-                Mode::Act => "act".to_owned(),
-                Mode::Plan => "plan".to_owned(),
-            },
+            mode: mode_name(context.mode).to_owned(),
             model_family: context.model_family,
             supports_images: context.supports_images,
             subagent: context.subagent,
@@ -185,8 +246,12 @@ impl TaskShared {
         let info_json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".to_owned());
         Self {
             info,
-            info_json,
-            mode: context.mode,
+            info_json: std::sync::RwLock::new(Arc::from(info_json)),
+            mode: std::sync::atomic::AtomicU8::new(mode_code(context.mode)),
+            yolo: context.yolo,
+            parallel_tool_calls: context.parallel_tool_calls,
+            max_mistakes: context.max_consecutive_mistakes.max(1),
+            last_call: std::sync::Mutex::new((String::new(), String::new(), 0)),
             workspace,
             cancel: CancelToken::default(),
             mistakes: AtomicU32::new(0),
@@ -194,8 +259,39 @@ impl TaskShared {
             read_cache: DashMap::new(),
             state: DashMap::new(),
             calls: AtomicU64::new(0),
+            streamed: DashMap::new(),
             events,
             host,
+        }
+    }
+
+    /// The task's current mode.
+    pub fn mode(&self) -> Mode {
+        if self.mode.load(Ordering::Acquire) == mode_code(Mode::Plan) {
+            Mode::Plan
+        } else {
+            Mode::Act
+        }
+    }
+
+    /// Switches the mode; calls that start from now on see it (tools read it in their task info).
+    pub fn set_mode(&self, mode: Mode) {
+        let mut info = self.info.clone();
+        info.mode = mode_name(mode).to_owned();
+        let json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".to_owned());
+        let mut slot = match self.info_json.write() {
+            Ok(slot) => slot,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        *slot = Arc::from(json);
+        self.mode.store(mode_code(mode), Ordering::Release);
+    }
+
+    /// The task info as JSON, as every call embeds it.
+    pub fn info_json(&self) -> Arc<str> {
+        match self.info_json.read() {
+            Ok(slot) => Arc::clone(&slot),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
         }
     }
 
@@ -230,5 +326,19 @@ impl TaskShared {
         for path in paths {
             self.read_cache.remove(&path.to_lowercase());
         }
+    }
+}
+
+fn mode_code(mode: Mode) -> u8 {
+    match mode {
+        Mode::Act => 0,
+        Mode::Plan => 1,
+    }
+}
+
+fn mode_name(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Act => "act",
+        Mode::Plan => "plan",
     }
 }

@@ -27,8 +27,27 @@ pub fn plugins(release: bool) -> Result<Built> {
     let plugins = copy_libraries(&root().join("plugins"), &out, &target.join(format!("plugins{suffix}")))?;
     let fixtures =
         copy_libraries(&root().join("host-tests/fixtures"), &out, &target.join(format!("fixtures{suffix}")))?;
+    variants(release, &fixtures)?;
     eprintln!("xtask: plugins in {}", plugins.display());
     Ok(Built { plugins, fixtures })
+}
+
+/// Second builds of fixtures with a feature on, copied into `fixtures/variants/`: the hot-reload tests swap
+/// them in over the first builds. Their own target directory, because a cdylib's file name does not change
+/// with its features: building both in one directory would leave either build under the other's name.
+fn variants(release: bool, fixtures: &Path) -> Result<()> {
+    let target = root().join("target/fixtures-variants");
+    let mut args = vec!["build", "--package", "toolshed-fixture_reload", "--features", "variant_b"];
+    if release {
+        args.push("--release");
+    }
+    cmd("cargo", &args, &[("CARGO_TARGET_DIR", &target)])?;
+    let dest = fixtures.join("variants");
+    std::fs::create_dir_all(&dest)?;
+    let file = library_file("fixture_reload");
+    let from = target.join(if release { "release" } else { "debug" }).join(&file);
+    std::fs::copy(&from, dest.join(&file)).with_context(|| format!("copying {}", from.display()))?;
+    Ok(())
 }
 
 /// Copies `lib<name>.so` for every crate directory under `crates` from `out` into a fresh `dest`.

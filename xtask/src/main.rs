@@ -3,6 +3,8 @@
 mod bench;
 mod build;
 mod demo;
+mod new_plugin;
+mod peers;
 mod test;
 
 use anyhow::{bail, Result};
@@ -15,6 +17,9 @@ commands:
   plugins [--release]   build every plugin and copy the libraries to target/plugins[-debug]/
   test                  build the plugins and fixtures, then run every test and the demo
   demo [--release]      run a scripted agent session that exercises every shipped tool
+  new-plugin NAME [--dir DIR] [--api-path DIR | --api-version VERSION]
+                        create a tool plugin crate from the template (with a test) in DIR/NAME; outside
+                        plugins/ it is a workspace of its own that builds against the given plugin API
   bench                 build in release and measure the performance budget against references run side by
                         side; prints the table and writes target/bench/latest.json";
 
@@ -35,6 +40,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("plugins") => build::plugins(release).map(|_| ()),
         Some("test") => test::run(),
         Some("demo") => demo::run(release),
+        Some("new-plugin") => new_plugin::run(&args[1..]).map(|_| ()),
         Some("bench") => bench::run(),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");

@@ -1,5 +1,7 @@
 //! `cargo xtask test`: the whole suite. Builds the plugins and fixtures (including those built against a
-//! foreign copy of the interface), runs every workspace test with their paths in the environment, then the demo.
+//! foreign copy of the interface), runs every workspace test with their paths in the environment (doc tests
+//! included: `cargo test --workspace` runs them, and the runtime's doc examples load the built plugins from
+//! `TOOLSHED_TEST_PLUGINS`), then the demo and the `agent_host` example.
 
 use crate::{build, cmd, root};
 use anyhow::Result;
@@ -19,6 +21,8 @@ pub fn run() -> Result<()> {
         )?;
     }
     let foreign = foreign_target.join("debug");
+    // The real MCP servers and client the MCP and serve tests talk to.
+    let peers = crate::peers::install()?;
     cmd(
         "cargo",
         &["test", "--workspace", "--no-fail-fast"],
@@ -26,7 +30,16 @@ pub fn run() -> Result<()> {
             ("TOOLSHED_TEST_PLUGINS", &built.plugins),
             ("TOOLSHED_TEST_FIXTURES", &built.fixtures),
             ("TOOLSHED_TEST_FOREIGN", &foreign),
+            ("TOOLSHED_TEST_NODE_PEERS", &peers.node),
+            ("TOOLSHED_TEST_PY", &peers.python),
         ],
     )?;
-    crate::demo::run_with(&built.plugins, false)
+    crate::demo::run_with(&built.plugins, false)?;
+    // The embedding example: a scripted model in XML text mode, every ask approved.
+    let plugins = built.plugins.to_string_lossy().into_owned();
+    cmd(
+        "cargo",
+        &["run", "--quiet", "--package", "toolshed", "--example", "agent_host", "--", "--plugins", &plugins, "--yes"],
+        &[],
+    )
 }

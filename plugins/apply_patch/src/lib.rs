@@ -22,6 +22,9 @@ mod apply;
 #[allow(dead_code)] // Shared with write_to_file, which uses the parts this plugin does not.
 #[path = "../../write_to_file/src/edit_io.rs"]
 mod edit_io;
+/// Entry points for the fuzz targets in `fuzz-targets/` (issue 16); not a supported API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod parse;
 #[cfg(test)]
 mod tests;

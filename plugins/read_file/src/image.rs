@@ -1,7 +1,7 @@
 //! Images for models that accept them: Cline's `extractImageContent`, with its size limit and messages.
 
 use base64::Engine as _;
-use std::path::Path;
+use std::io::Read;
 use toolshed_plugin_api::{result, Block};
 
 /// The largest width or height Cline sends, in pixels.
@@ -18,9 +18,10 @@ pub fn media_type(extension: &str) -> Option<&'static str> {
     }
 }
 
-/// Reads the image at `path` as a base64 image block, after checking its dimensions.
-pub fn read_image(path: &Path, media_type: &str) -> Result<Block, String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("Error reading image: {e}"))?;
+/// Reads an opened image file as a base64 image block, after checking its dimensions.
+pub fn read_image(mut file: std::fs::File, media_type: &str) -> Result<Block, String> {
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| format!("Error reading image: {e}"))?;
     image_block(&bytes, media_type)
 }
 
@@ -84,7 +85,9 @@ pub(crate) mod tests {
 
     #[test]
     fn unreadable_files_say_so() {
-        let missing = read_image(Path::new("/definitely/not/here.png"), "image/png");
-        assert!(matches!(&missing, Err(m) if m.starts_with("Error reading image: ")), "{missing:?}");
+        // A directory opens on Linux but does not read.
+        let dir = std::fs::File::open(std::env::temp_dir()).unwrap();
+        let unreadable = read_image(dir, "image/png");
+        assert!(matches!(&unreadable, Err(m) if m.starts_with("Error reading image: ")), "{unreadable:?}");
     }
 }

@@ -16,6 +16,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod documents;
 mod encoding;
 mod image;
 mod window;
@@ -26,7 +27,7 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::UNIX_EPOCH;
-use toolshed_plugin_api::sdk::{lenient_int, lenient_string};
+use toolshed_plugin_api::sdk::{lenient_int, lenient_string, OpenError};
 use toolshed_plugin_api::{
     capability, export_plugin, log_level, result, services, Block, HostClient, Outcome, ParamSpec, Prepared, Risk,
     Tool, ToolCall, ToolDeclaration, ToolInit, ToolSpec,
@@ -152,7 +153,7 @@ impl Tool for ReadFile {
             Ok(resolved) => resolved,
             Err(e) => return result::mistake(e.message),
         };
-        let (content, mtime_ns) = match extract(&resolved.absolute, &call.input, call.task.supports_images, host) {
+        let (content, mtime_ns) = match extract(&resolved.absolute, resolved.inside_workspace, &call.input, call.task.supports_images, host) {
             Ok(read) => read,
             Err(message) if message.starts_with(ERROR_PREFIX) => return result::mistake(message),
             Err(message) => return result::mistake(format!("{ERROR_PREFIX} {message}")),
@@ -192,13 +193,19 @@ enum Content {
 /// Cline's `extractFileContent` with our text path: the content and the file's modification time.
 fn extract(
     absolute: &str,
+    inside_workspace: bool,
     args: &ReadFileArgs,
     supports_images: bool,
     host: &HostClient<'_>,
 ) -> Result<(Content, u128), String> {
     let path = Path::new(absolute);
     // Cline checks existence with `fs.access`, so every failure to reach the file reads "File not found".
-    let metadata = std::fs::metadata(path).map_err(|_| format!("File not found: {absolute}"))?;
+    // Everything below reads through this one descriptor, confirmed to be the file the checks allowed.
+    let file = host.open_confirmed(absolute, inside_workspace).map_err(|e| match e {
+        OpenError::Io(_) => format!("File not found: {absolute}"),
+        OpenError::Refused(message) => message,
+    })?;
+    let metadata = file.metadata().map_err(|_| format!("File not found: {absolute}"))?;
     if metadata.is_dir() {
         return Err(format!("{absolute} is a directory. Use list_files to see its contents."));
     }
@@ -213,16 +220,27 @@ fn extract(
         if !supports_images {
             return Err("Current model does not support image input".to_owned());
         }
-        return Ok((Content::Image(image::read_image(path, media_type)?), mtime_ns));
+        return Ok((Content::Image(image::read_image(file, media_type)?), mtime_ns));
     }
     let range = LineRange::new(args.start_line, args.end_line);
-    Ok((Content::Text(read_text(path, extension.as_deref(), range, host)?), mtime_ns))
+    // PDF, Word, notebook and Excel files: their extracted text gets the same window, footers and cap.
+    if let Some(document) = extension.as_deref().and_then(documents::Document::for_extension) {
+        let text = document.extract(file, path)?;
+        let window = read_window(text.as_bytes(), range).map_err(|e| format!("{}: {e}", path.display()))?;
+        return Ok((Content::Text(window.render(range)), mtime_ns));
+    }
+    Ok((Content::Text(read_text(file, path, extension.as_deref(), range, host)?), mtime_ns))
 }
 
 /// Reads and renders the window `range` of a text file, refusing binary files that have an extension.
-fn read_text(path: &Path, extension: Option<&str>, range: LineRange, host: &HostClient<'_>) -> Result<String, String> {
+fn read_text(
+    mut file: File,
+    path: &Path,
+    extension: Option<&str>,
+    range: LineRange,
+    host: &HostClient<'_>,
+) -> Result<String, String> {
     let io_error = |e: io::Error| format!("{}: {e}", path.display());
-    let mut file = File::open(path).map_err(io_error)?;
     let mut sample = Vec::with_capacity(SNIFF_LEN);
     (&mut file).take(SNIFF_LEN as u64).read_to_end(&mut sample).map_err(io_error)?;
     let bom = Bom::detect(&sample);

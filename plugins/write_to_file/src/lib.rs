@@ -28,6 +28,9 @@ mod content;
 mod diff;
 #[allow(dead_code)] // Shared with apply_patch, which uses the parts this plugin does not.
 mod edit_io;
+/// Entry points for the fuzz targets in `fuzz-targets/` (issue 16); not a supported API.
+#[doc(hidden)]
+pub mod fuzzing;
 mod messages;
 #[cfg(test)]
 mod props;
@@ -204,6 +207,16 @@ fn read_text(target: &Target, name: Name, rel_path: &str) -> Result<(TextFile, O
     Ok((file, before))
 }
 
+/// The file's new text: the located edits applied to its working text, its line breaks restored. (Shared with
+/// the fuzz entry point, so the fuzzer checks the code the tool runs.)
+fn edited_text(working: &str, style: LineEndings, edits: &[diff::Edit]) -> String {
+    let updated = diff::apply(working, edits);
+    match style {
+        LineEndings::Crlf => LineEndings::Crlf.apply(&updated),
+        LineEndings::Lf | LineEndings::Mixed => updated,
+    }
+}
+
 impl WriteToFile {
     /// Checks the call and computes what to write. With `report` (in `prepare`), it also tells the UI, counts
     /// a missing `content`, and finishes the streamed progress.
@@ -298,11 +311,7 @@ impl WriteToFile {
                 };
                 let edits = parsed
                     .map_err(|error| Refusal::mistake(messages::diff_error(&error.message, &rel_path, &file.text)))?;
-                let updated = diff::apply(&working, &edits);
-                match style {
-                    LineEndings::Crlf => LineEndings::Crlf.apply(&updated),
-                    LineEndings::Lf | LineEndings::Mixed => updated,
-                }
+                edited_text(&working, style, &edits)
             }
         };
         let bytes = file.encode(&written);

@@ -1,0 +1,212 @@
+//! Targets for the edit formats: `replace_in_file`'s SEARCH/REPLACE blocks and `apply_patch`'s V4A patches,
+//! each over a raw original file.
+
+use crate::{edit_input, line_cuts};
+use apply_patch::fuzzing::{self as patch, Action, Chunk, Line};
+use write_to_file::fuzzing::{self as diff, Edit};
+
+/// Model families: Claude's diffs are used as written, the others get Cline's model fixes first.
+const FAMILIES: [&str; 2] = ["claude", "gpt"];
+
+/// Checks that located edits are sound slices of `original`: in bounds, on character boundaries, and not
+/// overlapping one another.
+fn assert_sound(original: &str, edits: &[Edit]) {
+    for (i, edit) in edits.iter().enumerate() {
+        assert!(edit.start <= edit.end && edit.end <= original.len(), "edit {i} out of bounds: {edit:?}");
+        assert!(original.is_char_boundary(edit.start) && original.is_char_boundary(edit.end), "edit {i} splits a char");
+        for earlier in &edits[..i] {
+            assert!(
+                !(edit.start < earlier.end && earlier.start < edit.end),
+                "edit {i} overlaps an earlier one: {edit:?} {earlier:?}"
+            );
+        }
+    }
+}
+
+/// SEARCH/REPLACE diffs (`replace_in_file`). Invariants: no panic; located edits are sound; the edits a
+/// streaming prefix reports are the first edits of the whole diff (the UI never shows an edit that will not
+/// be applied); and a diff whose blocks replace lines of the file with themselves leaves the file's bytes —
+/// byte-order mark, encoding, line breaks — exactly as they were.
+pub fn replace_in_file(data: &[u8]) {
+    let (flags, original, text) = edit_input(data);
+    let family = FAMILIES[usize::from(flags & 1)];
+    let result = diff::replace_in_file(original, &text, family);
+    let Ok(working) = diff::working_text(original) else {
+        assert!(result.is_err(), "an undecodable file was edited");
+        return;
+    };
+    // The parser on the working text, as the tool runs it (CRLF already LF in the diff for Claude).
+    let prepared = text.replace("\r\n", "\n");
+    let whole = diff::parse(&prepared, &working, true);
+    match &whole {
+        Ok(edits) => {
+            assert_sound(&working, edits);
+            let _ = diff::apply(&working, edits);
+        }
+        Err(error) => assert_sound(&working, &error.completed),
+    }
+    if family == "claude" {
+        assert_eq!(result.is_ok(), whole.is_ok(), "the tool and its parser disagree");
+    }
+    for cut in line_cuts(&prepared, 24) {
+        let prefix = &prepared[..cut];
+        match (diff::parse(prefix, &working, false), &whole) {
+            (Ok(streamed), Ok(edits)) => {
+                assert_sound(&working, &streamed);
+                assert!(streamed.len() <= edits.len(), "a prefix found more edits than the whole diff");
+                assert_eq!(streamed[..], edits[..streamed.len()], "a prefix located an edit differently");
+            }
+            (Ok(streamed), Err(_)) => assert_sound(&working, &streamed),
+            (Err(error), _) => assert_sound(&working, &error.completed),
+        }
+    }
+    identity_diff(flags, original, &working);
+}
+
+/// A diff replacing a run of the file's complete lines with themselves must leave the file byte for byte.
+fn identity_diff(flags: u8, original: &[u8], working: &str) {
+    let lines: Vec<&str> = working.split_inclusive('\n').filter(|l| l.ends_with('\n')).collect();
+    if lines.is_empty() {
+        return;
+    }
+    let first = usize::from(flags >> 1) % lines.len();
+    let count = (usize::from(flags >> 5) % 4 + 1).min(lines.len() - first);
+    let block = &lines[first..first + count];
+    // Lines that the diff format cannot carry as they are: markers, and `\r` that the diff loses with CRLF.
+    if block.iter().any(|l| l.contains('\r') || write_to_file::fuzzing::is_any_marker(l.trim_end_matches('\n'))) {
+        return;
+    }
+    let search: String = block.concat();
+    let text = format!("------- SEARCH\n{search}=======\n{search}+++++++ REPLACE\n");
+    match diff::replace_in_file(original, &text, "claude") {
+        Ok(bytes) => assert!(bytes == original, "an edit that changes nothing changed the file: {:?}", bytes),
+        Err(error) => panic!("the file's own lines were not found: {error}"),
+    }
+}
+
+/// Prints actions as V4A text, every line ending in CRLF (the parser drops one `\r` per line, so a `\r` that
+/// ends a line of content survives).
+fn print_patch(actions: &[Action]) -> String {
+    let mut out = String::from("*** Begin Patch\r\n");
+    let mut line = |text: &str| {
+        out.push_str(text);
+        out.push_str("\r\n");
+    };
+    for action in actions {
+        match action {
+            Action::Add { path, content } => {
+                line(&format!("*** Add File: {path}"));
+                content.split_inclusive('\n').for_each(|l| line(&format!("+{}", l.trim_end_matches('\n'))));
+            }
+            Action::Delete { path } => line(&format!("*** Delete File: {path}")),
+            Action::Update { path, move_to, chunks } => {
+                line(&format!("*** Update File: {path}"));
+                if let Some(to) = move_to {
+                    line(&format!("*** Move to: {to}"));
+                }
+                for chunk in chunks {
+                    if chunk.anchors.is_empty() {
+                        line("@@");
+                    }
+                    chunk.anchors.iter().for_each(|a| line(&format!("@@ {a}")));
+                    for l in &chunk.lines {
+                        line(&match l {
+                            Line::Context(t) => format!(" {t}"),
+                            Line::Delete(t) => format!("-{t}"),
+                            Line::Insert(t) => format!("+{t}"),
+                        });
+                    }
+                    if chunk.eof {
+                        line("*** End of File");
+                    }
+                }
+            }
+        }
+    }
+    line("*** End Patch");
+    out
+}
+
+/// V4A patches (`apply_patch`). Invariants: no panic; parse(print(actions)) gives the actions back; each
+/// update applies to the original or fails without output; a chunk of only the file's own lines as context
+/// leaves its bytes unchanged; the streaming headers of a prefix are the first headers of the whole; the
+/// banded similarity test agrees with the plain Levenshtein distance.
+pub fn apply_patch(data: &[u8]) {
+    let (flags, original, text) = edit_input(data);
+    let parsed = patch::parse(&text);
+    if let Ok(actions) = &parsed {
+        let printed = print_patch(actions);
+        match patch::parse(&printed) {
+            Ok(again) => assert_eq!(&again, actions, "parse(print(x)) differs; printed:\n{printed}"),
+            Err(e) => panic!("a printed patch does not parse ({e}):\n{printed}"),
+        }
+        for action in actions {
+            if let Action::Update { chunks, .. } = action {
+                if let Ok((bytes, _)) = patch::update(original, chunks) {
+                    assert!(std::str::from_utf8(&bytes).is_ok() || original.first().is_some_and(|&b| b >= 0xFE));
+                }
+            }
+        }
+    }
+    let whole = patch::headers(&text, true);
+    for cut in line_cuts(&text, 24) {
+        let streamed = patch::headers(&text[..cut], false);
+        assert!(streamed.len() <= whole.len() && streamed[..] == whole[..streamed.len()], "streamed headers differ");
+    }
+    identity_patch(flags, original);
+    similarity(&text);
+}
+
+/// A chunk of the file's own lines as context must leave its bytes as they were.
+fn identity_patch(flags: u8, original: &[u8]) {
+    let Ok(text) = patch::text(original) else {
+        assert!(patch::update(original, &[]).is_err(), "an undecodable file was patched");
+        return;
+    };
+    match patch::update(original, &[]) {
+        Ok((bytes, _)) => assert!(bytes == original, "applying no chunk changed the file"),
+        Err(error) => panic!("a decodable file failed with no chunks: {error}"),
+    }
+    // `lines` drops each line's break (LF or CRLF), as the chunk lines of a patch have none.
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.is_empty() {
+        return;
+    }
+    let first = usize::from(flags >> 1) % lines.len();
+    let count = (usize::from(flags >> 5) % 4 + 1).min(lines.len() - first);
+    let chunk = Chunk {
+        anchors: Vec::new(),
+        lines: lines[first..first + count].iter().map(|l| Line::Context((*l).to_owned())).collect(),
+        eof: flags & 1 == 1,
+    };
+    match patch::update(original, &[chunk]) {
+        Ok((bytes, _)) => assert!(bytes == original, "a context-only chunk changed the file: {bytes:?}"),
+        Err(error) => panic!("the file's own lines were not found: {error}"),
+    }
+}
+
+/// The plain Levenshtein distance, in characters.
+fn levenshtein(a: &[char], b: &[char]) -> usize {
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut current = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            current[j + 1] = (previous[j] + usize::from(ca != cb)).min(previous[j + 1] + 1).min(current[j] + 1);
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+/// The banded similarity test against the plain distance, on the first two lines of the patch text.
+fn similarity(text: &str) {
+    let mut lines = text.lines();
+    let (Some(a), Some(b)) = (lines.next(), lines.next()) else {
+        return;
+    };
+    let (ca, cb): (Vec<char>, Vec<char>) = (a.chars().take(200).collect(), b.chars().take(200).collect());
+    let (a, b): (String, String) = (ca.iter().collect(), cb.iter().collect());
+    let longer = ca.len().max(cb.len());
+    let expected = longer == 0 || (longer - levenshtein(&ca, &cb)) as f64 / longer as f64 >= 0.66;
+    assert_eq!(patch::similar(&a, &b, 0.66), expected, "similar({a:?}, {b:?})");
+}

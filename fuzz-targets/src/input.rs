@@ -1,0 +1,120 @@
+//! Targets for tool-use input: the JSON text the executor parses (OpenAI-style `arguments`), through the
+//! executor's checks and into the shipped tools' argument types, and `execute_command`'s permission rules.
+
+use crate::parts;
+use execute_command::permissions::{denial_message, CommandPermissions};
+use serde_json::Value;
+use toolshed::fuzzing::{tool_input as check_input, InputVerdict};
+use toolshed_plugin_api::{Tool, ToolDeclaration};
+
+/// The result-header templates and required parameters of the tools linked here, plus templates that use
+/// every placeholder form (`{a|b}`, `{?x:…}`, nested, unclosed).
+fn tools() -> Vec<(String, Option<String>, Vec<(String, bool)>)> {
+    let declarations: [ToolDeclaration; 3] = [
+        write_to_file::WriteToFile::declaration(),
+        apply_patch::ApplyPatch::declaration(),
+        execute_command::ExecuteCommand::declaration(),
+    ];
+    let mut tools = Vec::new();
+    for declaration in declarations {
+        let required: Vec<(String, bool)> = declaration
+            .specs
+            .get("generic")
+            .map(|spec| spec.parameters.iter().filter(|p| p.required).map(|p| (p.name.clone(), p.allow_empty)).collect())
+            .unwrap_or_default();
+        tools.push((declaration.name.clone(), declaration.display.clone(), required.clone()));
+        for alias in &declaration.aliases {
+            tools.push((alias.name.clone(), declaration.display.clone(), required.clone()));
+        }
+    }
+    for template in ["[{tool} for '{path|absolutePath}']{?regex: in '{regex}'}", "{?a:{?b:{c}}}{", "}{x{y}"] {
+        tools.push(("synthetic".to_owned(), Some(template.to_owned()), vec![("path".to_owned(), false)]));
+    }
+    tools
+}
+
+/// Tool-input JSON: the executor's parse, object and missing-parameter checks, the result header, the
+/// loop-detection signature, then the tools' argument types. Invariants: no panic; the signature is JSON
+/// that parses back to the input without `task_progress`; printing the input and parsing it again gives the
+/// same input; the verdict is the executor's order of checks.
+pub fn tool_input(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let parsed = serde_json::from_str::<Value>(&text).ok();
+    for (name, display, required) in tools() {
+        let verdict = check_input(&name, display.as_deref(), &required, &text);
+        match (&verdict, &parsed) {
+            (InputVerdict::InvalidJson, None) => {}
+            (InputVerdict::NotAnObject { .. }, Some(value)) => assert!(!value.is_object()),
+            (InputVerdict::Missing { param, .. }, Some(value)) => {
+                assert!(required.iter().any(|(p, _)| p == param), "{param} is not required");
+                assert!(value.is_object());
+            }
+            (InputVerdict::Ready { signature, input, description }, Some(value)) => {
+                assert_eq!(input, value);
+                assert!(!description.is_empty());
+                let mut without_progress = input.clone();
+                if let Value::Object(map) = &mut without_progress {
+                    map.remove("task_progress");
+                }
+                let reparsed: Value = serde_json::from_str(signature)
+                    .unwrap_or_else(|e| panic!("the signature {signature:?} is not JSON: {e}"));
+                assert_eq!(reparsed, without_progress, "the signature does not round trip");
+            }
+            (verdict, parsed) => panic!("verdict {verdict:?} for {parsed:?}"),
+        }
+    }
+    let Some(value) = parsed else {
+        return;
+    };
+    let printed = value.to_string();
+    let reparsed: Value = serde_json::from_str(&printed).unwrap_or_else(|e| panic!("{printed:?} does not parse: {e}"));
+    assert_eq!(reparsed, value, "print/parse does not round trip");
+    // The plugins' own argument types (lenient strings, integers and booleans): errors are fine, panics not.
+    if let Ok(args) = serde_json::from_value::<write_to_file::WriteToFileArgs>(value.clone()) {
+        if let Some(Value::String(path)) = value.get("path") {
+            assert_eq!(args.path.as_deref(), Some(path.as_str()));
+        }
+    }
+    let _ = serde_json::from_value::<apply_patch::ApplyPatchArgs>(value.clone());
+    let _ = serde_json::from_value::<execute_command::ExecuteCommandArgs>(value);
+}
+
+/// Rule sets whose verdicts are known for any command.
+const FIXED_RULES: &[(&str, &[&str])] = &[
+    // Everything is denied, one way or another.
+    (r#"{"deny": ["*"]}"#, &["denied", "segment_denied", "shell_operator_detected", "parse_error", "redirect_detected"]),
+    // Everything is allowed that can be parsed and has no line break or backtick outside quotes.
+    (r#"{"allow": ["*"], "allowRedirects": true}"#, &["shell_operator_detected", "parse_error"]),
+    // No list: only the structural checks refuse.
+    (r#"{"allow": [], "deny": []}"#, &["shell_operator_detected", "parse_error", "redirect_detected"]),
+];
+
+/// `CLINE_COMMAND_PERMISSIONS` (the first part) and a command (the second): the setting parses or is an
+/// error, the command is checked without panicking or hanging, and under fixed rule sets the verdicts are
+/// the ones those rules allow.
+pub fn command_permissions(data: &[u8]) {
+    let parts = parts(data);
+    let (setting, command) = match parts.as_slice() {
+        [command] => ("", command.as_str()),
+        [setting, command, ..] => (setting.as_str(), command.as_str()),
+        [] => return,
+    };
+    if let Ok(rules) = CommandPermissions::from_json(setting) {
+        if let Err(denial) = rules.check(command) {
+            assert!(!denial_message(command, &denial).is_empty());
+        }
+    }
+    for (json, reasons) in FIXED_RULES {
+        let Ok(rules) = CommandPermissions::from_json(json) else {
+            panic!("fixed rules {json} do not parse");
+        };
+        match rules.check(command) {
+            // A command without any simple command (blank, a comment) runs nothing and has nothing to deny.
+            Ok(()) => assert!(
+                !json.contains("deny\": [\"*") || command.trim().is_empty() || command.trim_start().starts_with('#'),
+                "{json} allowed {command:?}"
+            ),
+            Err(denial) => assert!(reasons.contains(&denial.reason), "{json}: {command:?} gave {denial:?}"),
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The fuzz targets of every parser that reads model output (issue 16), as plain functions of the fuzzer's
+//! bytes. `fuzz/fuzz_targets/*.rs` wraps each in `libfuzzer_sys::fuzz_target!` for `cargo xtask fuzz`, and
+//! `tests/replay.rs` runs every saved corpus and regression input through them under `cargo test`, on the
+//! stable toolchain.
+//!
+//! Each target asserts the parser's invariants, so a violation is a crash the fuzzer keeps: no panic, no
+//! hang (the fuzzer's and the replay test's time bounds), a failed edit leaves the content unchanged, an edit
+//! that changes nothing leaves the bytes as they were, streaming agrees with the whole, and parse(print(x))
+//! round trips where the format allows it.
+//!
+//! Input layouts: text targets split their input at `0xFF` bytes (never part of UTF-8) and read each part
+//! as UTF-8, lossily. The edit targets take a flags byte, a little-endian `u16` length, that many bytes of
+//! the original file (raw: byte-order marks, UTF-16 and invalid UTF-8 included), then the model's text.
+//!
+//! ```
+//! toolshed_fuzz_targets::replace_in_file(b"\x00\x04\x00a\nb\n------- SEARCH\nb\n=======\nB\n+++++++ REPLACE\n");
+//! ```
+
+mod edits;
+mod input;
+mod paths;
+mod stream;
+
+pub use edits::{apply_patch, replace_in_file};
+pub use input::{command_permissions, tool_input};
+pub use paths::{clineignore, path_hints};
+pub use stream::{partial_json, xml_tool_use};
+
+/// Every target by name, for the replay test and `cargo xtask fuzz`.
+pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+    ("tool_input", tool_input),
+    ("replace_in_file", replace_in_file),
+    ("apply_patch", apply_patch),
+    ("command_permissions", command_permissions),
+    ("clineignore", clineignore),
+    ("path_hints", path_hints),
+    ("partial_json", partial_json),
+    ("xml_tool_use", xml_tool_use),
+];
+
+/// The parts of a text input, split at `0xFF` bytes, each read as UTF-8 (invalid sequences replaced).
+fn parts(data: &[u8]) -> Vec<String> {
+    data.split(|&b| b == 0xFF).map(|part| String::from_utf8_lossy(part).into_owned()).collect()
+}
+
+/// The edit targets' layout: flags, the original file's bytes, the model's text.
+fn edit_input(data: &[u8]) -> (u8, &[u8], String) {
+    let flags = data.first().copied().unwrap_or(0);
+    let len = match data.get(1..3) {
+        Some(&[lo, hi]) => usize::from(u16::from_le_bytes([lo, hi])),
+        _ => 0,
+    };
+    let rest = data.get(3..).unwrap_or_default();
+    let (original, text) = rest.split_at(len.min(rest.len()));
+    (flags, original, String::from_utf8_lossy(text).into_owned())
+}
+
+/// Up to `max` cut points of `text` just after its line breaks, evenly spread (the whole text last).
+fn line_cuts(text: &str, max: usize) -> Vec<usize> {
+    let ends: Vec<usize> = text.match_indices('\n').map(|(i, _)| i + 1).collect();
+    let step = ends.len().div_ceil(max.max(1)).max(1);
+    let mut cuts: Vec<usize> = ends.into_iter().step_by(step).collect();
+    cuts.push(text.len());
+    cuts
+}

@@ -1,0 +1,7 @@
+#pragma once
+
+class Shape {
+public:
+    virtual ~Shape() = default;
+    virtual double area() const = 0;
+};

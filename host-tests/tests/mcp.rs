@@ -1,0 +1,232 @@
+//! use_mcp_tool, access_mcp_resource, load_mcp_documentation and native `{server}__mcp__{tool}` tools against
+//! real MCP servers nobody here wrote (the npm packages `@modelcontextprotocol/server-everything` and
+//! `server-filesystem`, installed by `cargo xtask test`), plus tiny scripted servers that crash or never
+//! answer, and bad settings.
+
+use crate::util::{block_on, call, shipped, task_in, text, workspace};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use toolshed::{Config, Runtime, ToolResult, ToolUse};
+
+/// The npm test peers, installed by `cargo xtask test`; a clear failure when they are missing.
+pub fn node_peers() -> PathBuf {
+    let dir = std::env::var_os("TOOLSHED_TEST_NODE_PEERS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-peers/node"));
+    let everything = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        everything.is_file(),
+        "{} not found: the MCP tests run real npm MCP servers; run `cargo xtask test`, which installs them into target/test-peers/node",
+        everything.display()
+    );
+    dir
+}
+
+fn package_entry(package: &str) -> String {
+    node_peers().join("node_modules/@modelcontextprotocol").join(package).join("dist/index.js").display().to_string()
+}
+
+/// A server that answers `initialize` and `tools/list`, then on `tools/call` exits (`crash`) or stays
+/// silent (`hang`).
+const SCRIPTED: &str = r#"
+const mode = process.argv[2];
+const rl = require('readline').createInterface({ input: process.stdin });
+rl.on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  const send = (r) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: m.id, ...r }) + '\n');
+  if (m.method === 'initialize') {
+    send({ result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: mode, version: '1.0.0' } } });
+  } else if (m.method === 'tools/list') {
+    send({ result: { tools: [{ name: 'work', description: 'Works.', inputSchema: { type: 'object' } }] } });
+  } else if (m.method === 'tools/call') {
+    if (mode === 'crash') process.exit(3);
+  } else {
+    send({ error: { code: -32601, message: 'Method not found' } });
+  }
+});
+"#;
+
+fn runtime_with(settings: &Path, yes: bool, tweak: impl FnOnce(&mut Config)) -> Runtime {
+    let mut config = Config::default();
+    config.mcp.settings = Some(settings.to_owned());
+    tweak(&mut config);
+    let runtime = shipped().config(config).yes(yes).build().unwrap();
+    block_on(runtime.mcp_settled());
+    runtime
+}
+
+fn everything(extra: serde_json::Value) -> serde_json::Value {
+    let mut server = json!({"command": "node", "args": [package_entry("server-everything"), "stdio"]});
+    if let (Some(server), Some(extra)) = (server.as_object_mut(), extra.as_object()) {
+        server.extend(extra.clone());
+    }
+    server
+}
+
+fn use_tool(task: &toolshed::TaskHandle, server: &str, tool: &str, arguments: &str) -> ToolResult {
+    call(task, "use_mcp_tool", json!({"server_name": server, "tool_name": tool, "arguments": arguments}))
+}
+
+#[test]
+fn everything_server_echo_sum_resources_and_auto_approve() {
+    let ws = workspace();
+    let settings = ws.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"everything": everything(json!({"autoApprove": ["echo"]}))}});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    // No --yes and nobody to ask: only what autoApprove lists runs.
+    let runtime = runtime_with(&settings, false, |_| {});
+    let task = task_in(&runtime, ws.path());
+
+    let echo = use_tool(&task, "everything", "echo", r#"{"message": "hello"}"#);
+    assert_eq!(echo.to_model_text(), "[use_mcp_tool for 'everything'] Result:\nEcho: hello");
+    let sum = use_tool(&task, "everything", "get-sum", r#"{"a": 2, "b": 3}"#);
+    assert_eq!(sum.status, toolshed::ResultStatus::Denied, "{sum:?}");
+
+    drop((task, runtime));
+    let runtime = runtime_with(&settings, true, |_| {});
+    let task = task_in(&runtime, ws.path());
+    let sum = use_tool(&task, "everything", "get-sum", r#"{"a": 2, "b": 3}"#);
+    assert_eq!(text(&sum), "The sum of 2 and 3 is 5.");
+
+    // The native name runs the same path, with the input as the arguments.
+    let native = block_on(task.execute(ToolUse::new("n1", "everything__mcp__get-sum", json!({"a": 20, "b": 22}))));
+    assert_eq!(
+        (native.name.as_str(), text(&native).as_str()),
+        ("everything__mcp__get-sum", "The sum of 20 and 22 is 42.")
+    );
+    assert_eq!(runtime.specs().mcp_tool("everything__mcp__echo"), Some(("everything", "echo")));
+
+    // A resource the server lists, read back.
+    let status = runtime.mcp_servers().unwrap();
+    let server = status.servers.iter().find(|s| s.name == "everything").unwrap();
+    assert_eq!(server.status, "connected");
+    let uri = server
+        .resources
+        .iter()
+        .filter_map(|r| r.get("uri").and_then(|u| u.as_str()))
+        .find(|u| u.contains("document"))
+        .expect("server-everything lists its static documents")
+        .to_owned();
+    let resource = call(&task, "access_mcp_resource", json!({"server_name": "everything", "uri": uri}));
+    assert!(!resource.is_error(), "{resource:?}");
+    let body = text(&resource);
+    assert!(body.len() > 20 && body != "(Empty response)", "{body}");
+
+    let docs = call(&task, "load_mcp_documentation", json!({}));
+    assert!(text(&docs).ends_with("Connected MCP servers: everything\n"), "{}", text(&docs));
+}
+
+#[test]
+fn bad_arguments_unknown_servers_and_tools_are_clear_errors() {
+    let ws = workspace();
+    let settings = ws.path().join("mcp.json");
+    let servers =
+        json!({"mcpServers": {"everything": everything(json!({})), "off": everything(json!({"disabled": true}))}});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    let runtime = runtime_with(&settings, true, |_| {});
+    let task = task_in(&runtime, ws.path());
+
+    let invalid = use_tool(&task, "everything", "echo", "{message: hi");
+    assert_eq!(
+        text(&invalid),
+        "The tool execution failed with the following error:\n<error>\nInvalid JSON argument used with everything for echo. Please retry with a properly formatted JSON argument.\n</error>"
+    );
+    assert_eq!(task.consecutive_mistakes(), 1);
+    let unknown_server = use_tool(&task, "nope", "echo", "{}");
+    assert!(text(&unknown_server).contains(
+        "Error executing MCP tool: No connection found for server: nope. Please make sure to use MCP servers available under 'Connected MCP Servers'."
+    ));
+    let disabled = use_tool(&task, "off", "echo", "{}");
+    assert!(text(&disabled).contains("Error executing MCP tool: Server \"off\" is disabled and cannot be used"));
+    let unknown_tool = use_tool(&task, "everything", "nope", "{}");
+    assert!(text(&unknown_tool).contains("Tool \"nope\" was not found on MCP server \"everything\". Its tools: "));
+    assert!(text(&unknown_tool).contains("echo"));
+    // The server's own validation of arguments comes back as its error result.
+    let wrong = use_tool(&task, "everything", "get-sum", r#"{"a": "two"}"#);
+    assert!(text(&wrong).starts_with("Error") || wrong.is_error(), "{wrong:?}");
+    let native_unknown = block_on(task.execute(ToolUse::new("n", "nope__mcp__x", json!({}))));
+    assert!(text(&native_unknown).contains("No connection found for server: nope."), "{native_unknown:?}");
+}
+
+#[test]
+fn filesystem_server_lists_and_reads_a_temp_dir() {
+    let ws = workspace();
+    let shared = tempfile::tempdir().unwrap();
+    let shared_dir = shared.path().canonicalize().unwrap();
+    std::fs::write(shared_dir.join("notes.txt"), "first line\nsecond line\n").unwrap();
+    std::fs::create_dir(shared_dir.join("sub")).unwrap();
+    let settings = ws.path().join("mcp.json");
+    let server = json!({"command": "node", "args": [package_entry("server-filesystem"), shared_dir]});
+    std::fs::write(&settings, json!({"mcpServers": {"fs": server}}).to_string()).unwrap();
+    let runtime = runtime_with(&settings, true, |_| {});
+    let task = task_in(&runtime, ws.path());
+
+    let dir = shared_dir.display().to_string();
+    let listing = use_tool(&task, "fs", "list_directory", &json!({"path": dir}).to_string());
+    let listing = text(&listing);
+    assert!(listing.contains("[FILE] notes.txt") && listing.contains("[DIR] sub"), "{listing}");
+    let status = runtime.mcp_servers().unwrap();
+    let tools = &status.servers[0].tools;
+    let read_tool = ["read_text_file", "read_file"]
+        .into_iter()
+        .find(|name| tools.iter().any(|t| t["name"] == *name))
+        .expect("a read tool");
+    let file = shared_dir.join("notes.txt").display().to_string();
+    let read = use_tool(&task, "fs", read_tool, &json!({"path": file}).to_string());
+    assert_eq!(text(&read), "first line\nsecond line\n");
+}
+
+#[test]
+fn crashing_and_silent_servers_fail_cleanly_and_a_broken_entry_spares_the_others() {
+    let ws = workspace();
+    let script = ws.path().join("scripted.js");
+    std::fs::write(&script, SCRIPTED).unwrap();
+    let script = script.display().to_string();
+    let settings = ws.path().join("mcp.json");
+    let servers = json!({"mcpServers": {
+        "crash": {"command": "node", "args": [script, "crash"]},
+        "hang": {"command": "node", "args": [script, "hang"]},
+        "broken": {"args": ["no command"]},
+        "everything": everything(json!({}))
+    }});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    let runtime = runtime_with(&settings, true, |c| c.mcp.call_timeout_ms = 300);
+    let task = task_in(&runtime, ws.path());
+    let status = runtime.mcp_servers().unwrap();
+    let state = |name: &str| status.servers.iter().find(|s| s.name == name).unwrap().clone();
+    assert_eq!(state("everything").status, "connected");
+    assert_eq!(state("crash").status, "connected");
+    let broken = state("broken");
+    assert_eq!(broken.status, "disconnected");
+    assert!(broken.error.unwrap().contains("invalid settings for MCP server \"broken\": give \"command\""));
+
+    let crashed = use_tool(&task, "crash", "work", "{}");
+    assert!(text(&crashed).contains("Error executing MCP tool: "), "{crashed:?}");
+    let silent = use_tool(&task, "hang", "work", "{}");
+    assert!(text(&silent).contains("Error executing MCP tool: MCP error -32001: Request timed out"), "{silent:?}");
+    // The others still work after both.
+    assert_eq!(text(&use_tool(&task, "everything", "echo", r#"{"message": "still here"}"#)), "Echo: still here");
+    let broken = use_tool(&task, "broken", "work", "{}");
+    assert!(text(&broken).contains("give \"command\""), "{broken:?}");
+}
+
+#[test]
+fn a_malformed_settings_file_is_reported_and_a_fixed_one_is_picked_up() {
+    let ws = workspace();
+    let settings = ws.path().join("mcp.json");
+    std::fs::write(&settings, "{\"mcpServers\": {").unwrap();
+    let runtime = runtime_with(&settings, true, |c| c.mcp.poll_ms = 50);
+    let error = runtime.mcp_servers().unwrap().settings_error.unwrap();
+    assert!(error.contains("invalid MCP settings file") && error.contains("not JSON"), "{error}");
+
+    std::fs::write(&settings, json!({"mcpServers": {"everything": everything(json!({}))}}).to_string()).unwrap();
+    let connected = (0..400).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let status = runtime.mcp_servers().unwrap();
+        status.settings_error.is_none() && status.servers.iter().any(|s| s.status == "connected")
+    });
+    assert!(connected, "{:?}", runtime.mcp_servers());
+    let task = task_in(&runtime, ws.path());
+    assert_eq!(text(&use_tool(&task, "everything", "echo", r#"{"message": "reloaded"}"#)), "Echo: reloaded");
+}

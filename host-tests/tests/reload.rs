@@ -1,0 +1,331 @@
+//! Hot reload: plugins dropped into, rebuilt in and removed from a watched directory, through the public API
+//! and `toolshed watch`; broken builds that must never replace a working one; the bounded cost of reloads;
+//! and a plugin made by `cargo xtask new-plugin` outside the workspace.
+
+use crate::util::*;
+use serde_json::json;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+use toolshed::{Config, PluginEvent, PluginEvents, Runtime, ToolUse};
+
+/// How long any one expected event may take: generous, since it only bounds a failure.
+const PATIENCE: Duration = Duration::from_secs(60);
+
+fn variant_b() -> PathBuf {
+    fixtures().join("variants").join(lib("fixture_reload"))
+}
+
+/// A runtime over `dir` with a short debounce (events are awaited, never timed).
+fn watched(dir: &Path) -> (Runtime, PluginEvents) {
+    let config = Config::from_toml_str("[timeouts]\nwatch_debounce_ms = 30\n").unwrap();
+    let runtime = Runtime::builder().config(config).plugin_dir(dir).build().unwrap();
+    let events = runtime.events();
+    runtime.watch().unwrap();
+    (runtime, events)
+}
+
+fn next(events: &mut PluginEvents) -> PluginEvent {
+    events.recv_timeout(PATIENCE).expect("no plugin event within the bound")
+}
+
+/// Writes `bytes` to `to` in place (truncate, then write), as a build or `cp` does.
+fn write(to: &Path, bytes: &[u8]) {
+    std::fs::write(to, bytes).unwrap();
+}
+
+fn probe(runtime: &Runtime, ws: &Path) -> String {
+    let result = call(&task_in(runtime, ws), "reload_probe", json!({}));
+    assert!(!result.is_error(), "{result:?}");
+    text(&result)
+}
+
+#[test]
+fn a_rebuilt_plugin_serves_new_calls_while_calls_in_flight_finish_on_the_old_code() {
+    let dir = workspace();
+    let ws = workspace();
+    let file = dir.path().join(lib("fixture_reload"));
+    std::fs::copy(fixture("fixture_reload"), &file).unwrap();
+    let (runtime, mut events) = watched(dir.path());
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+
+    // A call in flight: it has resolved its route and is running when the new build lands.
+    let (mark, release) = (ws.path().join("started"), ws.path().join("release"));
+    let task = task_in(&runtime, ws.path());
+    let slow = {
+        let (task, mark, release) = (task.clone(), mark.clone(), release.clone());
+        std::thread::spawn(move || {
+            let input = json!({"mark": mark, "wait_for": release});
+            text(&block_on(task.execute(ToolUse::new("slow", "reload_probe", input))))
+        })
+    };
+    // A streamed tool use whose first block arrived before the swap.
+    block_on(task.partial("streamed", "reload_probe", json!({})));
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !mark.exists() {
+        assert!(std::time::Instant::now() < deadline, "the slow call never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    write(&file, &std::fs::read(variant_b()).unwrap());
+    match next(&mut events) {
+        PluginEvent::Reloaded { file: f, plugin, tools, removed, .. } => {
+            assert_eq!((f, plugin.as_str()), (file.clone(), "fixture_reload"));
+            assert_eq!((tools, removed), (vec!["reload_probe".to_owned()], vec![]));
+        }
+        other => panic!("expected a reload, got {other}"),
+    }
+    assert_eq!(probe(&runtime, ws.path()), "variant B");
+    let streamed = block_on(task.execute(ToolUse::new("streamed", "reload_probe", json!({}))));
+    assert_eq!(text(&streamed), "variant A", "a streamed tool use keeps the generation it started on");
+    std::fs::write(&release, "").unwrap();
+    assert_eq!(slow.join().unwrap(), "variant A");
+    assert_eq!(probe(&runtime, ws.path()), "variant B");
+    let stats = runtime.reload_stats();
+    assert_eq!((stats.reloads, stats.old_copies), (1, 1), "{stats:?}");
+    assert!(stats.old_bytes > 0 && stats.process_copies >= 2, "{stats:?}");
+
+    // Removed: its tools are gone.
+    std::fs::remove_file(&file).unwrap();
+    match next(&mut events) {
+        PluginEvent::Unloaded { file: f, tools } => assert_eq!((f, tools), (file, vec!["reload_probe".to_owned()])),
+        other => panic!("expected an unload, got {other}"),
+    }
+    let gone = call(&task_in(&runtime, ws.path()), "reload_probe", json!({}));
+    assert!(gone.is_error() && text(&gone).contains("Tool 'reload_probe' does not exist"), "{gone:?}");
+    assert!(runtime.tools().is_empty());
+}
+
+#[test]
+fn a_plugin_dropped_in_is_loaded_and_identical_content_is_not_reloaded() {
+    let dir = workspace();
+    let ws = workspace();
+    let runtime = Runtime::builder().plugin_dir(dir.path()).build().unwrap();
+    let mut events = runtime.events();
+    assert!(runtime.tools().is_empty());
+    let file = dir.path().join(lib("fixture_reload"));
+    std::fs::copy(fixture("fixture_reload"), &file).unwrap();
+    let loaded = block_on(runtime.rescan());
+    match loaded.as_slice() {
+        [PluginEvent::Loaded { file: f, tools, .. }] => {
+            assert_eq!((f, tools), (&file, &vec!["reload_probe".to_owned()]))
+        }
+        other => panic!("expected one load, got {other:?}"),
+    }
+    assert_eq!(events.try_recv().as_ref(), loaded.first(), "subscribers see what rescan returns");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    // The same bytes written again: nothing to do.
+    write(&file, &std::fs::read(fixture("fixture_reload")).unwrap());
+    assert_eq!(block_on(runtime.rescan()), vec![]);
+    assert_eq!(runtime.reload_stats().reloads, 0);
+    assert_eq!(events.try_recv(), None);
+}
+
+#[test]
+fn broken_builds_never_replace_a_working_version() {
+    let dir = workspace();
+    let ws = workspace();
+    let file = dir.path().join(lib("fixture_reload"));
+    let good = std::fs::read(fixture("fixture_reload")).unwrap();
+    std::fs::copy(fixture("fixture_reload"), &file).unwrap();
+    let (runtime, mut events) = watched(dir.path());
+    let mut failure = |bytes: &[u8], at: &Path| -> String {
+        write(at, bytes);
+        match next(&mut events) {
+            PluginEvent::Failed { file: f, reason } => {
+                assert_eq!(f, at);
+                assert!(!reason.contains('\n'), "{reason}");
+                reason
+            }
+            other => panic!("expected a failure, got {other}"),
+        }
+    };
+
+    // A build cut short, a text file with a library's name, a plugin built against another interface.
+    let variant_b = std::fs::read(variant_b()).unwrap();
+    let truncated = failure(&variant_b[..variant_b.len() / 2], &file);
+    assert!(truncated.starts_with("the file is cut short"), "{truncated}");
+    assert!(truncated.ends_with("the previous version keeps serving"), "{truncated}");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    let text_file = failure(b"this is not a library\n", &file);
+    assert!(text_file.starts_with("not a loadable library"), "{text_file}");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    let foreign = failure(&std::fs::read(foreign().join(lib("fixture_api_v2"))).unwrap(), &file);
+    assert!(foreign.starts_with("incompatible plugin interface layout"), "{foreign}");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+
+    // A build that loads but whose tool cannot be registered: its name is taken by another file.
+    let twin = dir.path().join(lib("fixture_reload_twin"));
+    let mut copy = good.clone();
+    copy.extend_from_slice(b"\0twin");
+    let clash = failure(&copy, &twin);
+    assert!(clash.contains("tool name 'reload_probe' is already registered by"), "{clash}");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    // A new version of the file that would lose its tool and whose own tools are refused (invalid and
+    // reserved names) is refused whole: the old version keeps serving.
+    let refused = failure(&std::fs::read(fixture("fixture_clash")).unwrap(), &file);
+    assert!(refused.starts_with("not reloaded, the previous version keeps serving: "), "{refused}");
+    assert!(refused.contains("'bad name!'") || refused.contains("bad name!"), "{refused}");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+
+    // A good build still goes in after all that.
+    write(&file, &variant_b);
+    assert!(matches!(next(&mut events), PluginEvent::Reloaded { .. }));
+    assert_eq!(probe(&runtime, ws.path()), "variant B");
+    let stats = runtime.reload_stats();
+    assert_eq!(stats.reloads, 1, "{stats:?}");
+}
+
+/// The `toolshed watch` child and its output lines.
+struct Watching {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+}
+
+impl Watching {
+    fn start(home: &Path, plugins: &Path) -> Self {
+        let mut child = Command::new(toolshed_bin())
+            .args(["--plugins", &plugins.to_string_lossy(), "watch"])
+            .current_dir(home)
+            .env("HOME", home)
+            .env_remove("TOOLSHED_PLUGINS")
+            .env("TOOLSHED_TIMEOUTS_WATCH_DEBOUNCE_MS", "30")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Self { child, lines }
+    }
+
+    /// The next line that starts with `prefix`; lines before it are returned too, for the failure message.
+    fn until(&self, prefix: &str) -> String {
+        let mut seen = Vec::new();
+        loop {
+            match self.lines.recv_timeout(PATIENCE) {
+                Ok(line) if line.starts_with(prefix) => return line,
+                Ok(line) => seen.push(line),
+                Err(_) => panic!("no `{prefix}` line from toolshed watch; it printed {seen:?}"),
+            }
+        }
+    }
+
+    /// Resident memory of the child, and the part of it that is not file-backed, in bytes.
+    fn rss(&self) -> (u64, u64) {
+        let statm = std::fs::read_to_string(format!("/proc/{}/statm", self.child.id())).unwrap();
+        let pages: Vec<u64> = statm.split_whitespace().map(|n| n.parse().unwrap()).collect();
+        (pages[1] * 4096, (pages[1] - pages[2]) * 4096)
+    }
+
+    /// Closes its standard input: it stops and exits 0.
+    fn stop(mut self) -> String {
+        drop(self.child.stdin.take());
+        let line = self.until("stopped");
+        assert!(self.child.wait().unwrap().success());
+        line
+    }
+}
+
+#[test]
+fn fifty_reloads_cost_at_most_a_megabyte_each_above_a_constant() {
+    let home = workspace();
+    let dir = workspace();
+    let file = dir.path().join(lib("fixture_reload"));
+    let good = std::fs::read(fixture("fixture_reload")).unwrap();
+    std::fs::copy(fixture("fixture_reload"), &file).unwrap();
+    let watch = Watching::start(home.path(), dir.path());
+    assert_eq!(watch.until("loaded"), format!("loaded {} tools=reload_probe", file.display()));
+    watch.until("watching");
+
+    // Distinct contents without distinct builds: an ELF loader ignores bytes after the image.
+    let mut reload = |i: usize| {
+        let mut bytes = good.clone();
+        bytes.extend_from_slice(format!("\0reload {i}").as_bytes());
+        // Written beside, then renamed in: what a careful build tool does.
+        let staged = dir.path().join(format!(".staged-{i}"));
+        std::fs::write(&staged, &bytes).unwrap();
+        std::fs::rename(&staged, &file).unwrap();
+        let line = watch.until("reloaded");
+        assert!(line.contains("tools=reload_probe removed=-"), "{line}");
+        watch.until("reload-stats")
+    };
+    reload(0);
+    let before = watch.rss();
+    let mut stats = String::new();
+    for i in 1..=50 {
+        stats = reload(i);
+    }
+    let after = watch.rss();
+    // Each reload retires the version before it: the start-up copy, then reloads 0 to 49.
+    let old_bytes: usize = good.len() + (0..50).map(|j| good.len() + format!("\0reload {j}").len()).sum::<usize>();
+    assert_eq!(stats, format!("reload-stats reloads=51 old_copies=51 old_bytes={old_bytes}"));
+    let per_reload = after.0.saturating_sub(before.0) / 50;
+    let anon_per_reload = after.1.saturating_sub(before.1) / 50;
+    eprintln!(
+        "50 reloads: RSS {} → {} KiB ({} KiB per reload), of which not file-backed {} → {} KiB ({} KiB per reload)",
+        before.0 / 1024,
+        after.0 / 1024,
+        per_reload / 1024,
+        before.1 / 1024,
+        after.1 / 1024,
+        anon_per_reload / 1024
+    );
+    // What a reload keeps for good: relocated pages, actors, buffers. The pages of the old copy that were
+    // read while loading it are file-backed and the kernel may drop them (about 1.1 MiB for this debug
+    // library, 0.45 MiB for a release one); they are bounded separately.
+    assert!(anon_per_reload <= 1 << 20, "{anon_per_reload} bytes of anonymous memory per reload");
+    assert!(per_reload <= 2 << 20, "{per_reload} bytes of RSS per reload");
+    assert_eq!(watch.stop(), "stopped (end of input)");
+}
+
+#[test]
+fn a_plugin_made_by_new_plugin_outside_the_workspace_is_picked_up_by_toolshed_watch() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let xtask = root.join("target/debug/xtask");
+    assert!(xtask.is_file(), "{} not found: run `cargo xtask test`", xtask.display());
+    let outside = tempfile::tempdir().unwrap();
+    let made = Command::new(&xtask)
+        .args(["new-plugin", "hello_tool", "--dir", &outside.path().to_string_lossy()])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", stderr(&made));
+    let crate_dir = outside.path().join("hello_tool");
+    // One shared target directory, so the dependencies are built once across runs.
+    let target = root.join("target/new-plugin");
+    let built = Command::new("cargo")
+        .args(["build", "--offline", "--quiet"])
+        .current_dir(&crate_dir)
+        .env("CARGO_TARGET_DIR", &target)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", stderr(&built));
+
+    let home = workspace();
+    let plugins = workspace();
+    let watch = Watching::start(home.path(), plugins.path());
+    watch.until("watching");
+    let library = plugins.path().join(lib("hello_tool"));
+    std::fs::copy(target.join("debug").join(lib("hello_tool")), &library).unwrap();
+    let line = watch.until("loaded");
+    assert!(line.starts_with(&format!("loaded {} plugin=hello_tool version=0.1.0", library.display())), "{line}");
+    assert!(line.ends_with("tools=hello_tool"), "{line}");
+    assert_eq!(watch.stop(), "stopped (end of input)");
+
+    let ws = workspace();
+    let out = toolshed(
+        home.path(),
+        ws.path(),
+        &["--plugins", &plugins.path().to_string_lossy(), "call", "--yes", "hello_tool", r#"{"name":"Ada"}"#],
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "[hello_tool] Result:\nHello, Ada!\n");
+}

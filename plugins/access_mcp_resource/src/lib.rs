@@ -1,0 +1,134 @@
+//! Cline's `access_mcp_resource`: reads a resource of a connected MCP server through the host's
+//! `mcp.read_resource` service; the result is the `text` items joined with blank lines, or `(Empty
+//! response)`, cut at 400 KB.
+
+use serde::Deserialize;
+use serde_json::Value;
+use toolshed_plugin_api::sdk::lenient_string;
+use toolshed_plugin_api::{
+    capability, export_plugin, result, services, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall,
+    ToolDeclaration, ToolInit, ToolSpec,
+};
+
+/// The input, as the model sends it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct AccessMcpResourceArgs {
+    #[serde(default, deserialize_with = "lenient_string")]
+    server_name: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    uri: Option<String>,
+}
+
+const DESCRIPTION: &str = "Request to access a resource provided by a connected MCP server. Resources represent data sources that can be used as context, such as files, API responses, or system information.";
+
+const PARAMETERS: [(&str, &str, &str); 2] = [
+    ("server_name", "The name of the MCP server providing the resource", "server name here"),
+    ("uri", "The URI identifying the specific resource to access", "resource URI here"),
+];
+
+/// Cline's text of a `ReadResourceResult`.
+pub fn format_result(result: &Value) -> String {
+    let texts: Vec<&str> = result
+        .get("contents")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|item| item.get("text").and_then(Value::as_str))
+        .filter(|text| !text.is_empty())
+        .collect();
+    let text = texts.join("\n\n");
+    result::truncate_content(if text.is_empty() { "(Empty response)".to_owned() } else { text })
+}
+
+/// The `access_mcp_resource` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AccessMcpResource;
+
+impl Tool for AccessMcpResource {
+    type Args = AccessMcpResourceArgs;
+
+    fn declaration() -> ToolDeclaration {
+        let parameters = PARAMETERS
+            .iter()
+            .map(|&(name, description, usage)| ParamSpec {
+                name: name.to_owned(),
+                required: true,
+                kind: "string".to_owned(),
+                description: description.to_owned(),
+                enum_values: None,
+                items: None,
+                usage: Some(usage.to_owned()),
+                allow_empty: false,
+                context_requirements: Vec::new(),
+            })
+            .collect();
+        let spec = ToolSpec {
+            id: "access_mcp_resource".to_owned(),
+            name: "access_mcp_resource".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters,
+            context_requirements: vec!["mcp".to_owned()],
+        };
+        let mut declaration = toolshed_plugin_api::declare("access_mcp_resource", DESCRIPTION, &[]);
+        declaration.capabilities = vec![capability::NETWORK.to_owned()];
+        declaration.display = Some("[{tool} for '{server_name}']".to_owned());
+        declaration.specs = [("generic".to_owned(), spec)].into_iter().collect();
+        declaration
+    }
+
+    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        Ok(Some(AccessMcpResource))
+    }
+
+    fn prepare(&self, call: &ToolCall<AccessMcpResourceArgs>, _host: &HostClient<'_>) -> Prepared {
+        let (server, uri) = names(&call.input);
+        result::approval(
+            "mcp",
+            format!("Cline wants to access {uri} on the {server} MCP server"),
+            Vec::new(),
+            Risk::Low,
+        )
+    }
+
+    fn execute(&self, call: &ToolCall<AccessMcpResourceArgs>, host: &HostClient<'_>) -> Outcome {
+        let (server, uri) = names(&call.input);
+        if !host.offers(services::MCP_READ_RESOURCE) {
+            return result::error(
+                "Error executing access_mcp_resource: this host offers no MCP client (mcp.read_resource)",
+            );
+        }
+        match host.mcp_read_resource(server, uri) {
+            Ok(value) => result::text(format_result(&value)),
+            Err(e) => result::error(format!("Error executing access_mcp_resource: {}", e.message)),
+        }
+    }
+}
+
+fn names(args: &AccessMcpResourceArgs) -> (&str, &str) {
+    (args.server_name.as_deref().unwrap_or("undefined"), args.uri.as_deref().unwrap_or("undefined"))
+}
+
+mod export {
+    use super::{export_plugin, AccessMcpResource};
+
+    export_plugin! { name: "access_mcp_resource", version: env!("CARGO_PKG_VERSION"), tools: [AccessMcpResource] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    #[test]
+    fn text_items_join_and_blobs_are_left_out() {
+        let result = json!({"contents": [
+            {"uri": "a", "text": "one"},
+            {"uri": "b", "blob": "AAAA"},
+            {"uri": "c", "text": "two"}
+        ]});
+        assert_eq!(format_result(&result), "one\n\ntwo");
+        assert_eq!(format_result(&json!({"contents": []})), "(Empty response)");
+    }
+}

@@ -1,0 +1,215 @@
+//! Cline's `list_code_definition_names` tool as a Toolshed plugin: the definitions (classes, functions, methods,
+//! …) in the source files at the top level of a directory, found with tree-sitter, in Cline's outline format.
+//!
+//! [`outline::source_files`] picks the files as Cline does (the first 200 entries, the source files among them,
+//! at most 50), the host's `path.check` drops the ones `.clineignore` blocks, and [`outline::outline`] parses
+//! each file and renders its captures; files are parsed in parallel on scoped threads, one parser each, and the
+//! blocks are joined in file order.
+//!
+//! Where this differs from Cline, on purpose: the directory's entries are taken in name order rather than the
+//! filesystem's, so the files kept at the limits are the same everywhere; Kotlin is outlined (Cline's Kotlin
+//! query does not compile); and a directory named like a source file is skipped instead of failing the call.
+//!
+//! ```
+//! use toolshed_plugin_api::Tool;
+//!
+//! let declaration = list_code_definition_names::ListCodeDefinitionNames::declaration();
+//! assert_eq!(declaration.name, "list_code_definition_names");
+//! ```
+#![deny(missing_docs)]
+
+mod languages;
+mod outline;
+
+use outline::SourceFile;
+use serde::Deserialize;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use toolshed_plugin_api::sdk::lenient_string;
+use toolshed_plugin_api::{
+    capability, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration, ToolInit,
+    ToolSpec,
+};
+
+pub use languages::Grammar;
+pub use outline::outline;
+
+/// Cline's description, the same for every model family.
+const DESCRIPTION: &str = "Request to list definition names (classes, functions, methods, etc.) used in source code files at the top level of the specified directory. This tool provides insights into the codebase structure and important constructs, encapsulating high-level concepts and relationships that are crucial for understanding the overall architecture.";
+const PATH_DESCRIPTION: &str = "The path of a directory (not a file) relative to the current working directory {{CWD}}{{MULTI_ROOT_HINT}}. Lists definitions across all source files in that directory. To inspect a single file, use read_file instead.";
+
+/// Cline's texts for the two paths that are not directories.
+const NOT_A_DIRECTORY: &str = "The provided path is a file, not a directory. To view this file use read_file instead, or pass the parent directory to list_code_definition_names.";
+const NO_DIRECTORY: &str = "This directory does not exist or you do not have permission to access it.";
+const NOTHING_FOUND: &str = "No source code definitions found.";
+
+/// The input of `list_code_definition_names`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ListCodeDefinitionNamesArgs {
+    /// The directory, as the model wrote it.
+    #[serde(default, deserialize_with = "lenient_string")]
+    path: Option<String>,
+}
+
+impl ListCodeDefinitionNamesArgs {
+    /// The path, unless it is missing or blank.
+    fn path(&self) -> Option<&str> {
+        self.path.as_deref().filter(|path| !path.trim().is_empty())
+    }
+}
+
+/// The `list_code_definition_names` tool. It holds no state; compiled queries are shared process-wide.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ListCodeDefinitionNames;
+
+impl Tool for ListCodeDefinitionNames {
+    type Args = ListCodeDefinitionNamesArgs;
+
+    fn declaration() -> ToolDeclaration {
+        let spec = |usage: bool| ToolSpec {
+            id: "list_code_definition_names".to_owned(),
+            name: "list_code_definition_names".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters: vec![ParamSpec {
+                name: "path".to_owned(),
+                required: true,
+                kind: "string".to_owned(),
+                description: PATH_DESCRIPTION.to_owned(),
+                enum_values: None,
+                items: None,
+                usage: usage.then(|| "Directory path here".to_owned()),
+                allow_empty: false,
+                context_requirements: Vec::new(),
+            }],
+            context_requirements: Vec::new(),
+        };
+        ToolDeclaration {
+            name: "list_code_definition_names".to_owned(),
+            aliases: Vec::new(),
+            capabilities: vec![capability::READ_ONLY.to_owned()],
+            display: Some("[{tool} for '{path}']".to_owned()),
+            // Cline's variants: the XML-prompt one with a usage example, and the native ones without.
+            specs: [
+                ("generic".to_owned(), spec(true)),
+                ("gpt-5-native".to_owned(), spec(false)),
+                ("native-next-gen".to_owned(), spec(false)),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        Ok(Some(ListCodeDefinitionNames))
+    }
+
+    fn prepare(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Prepared {
+        // `execute` answers a missing path with Cline's missing-parameter text.
+        let Some(path) = call.input.path() else {
+            return Prepared::Proceed;
+        };
+        // Cline makes no `.clineignore` check on the directory itself; the files inside it are filtered.
+        match host.resolve_path(path) {
+            Ok(resolved) => result::approval(
+                "read",
+                format!(
+                    "Cline wants to view source code definition names used in this directory: {}",
+                    resolved.display
+                ),
+                vec![resolved.absolute],
+                Risk::Low,
+            ),
+            Err(e) => result::refuse(format!("Error listing code definitions: {}", e.message)),
+        }
+    }
+
+    fn execute(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Outcome {
+        let Some(path) = call.input.path() else {
+            return result::missing_parameter("path");
+        };
+        let dir = match host.resolve_path(path) {
+            Ok(resolved) => resolved.absolute,
+            Err(e) => return result::mistake(format!("Error listing code definitions: {}", e.message)),
+        };
+        let dir = Path::new(&dir);
+        if !dir.is_dir() {
+            return result::mistake(if dir.exists() { NOT_A_DIRECTORY } else { NO_DIRECTORY });
+        }
+        match list_definitions(dir, host) {
+            Ok(text) => result::text(text),
+            Err(message) => result::mistake(format!("Error listing code definitions: {message}")),
+        }
+    }
+}
+
+/// The whole answer for a directory: each outlined file's block in file order, or Cline's "nothing found".
+fn list_definitions(dir: &Path, host: &HostClient<'_>) -> Result<String, String> {
+    let files = outline::source_files(dir).map_err(|e| e.to_string())?;
+    let files = if files.is_empty() {
+        files
+    } else {
+        let allowed = host
+            .paths_allowed(files.iter().map(|file| file.path.to_string_lossy().into_owned()).collect())
+            .map_err(|e| e.message)?;
+        files.into_iter().zip(allowed).filter_map(|(file, allowed)| allowed.then_some(file)).collect()
+    };
+    let outlines = outline_all(&files, &|| host.is_cancelled())?;
+    let mut text = String::new();
+    for (file, outline) in files.iter().zip(outlines) {
+        if let Some(outline) = outline {
+            text.push_str(&file.relative);
+            text.push('\n');
+            text.push_str(&outline);
+            text.push('\n');
+        }
+    }
+    Ok(if text.is_empty() { NOTHING_FOUND.to_owned() } else { text })
+}
+
+/// One file's outline (`None`: nothing captured) or the error that ends the call.
+type FileOutline = Result<Option<String>, String>;
+
+/// Outlines every file, in parallel on at most as many scoped threads as there are cores, and returns the
+/// outlines in the files' order. The first error (an unreadable file, a cancelled call) is the answer, as an
+/// exception is in Cline.
+fn outline_all(files: &[SourceFile], cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Vec<Option<String>>, String> {
+    let outline_one = |file: &SourceFile| -> FileOutline {
+        if cancelled() {
+            return Err("the call was cancelled".to_owned());
+        }
+        let bytes = std::fs::read(&file.path).map_err(|e| format!("{}: {e}", file.path.display()))?;
+        outline::outline(&String::from_utf8_lossy(&bytes), file.grammar)
+    };
+    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(files.len());
+    if threads <= 1 {
+        return files.iter().map(outline_one).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<FileOutline>>> = Mutex::new(vec![None; files.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(file) = files.get(index) else {
+                    break;
+                };
+                let answer = outline_one(file);
+                if let Ok(mut results) = results.lock() {
+                    results[index] = Some(answer);
+                }
+            });
+        }
+    });
+    let results = results.into_inner().map_err(|_| "a parser thread failed".to_owned())?;
+    results.into_iter().map(|answer| answer.unwrap_or_else(|| Err("a parser thread failed".to_owned()))).collect()
+}
+
+/// The plugin's root module, in its own module because the statics abi_stable generates carry no docs.
+#[allow(missing_docs)]
+mod export {
+    use super::ListCodeDefinitionNames;
+    use toolshed_plugin_api::export_plugin;
+
+    export_plugin! { name: "list_code_definition_names", version: env!("CARGO_PKG_VERSION"), tools: [ListCodeDefinitionNames] }
+}

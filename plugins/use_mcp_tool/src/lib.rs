@@ -1,0 +1,255 @@
+//! Cline's `use_mcp_tool`: calls a tool of a connected MCP server through the host's `mcp.call_tool` service
+//! and formats the result as Cline does (text items, resources as JSON, `Error:` for `isError`, `(No
+//! response)`, the images note, the 400 KB cap). Native MCP tools (`{server}__mcp__{tool}`) reach this
+//! handler too: the runtime turns them into a use_mcp_tool call with the input as the `arguments` string.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use toolshed_plugin_api::sdk::lenient_string;
+use toolshed_plugin_api::{
+    capability, export_plugin, result, services, Block, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall,
+    ToolDeclaration, ToolInit, ToolSpec,
+};
+
+/// The input, as the model sends it.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct UseMcpToolArgs {
+    #[serde(default, deserialize_with = "lenient_string")]
+    server_name: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    tool_name: Option<String>,
+    /// A JSON object as a string.
+    #[serde(default, deserialize_with = "lenient_string")]
+    arguments: Option<String>,
+}
+
+const DESCRIPTION: &str = "Request to use a tool provided by a connected MCP server. Each MCP server can provide multiple tools with different capabilities. Tools have defined input schemas that specify required and optional parameters.";
+
+const PARAMETERS: [(&str, &str, &str); 3] = [
+    ("server_name", "The name of the MCP server providing the tool", "server name here"),
+    ("tool_name", "The name of the tool to execute", "tool name here"),
+    (
+        "arguments",
+        "A JSON object containing the tool's input parameters, following the tool's input schema",
+        "\n{\n  \"param1\": \"value1\",\n  \"param2\": \"value2\"\n}\n",
+    ),
+];
+
+/// Cline's `invalidMcpToolArgumentError`.
+pub fn invalid_arguments(server: &str, tool: &str) -> String {
+    format!(
+        "Invalid JSON argument used with {server} for {tool}. Please retry with a properly formatted JSON argument."
+    )
+}
+
+/// Parses the `arguments` string: absent is none (the hub sends `{}`), anything but a JSON object is
+/// Cline's invalid-argument error.
+pub fn parse_arguments(arguments: Option<&str>) -> Result<Option<Map<String, Value>>, ()> {
+    match arguments.map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(map)) => Ok(Some(map)),
+            Ok(_) | Err(_) => Err(()),
+        },
+    }
+}
+
+/// Cline's result text and images of a `CallToolResult`.
+pub fn format_result(result: &Value, supports_images: bool) -> Vec<Block> {
+    let items = result.get("content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let images: Vec<Block> = items
+        .iter()
+        .filter(|item| item.get("type").and_then(Value::as_str) == Some("image"))
+        .map(|item| {
+            let field = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+            result::image(field("mimeType"), field("data"))
+        })
+        .collect();
+    let parts: Vec<String> = items
+        .iter()
+        .filter_map(|item| match item.get("type").and_then(Value::as_str) {
+            Some("text") => item.get("text").and_then(Value::as_str).map(str::to_owned),
+            Some("resource") => item.get("resource").map(resource_json),
+            _ => None,
+        })
+        .filter(|text| !text.is_empty())
+        .collect();
+    let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
+    let mut text = format!("{}{}", if is_error { "Error:\n" } else { "" }, parts.join("\n\n"));
+    if text.is_empty() {
+        text = "(No response)".to_owned();
+    }
+    if !images.is_empty() && !supports_images {
+        text.push_str(&format!(
+            "\n\n[{} images were provided in the response, and while they are displayed to the user, you do not have the ability to view them.]",
+            images.len()
+        ));
+    }
+    let mut blocks = vec![Block::Text { text: result::truncate_content(text) }];
+    if supports_images {
+        blocks.extend(images);
+    }
+    blocks
+}
+
+/// `JSON.stringify(resource minus blob, null, 2)`. JavaScript keeps the server's key order; the usual one of
+/// MCP resource contents (`uri`, `mimeType`, `text`) comes first here, any other keys after in name order.
+fn resource_json(resource: &Value) -> String {
+    let Some(object) = resource.as_object() else {
+        return serde_json::to_string_pretty(resource).unwrap_or_default();
+    };
+    const FIRST: [&str; 3] = ["uri", "mimeType", "text"];
+    let mut fields: Vec<(&String, &Value)> = object.iter().filter(|(key, _)| key.as_str() != "blob").collect();
+    fields.sort_by_key(|(key, _)| (FIRST.iter().position(|f| f == key).unwrap_or(FIRST.len()), (*key).clone()));
+    let mut out = String::from("{");
+    for (i, (key, value)) in fields.iter().enumerate() {
+        let value = serde_json::to_string_pretty(value).unwrap_or_default().replace('\n', "\n  ");
+        let key = Value::String((*key).clone());
+        out.push_str(&format!("{}\n  {key}: {value}", if i == 0 { "" } else { "," }));
+    }
+    out.push_str(if fields.is_empty() { "}" } else { "\n}" });
+    out
+}
+
+/// The `use_mcp_tool` tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct UseMcpTool;
+
+impl Tool for UseMcpTool {
+    type Args = UseMcpToolArgs;
+
+    fn declaration() -> ToolDeclaration {
+        let parameters = PARAMETERS
+            .iter()
+            .map(|&(name, description, usage)| ParamSpec {
+                name: name.to_owned(),
+                // Cline's spec marks `arguments` required too, but its handler calls without it; the runtime
+                // enforces what the spec requires, so here only the names are.
+                required: name != "arguments",
+                kind: "string".to_owned(),
+                description: description.to_owned(),
+                enum_values: None,
+                items: None,
+                usage: Some(usage.to_owned()),
+                allow_empty: false,
+                context_requirements: Vec::new(),
+            })
+            .collect();
+        let spec = ToolSpec {
+            id: "use_mcp_tool".to_owned(),
+            name: "use_mcp_tool".to_owned(),
+            description: DESCRIPTION.to_owned(),
+            parameters,
+            context_requirements: vec!["mcp".to_owned()],
+        };
+        let mut declaration = toolshed_plugin_api::declare("use_mcp_tool", DESCRIPTION, &[]);
+        declaration.capabilities = vec![capability::NETWORK.to_owned()];
+        declaration.display = Some("[{tool} for '{server_name}']".to_owned());
+        declaration.specs = [("generic".to_owned(), spec)].into_iter().collect();
+        declaration
+    }
+
+    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        Ok(Some(UseMcpTool))
+    }
+
+    fn prepare(&self, call: &ToolCall<UseMcpToolArgs>, host: &HostClient<'_>) -> Prepared {
+        let (server, tool) = names(&call.input);
+        if parse_arguments(call.input.arguments.as_deref()).is_err() {
+            host.say("error", &format!("Cline tried to use {tool} with an invalid JSON argument. Retrying..."), false);
+            return result::refuse(invalid_arguments(server, tool));
+        }
+        result::approval(
+            "mcp",
+            format!("Cline wants to use the {tool} tool on the {server} MCP server"),
+            Vec::new(),
+            Risk::Medium,
+        )
+    }
+
+    fn execute(&self, call: &ToolCall<UseMcpToolArgs>, host: &HostClient<'_>) -> Outcome {
+        let (server, tool) = names(&call.input);
+        let Ok(arguments) = parse_arguments(call.input.arguments.as_deref()) else {
+            return result::mistake(invalid_arguments(server, tool));
+        };
+        if !host.offers(services::MCP_CALL_TOOL) {
+            return result::error("Error executing MCP tool: this host offers no MCP client (mcp.call_tool)");
+        }
+        match host.mcp_call_tool(server, tool, arguments) {
+            Ok(value) => result::blocks(format_result(&value, call.task.supports_images)),
+            Err(e) => result::error(format!("Error executing MCP tool: {}", e.message)),
+        }
+    }
+}
+
+fn names(args: &UseMcpToolArgs) -> (&str, &str) {
+    (args.server_name.as_deref().unwrap_or("undefined"), args.tool_name.as_deref().unwrap_or("undefined"))
+}
+
+mod export {
+    use super::{export_plugin, UseMcpTool};
+
+    export_plugin! { name: "use_mcp_tool", version: env!("CARGO_PKG_VERSION"), tools: [UseMcpTool] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn text(blocks: &[Block]) -> &str {
+        match &blocks[0] {
+            Block::Text { text } => text,
+            Block::Image { .. } => panic!("expected text first"),
+        }
+    }
+
+    #[test]
+    fn text_and_resources_join_with_blank_lines() {
+        let result = json!({"content": [
+            {"type": "text", "text": "one"},
+            {"type": "audio", "data": "x"},
+            {"type": "resource", "resource": {"uri": "test://a", "mimeType": "text/plain", "text": "hi", "blob": "Zm9v"}},
+            {"type": "text", "text": ""}
+        ]});
+        assert_eq!(
+            text(&format_result(&result, false)),
+            "one\n\n{\n  \"uri\": \"test://a\",\n  \"mimeType\": \"text/plain\",\n  \"text\": \"hi\"\n}"
+        );
+    }
+
+    #[test]
+    fn errors_empty_results_and_images() {
+        assert_eq!(text(&format_result(&json!({"content": [], "isError": true}), false)), "Error:\n");
+        assert_eq!(text(&format_result(&json!({"content": []}), false)), "(No response)");
+        let image = json!({"content": [{"type": "image", "mimeType": "image/png", "data": "AAAA"}]});
+        assert_eq!(
+            text(&format_result(&image, false)),
+            "(No response)\n\n[1 images were provided in the response, and while they are displayed to the user, you do not have the ability to view them.]"
+        );
+        let blocks = format_result(&image, true);
+        assert_eq!(blocks.len(), 2);
+        assert_eq!(blocks[1], result::image("image/png", "AAAA"));
+    }
+
+    #[test]
+    fn long_results_are_cut_at_400_kb() {
+        let long = "x".repeat(500 * 1024);
+        let out = format_result(&json!({"content": [{"type": "text", "text": long}]}), false);
+        assert!(text(&out).starts_with(&"x".repeat(400 * 1024)));
+        assert!(text(&out).ends_with("[FILE TRUNCATED: This content is 500.0 KB but only the first 400.0 KB is shown (100.0 KB truncated). Use search_files to find specific patterns, or execute_command with grep/head/tail for targeted reading.]"));
+    }
+
+    #[test]
+    fn arguments_must_be_a_json_object() {
+        assert_eq!(parse_arguments(None), Ok(None));
+        assert_eq!(parse_arguments(Some("{\"a\": 1}")).unwrap().unwrap()["a"], json!(1));
+        assert_eq!(parse_arguments(Some("{a: 1}")), Err(()));
+        assert_eq!(parse_arguments(Some("[1]")), Err(()));
+        assert_eq!(
+            invalid_arguments("s", "t"),
+            "Invalid JSON argument used with s for t. Please retry with a properly formatted JSON argument."
+        );
+    }
+}

@@ -1,0 +1,475 @@
+//! Cline's `web_fetch` tool as a Toolshed plugin: a page's content analysed by the Cline API
+//! (`POST {api_base_url}/api/v1/search/webfetch`), or, with `[web] backend = "direct"`, the page fetched by the
+//! host and turned into Markdown, returned with the prompt for the model to apply.
+//!
+//! Every request goes through the host's `http.request` service: the host owns the client, the bearer token
+//! (added only to requests under the API base URL) and the address policy of direct fetches. Texts are
+//! Cline's, including the axios-style failure messages the model sees.
+//!
+//! ```
+//! use toolshed_plugin_api::Tool;
+//!
+//! let declaration = web_fetch::WebFetch::declaration();
+//! assert_eq!(declaration.name, "web_fetch");
+//! assert_eq!(declaration.specs["generic"].parameters.len(), 2);
+//! ```
+#![deny(missing_docs)]
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolshed_plugin_api::sdk::lenient_string;
+use toolshed_plugin_api::services::{HttpReply, HttpRequest, HttpResponse, WebSettings, WEB_TOOLS_DISABLED};
+use toolshed_plugin_api::{
+    capability, export_plugin, result, HostClient, Outcome, ParamSpec, Prepared, Risk, ServiceErrorKind, Tool,
+    ToolCall, ToolDeclaration, ToolError, ToolInit, ToolSpec,
+};
+
+/// The generic description, Cline's.
+const DESCRIPTION: &str = "Fetches content from a specified URL and analyzes it using your prompt
+- Takes a URL and analysis prompt as input
+- Fetches the URL content and processes based on your prompt
+- Use this tool when you need to retrieve and analyze web content
+- IMPORTANT: If an MCP-provided web fetch tool is available, prefer using that tool instead of this one, as it may have fewer restrictions.
+- The URL must be a fully-formed valid URL
+- The prompt must be at least 2 characters
+- HTTP URLs will be automatically upgraded to HTTPS
+- This tool is read-only and does not modify any files";
+
+/// The description for native tool calling, Cline's.
+const NATIVE_DESCRIPTION: &str = "Fetches and analyzes content from a specified URL.";
+
+/// Direct fetches return at most this much content (Cline's 400 KB read cap).
+const MAX_CONTENT_BYTES: usize = 400 * 1024;
+
+/// The input: `url` and `prompt`, both required.
+#[derive(Debug, Deserialize)]
+pub struct WebFetchArgs {
+    #[serde(default, deserialize_with = "lenient_string")]
+    url: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    prompt: Option<String>,
+}
+
+/// The handler.
+pub struct WebFetch;
+
+fn param(name: &str, description: &str, usage: Option<&str>) -> ParamSpec {
+    ParamSpec {
+        name: name.to_owned(),
+        required: true,
+        kind: "string".to_owned(),
+        description: description.to_owned(),
+        enum_values: None,
+        items: None,
+        usage: usage.map(str::to_owned),
+        allow_empty: false,
+        context_requirements: Vec::new(),
+    }
+}
+
+fn spec(description: &str, native: bool) -> ToolSpec {
+    let parameters = if native {
+        vec![
+            param("url", "The URL to fetch content from", None),
+            param("prompt", "Prompt for analyzing the webpage content", None),
+        ]
+    } else {
+        vec![
+            param("url", "The URL to fetch content from", Some("https://example.com/docs")),
+            param(
+                "prompt",
+                "The prompt to use for analyzing the webpage content",
+                Some("Summarize the main points and key takeaways"),
+            ),
+        ]
+    };
+    ToolSpec {
+        id: "web_fetch".to_owned(),
+        name: "web_fetch".to_owned(),
+        description: description.to_owned(),
+        parameters,
+        context_requirements: Vec::new(),
+    }
+}
+
+/// The settings, or the tool error a host without the web services gets.
+fn settings(host: &HostClient<'_>) -> Result<WebSettings, ToolError> {
+    host.web_settings().map_err(|e| {
+        let message = if e.kind == ServiceErrorKind::UnknownService {
+            "This host offers no web services (web.settings, http.request), so web_fetch cannot run here.".to_owned()
+        } else {
+            format!("Error fetching web content: {e}")
+        };
+        ToolError { message, mistake: false }
+    })
+}
+
+impl Tool for WebFetch {
+    type Args = WebFetchArgs;
+
+    fn declaration() -> ToolDeclaration {
+        ToolDeclaration {
+            name: "web_fetch".to_owned(),
+            aliases: Vec::new(),
+            capabilities: vec![capability::NETWORK.to_owned()],
+            display: Some("[{tool} for '{url}']".to_owned()),
+            specs: [
+                ("generic".to_owned(), spec(DESCRIPTION, false)),
+                ("gpt-5-native".to_owned(), spec(NATIVE_DESCRIPTION, true)),
+                ("native-next-gen".to_owned(), spec(NATIVE_DESCRIPTION, true)),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        Ok(Some(WebFetch))
+    }
+
+    fn prepare(&self, call: &ToolCall<WebFetchArgs>, host: &HostClient<'_>) -> Prepared {
+        // The gates come first, as in Cline, and a closed gate is not the model's mistake.
+        let settings = match settings(host) {
+            Ok(settings) => settings,
+            Err(error) => return Prepared::Error(error),
+        };
+        if !settings.fetch_open() {
+            return Prepared::Error(ToolError { message: WEB_TOOLS_DISABLED.to_owned(), mistake: false });
+        }
+        let Some(url) = present(&call.input.url) else {
+            return result::refuse(result::missing_parameter_text("url"));
+        };
+        if present(&call.input.prompt).is_none() {
+            return result::refuse(result::missing_parameter_text("prompt"));
+        }
+        result::approval("network", format!("Cline wants to fetch content from {url}"), Vec::new(), Risk::High)
+    }
+
+    fn execute(&self, call: &ToolCall<WebFetchArgs>, host: &HostClient<'_>) -> Outcome {
+        let settings = match settings(host) {
+            Ok(settings) => settings,
+            Err(error) => return Outcome::Error(error),
+        };
+        if !settings.fetch_open() {
+            return Outcome::Error(ToolError { message: WEB_TOOLS_DISABLED.to_owned(), mistake: false });
+        }
+        let (Some(url), Some(prompt)) = (present(&call.input.url), present(&call.input.prompt)) else {
+            let name = if present(&call.input.url).is_none() { "url" } else { "prompt" };
+            return result::missing_parameter(name);
+        };
+        host.say("tool", &tool_message(url), false);
+        let fetched = if settings.direct() {
+            fetch_direct(url, prompt, &settings, host)
+        } else {
+            fetch_through_api(url, prompt, &call.task.task_id, &settings, host)
+        };
+        match fetched {
+            Ok(text) => result::text(text),
+            // Cline returns its failures as plain text, not wrapped as tool errors.
+            Err(Failure::Message(message)) => result::text(format!("Error fetching web content: {message}")),
+            Err(Failure::Cancelled) => Outcome::Error(ToolError {
+                message: "Error fetching web content: the call was cancelled".to_owned(),
+                mistake: false,
+            }),
+        }
+    }
+
+    fn partial(&self, block: &toolshed_plugin_api::PartialBlock, host: &HostClient<'_>) {
+        let url = block.input.get("url").and_then(Value::as_str).unwrap_or("");
+        host.say("tool", &tool_message(url), true);
+    }
+}
+
+mod export {
+    use super::{export_plugin, WebFetch};
+
+    export_plugin! { name: "web_fetch", version: env!("CARGO_PKG_VERSION"), tools: [WebFetch] }
+}
+
+/// A parameter that is present and not blank.
+fn present(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.trim().is_empty())
+}
+
+/// Cline's `webFetch` tool message for the UI.
+fn tool_message(url: &str) -> String {
+    serde_json::json!({
+        "tool": "webFetch",
+        "path": url,
+        "content": format!("Fetching URL: {url}"),
+        "operationIsLocatedInWorkspace": false,
+    })
+    .to_string()
+}
+
+/// Why a fetch produced no content.
+#[derive(Debug, PartialEq)]
+enum Failure {
+    /// The message after `Error fetching web content: `.
+    Message(String),
+    /// The call was cancelled while waiting.
+    Cancelled,
+}
+
+/// The response of a request, or its failure as Cline words it: the host words its failures already
+/// (`timeout of 15000ms exceeded`, the sign-in message, a refused address).
+fn request_failed(reply: Result<HttpReply, toolshed_plugin_api::ServiceError>) -> Result<HttpResponse, Failure> {
+    match reply {
+        Ok(HttpReply::Response(response)) => Ok(response),
+        Ok(HttpReply::Failed(failure)) => Err(Failure::Message(failure.message)),
+        Err(e) if e.kind == ServiceErrorKind::Cancelled => Err(Failure::Cancelled),
+        Err(e) => Err(Failure::Message(e.message)),
+    }
+}
+
+/// The body Cline posts, in its key order.
+#[derive(Serialize)]
+struct FetchBody<'a> {
+    #[serde(rename = "Url")]
+    url: &'a str,
+    #[serde(rename = "Prompt")]
+    prompt: &'a str,
+}
+
+/// Cline's request to its API; the answer is `data.result`.
+fn fetch_through_api(
+    url: &str,
+    prompt: &str,
+    task_id: &str,
+    settings: &WebSettings,
+    host: &HostClient<'_>,
+) -> Result<String, Failure> {
+    if !settings.has_token {
+        return Err(Failure::Message("Unauthorized: Please sign in to Cline before trying again.".to_owned()));
+    }
+    let body = serde_json::to_string(&FetchBody { url, prompt }).map_err(|e| Failure::Message(e.to_string()))?;
+    let request = HttpRequest {
+        method: "POST".to_owned(),
+        url: format!("{}/api/v1/search/webfetch", settings.api_base_url),
+        headers: vec![
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            ("X-Task-ID".to_owned(), task_id.to_owned()),
+        ],
+        body: Some(body),
+        timeout_ms: Some(settings.fetch_timeout_ms),
+        cline_api: true,
+    };
+    let response = request_failed(host.http_request(&request))?;
+    if !(200..300).contains(&response.status) {
+        return Err(Failure::Message(format!("Request failed with status code {}", response.status)));
+    }
+    let data = field(&response.body, "data");
+    let result = match &data {
+        Some(Value::Object(object)) => object.get("result"),
+        Some(Value::Null) => return Err(Failure::Message(read_error("null", "result"))),
+        // A body that is not a JSON object has no `data`: axios leaves it a string, Cline reads
+        // `undefined.result`.
+        _ => return Err(Failure::Message(read_error("undefined", "result"))),
+    };
+    Ok(match result {
+        Some(Value::String(text)) => text.clone(),
+        None | Some(Value::Null) => String::new(),
+        Some(other) => other.to_string(),
+    })
+}
+
+/// `body.name` as JavaScript reads it from a parsed JSON body: `None` for undefined.
+fn field(body: &str, name: &str) -> Option<Value> {
+    match serde_json::from_str::<Value>(body) {
+        Ok(Value::Object(mut object)) => object.remove(name),
+        _ => None,
+    }
+}
+
+/// The TypeError message JavaScript gives for reading a property of `undefined` or `null`.
+fn read_error(of: &str, property: &str) -> String {
+    format!("Cannot read properties of {of} (reading '{property}')")
+}
+
+/// The direct backend: the page through the host's client, as Markdown (JSON pretty-printed), with the
+/// prompt for the model to apply.
+fn fetch_direct(url: &str, prompt: &str, settings: &WebSettings, host: &HostClient<'_>) -> Result<String, Failure> {
+    let request = HttpRequest {
+        method: "GET".to_owned(),
+        url: url.to_owned(),
+        headers: vec![(
+            "Accept".to_owned(),
+            "text/html,application/xhtml+xml,application/json;q=0.9,text/*;q=0.8,*/*;q=0.5".to_owned(),
+        )],
+        body: None,
+        timeout_ms: Some(settings.fetch_timeout_ms),
+        cline_api: false,
+    };
+    let response = request_failed(host.http_request(&request))?;
+    if !(200..300).contains(&response.status) {
+        return Err(Failure::Message(format!("Request failed with status code {}", response.status)));
+    }
+    let content_type = response.header("content-type").unwrap_or("").to_ascii_lowercase();
+    let content = convert(&content_type, &response.body).ok_or_else(|| {
+        Failure::Message(format!("{url} returned {content_type}, which is not text this tool can read"))
+    })?;
+    let (content, truncated) = cap(&content, MAX_CONTENT_BYTES);
+    let mut text = format!("Prompt: {prompt}\n\nFetched Markdown for {}:\n\n{content}", response.final_url);
+    if truncated {
+        text.push_str("\n\n[Content truncated: only the first 400 KB are shown.]");
+    }
+    Ok(text)
+}
+
+/// The body as Markdown or text by its media type; `None` for media that is not text.
+fn convert(content_type: &str, body: &str) -> Option<String> {
+    let media = content_type.split(';').next().unwrap_or("").trim();
+    let looks_html = {
+        let start = body.trim_start().get(..15).unwrap_or("").to_ascii_lowercase();
+        start.starts_with("<!doctype html") || start.starts_with("<html")
+    };
+    if media == "text/html" || media == "application/xhtml+xml" || (media.is_empty() && looks_html) {
+        // What a reader sees: the head (title, metadata) and scripts are not content.
+        let converter =
+            htmd::HtmlToMarkdown::builder().skip_tags(vec!["head", "script", "style", "noscript", "template"]).build();
+        // htmd fails only on I/O errors, which a string cannot give; fall back to the text all the same.
+        return Some(converter.convert(body).unwrap_or_else(|_| body.to_owned()).trim().to_owned());
+    }
+    if media == "application/json" || media.ends_with("+json") {
+        return Some(pretty_json(body).unwrap_or_else(|| body.to_owned()));
+    }
+    let textual = media.is_empty()
+        || media.starts_with("text/")
+        || media.ends_with("+xml")
+        || matches!(media, "application/xml" | "application/javascript" | "application/x-yaml" | "application/yaml");
+    textual.then(|| body.to_owned())
+}
+
+/// Pretty-prints JSON text with two-space indents, keeping its key order; `None` if it is not JSON.
+fn pretty_json(text: &str) -> Option<String> {
+    serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
+    let mut out = String::with_capacity(text.len() * 2);
+    let mut depth = 0usize;
+    let (mut in_string, mut escaped) = (false, false);
+    let mut chars = text.chars().peekable();
+    let newline = |out: &mut String, depth: usize| {
+        out.push('\n');
+        out.extend(std::iter::repeat_n("  ", depth));
+    };
+    while let Some(c) = chars.next() {
+        if in_string {
+            out.push(c);
+            match (escaped, c) {
+                (true, _) => escaped = false,
+                (false, '\\') => escaped = true,
+                (false, '"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' => {
+                in_string = true;
+                out.push(c);
+            }
+            '{' | '[' => {
+                out.push(c);
+                while chars.peek().is_some_and(|n| n.is_whitespace()) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some('}' | ']')) {
+                    if let Some(close) = chars.next() {
+                        out.push(close);
+                    }
+                } else {
+                    depth += 1;
+                    newline(&mut out, depth);
+                }
+            }
+            '}' | ']' => {
+                depth = depth.saturating_sub(1);
+                newline(&mut out, depth);
+                out.push(c);
+            }
+            ',' => {
+                out.push(c);
+                newline(&mut out, depth);
+            }
+            ':' => out.push_str(": "),
+            c if c.is_whitespace() => {}
+            c => out.push(c),
+        }
+    }
+    Some(out)
+}
+
+/// The text cut to at most `max` bytes on a character boundary, and whether it was cut.
+fn cap(text: &str, max: usize) -> (&str, bool) {
+    if text.len() <= max {
+        return (text, false);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn declaration_matches_cline() {
+        let declaration = WebFetch::declaration();
+        assert_eq!(declaration.capabilities, vec![capability::NETWORK.to_owned()]);
+        assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{url}']"));
+        let families: Vec<_> = declaration.specs.keys().cloned().collect();
+        assert_eq!(families, ["generic", "gpt-5-native", "native-next-gen"]);
+        let generic = &declaration.specs["generic"];
+        assert_eq!(generic.description, DESCRIPTION);
+        let params: Vec<_> = generic.parameters.iter().map(|p| (p.name.as_str(), p.required)).collect();
+        assert_eq!(params, [("url", true), ("prompt", true)]);
+    }
+
+    #[test]
+    fn the_api_body_keeps_clines_key_order() {
+        let body = serde_json::to_string(&FetchBody { url: "https://a.example", prompt: "sum \"it\"" }).unwrap();
+        assert_eq!(body, r#"{"Url":"https://a.example","Prompt":"sum \"it\""}"#);
+    }
+
+    #[test]
+    fn json_is_pretty_printed_in_its_own_order() {
+        let text = r#"{"b":1,"a":[1, {"x":"y, z: {"}],"e":{},"f":[ ]}"#;
+        assert_eq!(
+            pretty_json(text).unwrap(),
+            "{\n  \"b\": 1,\n  \"a\": [\n    1,\n    {\n      \"x\": \"y, z: {\"\n    }\n  ],\n  \"e\": {},\n  \"f\": []\n}"
+        );
+        assert_eq!(pretty_json(r#""a\"b""#).unwrap(), r#""a\"b""#);
+        assert_eq!(pretty_json("{nope"), None);
+    }
+
+    #[test]
+    fn media_types_decide_the_conversion() {
+        let html = "<html><head><title>T</title><style>p {}</style></head><body><h1>Title</h1>\
+                    <script>alert(1)</script><p>Some <b>bold</b> text.</p></body></html>";
+        assert_eq!(convert("text/html; charset=utf-8", html).unwrap(), "# Title\n\nSome **bold** text.");
+        assert_eq!(convert("", "<!DOCTYPE html><h2>X</h2>").unwrap(), "## X");
+        assert_eq!(convert("application/json", "[1,2]").unwrap(), "[\n  1,\n  2\n]");
+        assert_eq!(convert("text/plain", "plain").unwrap(), "plain");
+        assert_eq!(convert("image/png", "\u{fffd}PNG"), None);
+    }
+
+    #[test]
+    fn content_is_capped_on_a_character_boundary() {
+        let text = "é".repeat(10);
+        let (cut, truncated) = cap(&text, 5);
+        assert_eq!((cut, truncated), ("éé", true));
+        assert_eq!(cap("short", 400), ("short", false));
+    }
+
+    #[test]
+    fn javascript_reads_of_missing_fields() {
+        assert_eq!(field(r#"{"data":{"result":"x"}}"#, "data"), Some(serde_json::json!({"result": "x"})));
+        assert_eq!(field("not json", "data"), None);
+        assert_eq!(field("\"a string\"", "data"), None);
+        assert_eq!(read_error("undefined", "result"), "Cannot read properties of undefined (reading 'result')");
+    }
+}

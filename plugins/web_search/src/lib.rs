@@ -1,0 +1,410 @@
+//! Cline's `web_search` tool as a Toolshed plugin: a search through the Cline API
+//! (`POST {api_base_url}/api/v1/search/websearch`), optionally restricted to or excluding domains.
+//!
+//! The request goes through the host's `http.request` service, which owns the client and adds the bearer
+//! token. Texts are Cline's, including the axios-style failure messages the model sees.
+//!
+//! ```
+//! use toolshed_plugin_api::Tool;
+//!
+//! let declaration = web_search::WebSearch::declaration();
+//! assert_eq!(declaration.name, "web_search");
+//! assert_eq!(declaration.specs["generic"].parameters.len(), 3);
+//! ```
+#![deny(missing_docs)]
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use toolshed_plugin_api::sdk::lenient_string;
+use toolshed_plugin_api::services::{HttpReply, HttpRequest, WebSettings, WEB_TOOLS_DISABLED};
+use toolshed_plugin_api::{
+    capability, export_plugin, result, HostClient, Outcome, ParamSpec, PartialBlock, Prepared, Risk, ServiceErrorKind,
+    Tool, ToolCall, ToolDeclaration, ToolError, ToolInit, ToolSpec,
+};
+
+/// The generic description, Cline's.
+const DESCRIPTION: &str = "Performs a web search and returns relevant results
+- Takes a search query as input and returns search results with titles and URLs
+- Optionally filter results by allowed or blocked domains
+- Use this tool when you need to search the web for information
+- IMPORTANT: If an MCP-provided web search tool is available, prefer using that tool instead of this one, as it may have fewer restrictions.
+- The query must be at least 2 characters
+- You may provide either allowed_domains OR blocked_domains, but NOT both
+- Domains should be provided as a JSON array of strings
+- This tool is read-only and does not modify any files";
+
+/// The description for native tool calling, Cline's.
+const NATIVE_DESCRIPTION: &str = "Performs a web search and returns relevant results with titles and URLs.";
+
+/// Cline's refusal of both domain lists at once.
+const BOTH_LISTS: &str = "Cannot specify both allowed_domains and blocked_domains";
+
+/// The input: `query`, and at most one of `allowed_domains` / `blocked_domains` (JSON arrays of strings,
+/// possibly cut off while streaming).
+#[derive(Debug, Deserialize)]
+pub struct WebSearchArgs {
+    #[serde(default, deserialize_with = "lenient_string")]
+    query: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    allowed_domains: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    blocked_domains: Option<String>,
+}
+
+/// The handler.
+pub struct WebSearch;
+
+fn param(name: &str, required: bool, description: &str, usage: Option<&str>) -> ParamSpec {
+    ParamSpec {
+        name: name.to_owned(),
+        required,
+        kind: "string".to_owned(),
+        description: description.to_owned(),
+        enum_values: None,
+        items: None,
+        usage: usage.map(str::to_owned),
+        allow_empty: false,
+        context_requirements: Vec::new(),
+    }
+}
+
+fn spec(description: &str, native: bool) -> ToolSpec {
+    let usage = |text| (!native).then_some(text);
+    ToolSpec {
+        id: "web_search".to_owned(),
+        name: "web_search".to_owned(),
+        description: description.to_owned(),
+        parameters: vec![
+            param("query", true, "The search query to use", usage("latest developments in AI")),
+            param(
+                "allowed_domains",
+                false,
+                "JSON array of domains to restrict results to",
+                usage(r#"["example.com", "github.com"]"#),
+            ),
+            param(
+                "blocked_domains",
+                false,
+                "JSON array of domains to exclude from results",
+                usage(r#"["ads.com", "spam.com"]"#),
+            ),
+        ],
+        context_requirements: Vec::new(),
+    }
+}
+
+/// The settings, or the tool error a host without the web services gets.
+fn settings(host: &HostClient<'_>) -> Result<WebSettings, ToolError> {
+    host.web_settings().map_err(|e| {
+        let message = if e.kind == ServiceErrorKind::UnknownService {
+            "This host offers no web services (web.settings, http.request), so web_search cannot run here.".to_owned()
+        } else {
+            format!("Error performing web search: {e}")
+        };
+        ToolError { message, mistake: false }
+    })
+}
+
+/// The domain lists of a call.
+fn domains(args: &WebSearchArgs) -> (Vec<String>, Vec<String>) {
+    let parse = |raw: &Option<String>| parse_partial_array(raw.as_deref().filter(|r| !r.is_empty()).unwrap_or("[]"));
+    (parse(&args.allowed_domains), parse(&args.blocked_domains))
+}
+
+impl Tool for WebSearch {
+    type Args = WebSearchArgs;
+
+    fn declaration() -> ToolDeclaration {
+        ToolDeclaration {
+            name: "web_search".to_owned(),
+            aliases: Vec::new(),
+            capabilities: vec![capability::NETWORK.to_owned()],
+            display: Some("[{tool} for '{query}']".to_owned()),
+            specs: [
+                ("generic".to_owned(), spec(DESCRIPTION, false)),
+                ("gpt-5-native".to_owned(), spec(NATIVE_DESCRIPTION, true)),
+                ("native-next-gen".to_owned(), spec(NATIVE_DESCRIPTION, true)),
+            ]
+            .into_iter()
+            .collect(),
+        }
+    }
+
+    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        Ok(Some(WebSearch))
+    }
+
+    fn prepare(&self, call: &ToolCall<WebSearchArgs>, host: &HostClient<'_>) -> Prepared {
+        // The gates come first, as in Cline, and a closed gate is not the model's mistake.
+        let settings = match settings(host) {
+            Ok(settings) => settings,
+            Err(error) => return Prepared::Error(error),
+        };
+        if !settings.cline_api_open() {
+            return Prepared::Error(ToolError { message: WEB_TOOLS_DISABLED.to_owned(), mistake: false });
+        }
+        let Some(query) = present(&call.input.query) else {
+            return result::refuse(result::missing_parameter_text("query"));
+        };
+        let (allowed, blocked) = domains(&call.input);
+        if !allowed.is_empty() && !blocked.is_empty() {
+            return result::refuse(BOTH_LISTS);
+        }
+        result::approval("network", format!("Cline wants to search for: {query}"), Vec::new(), Risk::High)
+    }
+
+    fn execute(&self, call: &ToolCall<WebSearchArgs>, host: &HostClient<'_>) -> Outcome {
+        let settings = match settings(host) {
+            Ok(settings) => settings,
+            Err(error) => return Outcome::Error(error),
+        };
+        if !settings.cline_api_open() {
+            return Outcome::Error(ToolError { message: WEB_TOOLS_DISABLED.to_owned(), mistake: false });
+        }
+        let Some(query) = present(&call.input.query) else {
+            return result::missing_parameter("query");
+        };
+        let (allowed, blocked) = domains(&call.input);
+        if !allowed.is_empty() && !blocked.is_empty() {
+            return result::mistake(BOTH_LISTS);
+        }
+        host.say("tool", &tool_message(query), false);
+        match search(query, allowed, blocked, &call.task.task_id, &settings, host) {
+            Ok(text) => result::text(text),
+            // Cline returns its failures as plain text, not wrapped as tool errors.
+            Err(Some(message)) => result::text(format!("Error performing web search: {message}")),
+            Err(None) => Outcome::Error(ToolError {
+                message: "Error performing web search: the call was cancelled".to_owned(),
+                mistake: false,
+            }),
+        }
+    }
+
+    fn partial(&self, block: &PartialBlock, host: &HostClient<'_>) {
+        let query = block.input.get("query").and_then(Value::as_str).unwrap_or("");
+        host.say("tool", &tool_message(query), true);
+    }
+}
+
+mod export {
+    use super::{export_plugin, WebSearch};
+
+    export_plugin! { name: "web_search", version: env!("CARGO_PKG_VERSION"), tools: [WebSearch] }
+}
+
+/// A parameter that is present and not blank.
+fn present(value: &Option<String>) -> Option<&str> {
+    value.as_deref().filter(|v| !v.trim().is_empty())
+}
+
+/// Cline's `webSearch` tool message for the UI.
+fn tool_message(query: &str) -> String {
+    serde_json::json!({
+        "tool": "webSearch",
+        "path": query,
+        "content": format!("Searching for: {query}"),
+        "operationIsLocatedInWorkspace": false,
+    })
+    .to_string()
+}
+
+/// Cline's `parsePartialArrayString`: a complete JSON array (every item as a string), or the complete items
+/// of one cut off while streaming (`["a", "b`); anything else is empty.
+fn parse_partial_array(text: &str) -> Vec<String> {
+    if let Ok(parsed) = serde_json::from_str::<Value>(text) {
+        return match parsed {
+            Value::Array(items) => items.iter().map(item_string).collect(),
+            _ => Vec::new(),
+        };
+    }
+    let Some(content) = text.trim().strip_prefix("[\"") else {
+        return Vec::new();
+    };
+    let content = content.strip_suffix("\"]").unwrap_or(content);
+    content.split("\", \"").map(str::trim).filter(|item| !item.is_empty()).map(str::to_owned).collect()
+}
+
+/// Cline's `coerceArrayItemToString`: strings as they are, an object's `label`/`value`/`text`, else JSON.
+fn item_string(item: &Value) -> String {
+    match item {
+        Value::String(text) => text.clone(),
+        Value::Object(object) => ["label", "value", "text"]
+            .iter()
+            .find_map(|key| object.get(*key).filter(|v| !v.is_null()))
+            .and_then(|preferred| preferred.as_str().filter(|s| !s.trim().is_empty()).map(str::to_owned))
+            .unwrap_or_else(|| item.to_string()),
+        other => js_string(other),
+    }
+}
+
+/// `String(value)` in JavaScript, for a JSON value.
+fn js_string(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_owned(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items
+            .iter()
+            .map(|item| if item.is_null() { String::new() } else { js_string(item) })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => "[object Object]".to_owned(),
+    }
+}
+
+/// The body Cline posts: the lists only when they have items.
+#[derive(Serialize)]
+struct SearchBody<'a> {
+    query: &'a str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    allowed_domains: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    blocked_domains: Vec<String>,
+}
+
+/// Runs the search; `Err(None)` when the call was cancelled.
+fn search(
+    query: &str,
+    allowed_domains: Vec<String>,
+    blocked_domains: Vec<String>,
+    task_id: &str,
+    settings: &WebSettings,
+    host: &HostClient<'_>,
+) -> Result<String, Option<String>> {
+    if !settings.has_token {
+        return Err(Some("Unauthorized: Please sign in to Cline before trying again.".to_owned()));
+    }
+    let body = serde_json::to_string(&SearchBody { query, allowed_domains, blocked_domains })
+        .map_err(|e| Some(e.to_string()))?;
+    let request = HttpRequest {
+        method: "POST".to_owned(),
+        url: format!("{}/api/v1/search/websearch", settings.api_base_url),
+        headers: vec![
+            ("Content-Type".to_owned(), "application/json".to_owned()),
+            ("X-Task-ID".to_owned(), task_id.to_owned()),
+        ],
+        body: Some(body),
+        timeout_ms: Some(settings.fetch_timeout_ms),
+        cline_api: true,
+    };
+    let response = match host.http_request(&request) {
+        Ok(HttpReply::Response(response)) => response,
+        // The host words its failures already (`timeout of 15000ms exceeded`, the sign-in message).
+        Ok(HttpReply::Failed(failure)) => return Err(Some(failure.message)),
+        Err(e) if e.kind == ServiceErrorKind::Cancelled => return Err(None),
+        Err(e) => return Err(Some(e.message)),
+    };
+    if !(200..300).contains(&response.status) {
+        return Err(Some(format!("Request failed with status code {}", response.status)));
+    }
+    format_results(&response.body).map_err(Some)
+}
+
+/// Cline's result text from the response body, or the JavaScript error its code would throw.
+fn format_results(body: &str) -> Result<String, String> {
+    // A body that is not a JSON object has no `data` (axios leaves non-JSON a string).
+    let data = match serde_json::from_str::<Value>(body) {
+        Ok(Value::Object(mut object)) => object.remove("data"),
+        _ => None,
+    };
+    let results = match data {
+        Some(Value::Object(mut object)) => object.remove("results"),
+        Some(Value::Null) => return Err("Cannot read properties of null (reading 'results')".to_owned()),
+        None => return Err("Cannot read properties of undefined (reading 'results')".to_owned()),
+        // Other values have no `results` either: `data.results || []` is empty.
+        Some(_) => None,
+    };
+    let results = match results {
+        None | Some(Value::Null | Value::Bool(false)) => Vec::new(),
+        Some(Value::String(s)) if s.is_empty() => Vec::new(),
+        Some(Value::Number(n)) if n.as_f64() == Some(0.0) => Vec::new(),
+        Some(Value::Array(items)) => items,
+        Some(Value::String(_)) => return Err("results.forEach is not a function".to_owned()),
+        // An object or a number has no length.
+        Some(_) => return Ok("Search completed (undefined results found)".to_owned()),
+    };
+    let mut text = format!("Search completed ({} results found)", results.len());
+    if !results.is_empty() {
+        text.push_str(":\n\n");
+        for (index, result) in results.iter().enumerate() {
+            let get = |key: &str| match result.get(key) {
+                Some(value) => js_string(value),
+                None if result.is_null() => String::new(),
+                None => "undefined".to_owned(),
+            };
+            if result.is_null() {
+                return Err("Cannot read properties of null (reading 'title')".to_owned());
+            }
+            text.push_str(&format!("{}. {}\n   {}\n\n", index + 1, get("title"), get("url")));
+        }
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn declaration_matches_cline() {
+        let declaration = WebSearch::declaration();
+        assert_eq!(declaration.capabilities, vec![capability::NETWORK.to_owned()]);
+        assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{query}']"));
+        let generic = &declaration.specs["generic"];
+        assert_eq!(generic.description, DESCRIPTION);
+        let params: Vec<_> = generic.parameters.iter().map(|p| (p.name.as_str(), p.required)).collect();
+        assert_eq!(params, [("query", true), ("allowed_domains", false), ("blocked_domains", false)]);
+        assert_eq!(declaration.specs["native-next-gen"].description, NATIVE_DESCRIPTION);
+    }
+
+    #[test]
+    fn partial_arrays_are_tolerated() {
+        let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(parse_partial_array(r#"["a.com", "b.com"]"#), strings(&["a.com", "b.com"]));
+        assert_eq!(parse_partial_array(r#"["a.com", "b.c"#), strings(&["a.com", "b.c"]));
+        assert_eq!(parse_partial_array(r#"  ["a.com"#), strings(&["a.com"]));
+        assert_eq!(parse_partial_array(r#"[""#), strings(&[]));
+        assert_eq!(parse_partial_array("["), strings(&[]));
+        assert_eq!(parse_partial_array("a.com"), strings(&[]));
+        assert_eq!(parse_partial_array(r#""a.com""#), strings(&[]));
+        assert_eq!(parse_partial_array("[]"), strings(&[]));
+        assert_eq!(
+            parse_partial_array(r#"[1, {"label":"x.com"}, {"k":2}, null]"#),
+            strings(&["1", "x.com", r#"{"k":2}"#, "null"])
+        );
+    }
+
+    #[test]
+    fn the_body_sends_lists_only_when_not_empty() {
+        let body = |allowed: &[&str], blocked: &[&str]| {
+            serde_json::to_string(&SearchBody {
+                query: "q",
+                allowed_domains: allowed.iter().map(|s| s.to_string()).collect(),
+                blocked_domains: blocked.iter().map(|s| s.to_string()).collect(),
+            })
+            .unwrap()
+        };
+        assert_eq!(body(&[], &[]), r#"{"query":"q"}"#);
+        assert_eq!(body(&["a.com"], &[]), r#"{"query":"q","allowed_domains":["a.com"]}"#);
+        assert_eq!(body(&[], &["b.com"]), r#"{"query":"q","blocked_domains":["b.com"]}"#);
+    }
+
+    #[test]
+    fn results_format_like_cline() {
+        let body = r#"{"data":{"results":[{"title":"One","url":"https://1.example"},{"url":"https://2.example"}]}}"#;
+        assert_eq!(
+            format_results(body).unwrap(),
+            "Search completed (2 results found):\n\n1. One\n   https://1.example\n\n2. undefined\n   https://2.example\n\n"
+        );
+        assert_eq!(format_results(r#"{"data":{"results":[]}}"#).unwrap(), "Search completed (0 results found)");
+        assert_eq!(format_results(r#"{"data":{}}"#).unwrap(), "Search completed (0 results found)");
+        assert_eq!(format_results("<html>").unwrap_err(), "Cannot read properties of undefined (reading 'results')");
+        assert_eq!(
+            format_results(r#"{"data":null}"#).unwrap_err(),
+            "Cannot read properties of null (reading 'results')"
+        );
+    }
+}

@@ -1,0 +1,678 @@
+//! The host's HTTP client behind the `http.request` and `web.settings` services: one shared `reqwest` client
+//! per purpose, built once from `[web]`, run on a small tokio runtime the host owns.
+//!
+//! Two clients share the configuration (proxy, extra CA, redirect limit):
+//!
+//! - the **API client** talks to the user's configured `api_base_url` (the Cline API). That endpoint is the
+//!   user's choice, so the address policy does not apply; the bearer token is added here, by the host, and
+//!   only to requests under that base URL, so a plugin never sees it and it reaches nothing else.
+//! - the **direct client** fetches what the model asked for. Private, loopback, link-local, unique-local,
+//!   CGNAT and unspecified addresses are refused unless `allow_private_addresses` is set or the host is in
+//!   `allowed_hosts`: IP literals are checked before the request and on every redirect, and names are
+//!   checked by the client's own DNS resolver, which hands the connector only the addresses it checked, so
+//!   nothing changes between the check and the connect (no DNS-rebinding window).
+//!
+//! Services are called from plugin worker threads, never from a tokio thread, so a request is spawned on the
+//! host's runtime and the worker waits for it, polling the call's cancellation: a cancelled or timed-out call
+//! stops its request (the future is aborted, the connection closed).
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use reqwest::Url;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+use toolshed_plugin_api::services::{HttpErrorKind, HttpFailure, HttpReply, HttpRequest, HttpResponse, WebSettings};
+use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
+
+/// Cline's `CLINE_ACCOUNT_AUTH_ERROR_MESSAGE`: what a request to the API says without a token.
+pub(crate) const NO_TOKEN_MESSAGE: &str = "Unauthorized: Please sign in to Cline before trying again.";
+
+/// How often a waiting worker looks at its call's cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// Why an address is not public, or `None` when it is. IPv4 addresses embedded in IPv6 ones (mapped,
+/// NAT64, 6to4) are judged as the IPv4 address they reach.
+pub(crate) fn non_public(ip: IpAddr) -> Option<&'static str> {
+    match ip {
+        IpAddr::V4(v4) => non_public_v4(v4),
+        IpAddr::V6(v6) => non_public_v6(v6),
+    }
+}
+
+fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
+    let [a, b, ..] = ip.octets();
+    if ip.is_unspecified() || a == 0 {
+        Some("unspecified")
+    } else if ip.is_loopback() {
+        Some("loopback")
+    } else if ip.is_private() {
+        Some("private")
+    } else if ip.is_link_local() {
+        Some("link-local")
+    } else if a == 100 && (64..128).contains(&b) {
+        Some("shared (CGNAT)")
+    } else if ip.is_broadcast() || ip.is_multicast() || a >= 240 {
+        Some("multicast or reserved")
+    } else {
+        None
+    }
+}
+
+fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
+    if let Some(v4) = ip.to_ipv4_mapped() {
+        return non_public_v4(v4);
+    }
+    let segments = ip.segments();
+    // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they carry.
+    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        let [.., hi, lo] = segments;
+        return non_public_v4(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo)));
+    }
+    if segments[0] == 0x2002 {
+        return non_public_v4(Ipv4Addr::from((u32::from(segments[1]) << 16) | u32::from(segments[2])));
+    }
+    if ip.is_unspecified() {
+        Some("unspecified")
+    } else if ip.is_loopback() {
+        Some("loopback")
+    } else if segments[0] & 0xfe00 == 0xfc00 {
+        Some("unique-local")
+    } else if segments[0] & 0xffc0 == 0xfe80 || segments[0] & 0xffc0 == 0xfec0 {
+        Some("link-local")
+    } else if ip.is_multicast() {
+        Some("multicast or reserved")
+    } else {
+        None
+    }
+}
+
+/// One `allowed_hosts` / `denied_hosts` entry: a host name, an IP address, or `*.domain` for the domain's
+/// subdomains.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct HostRule {
+    host: String,
+    subdomains: bool,
+}
+
+impl HostRule {
+    fn parse(entry: &str) -> Self {
+        let entry = entry.trim().to_ascii_lowercase();
+        let entry = entry.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.');
+        match entry.strip_prefix("*.") {
+            Some(domain) => Self { host: domain.to_owned(), subdomains: true },
+            None => Self { host: entry.to_owned(), subdomains: false },
+        }
+    }
+
+    fn matches(&self, host: &str) -> bool {
+        if self.subdomains {
+            host.strip_suffix(self.host.as_str()).is_some_and(|rest| rest.ends_with('.'))
+        } else {
+            host == self.host
+        }
+    }
+}
+
+/// Whether a `[web]` host entry has the form the rules take (no port, no scheme): the config check.
+pub(crate) fn host_entry_problem(entry: &str) -> Option<String> {
+    let bare = entry.trim();
+    let unbracketed = bare.trim_start_matches('[').trim_end_matches(']');
+    let is_ip = unbracketed.parse::<IpAddr>().is_ok();
+    if bare.is_empty() || bare.contains('/') || (!is_ip && bare.contains(':')) {
+        return Some(format!(
+            "{entry:?} is not a host; give a host name, an IP address or *.domain, without scheme or port"
+        ));
+    }
+    None
+}
+
+/// The host's address policy for direct fetches.
+#[derive(Debug)]
+pub(crate) struct AddressPolicy {
+    allowed: Vec<HostRule>,
+    denied: Vec<HostRule>,
+    allow_private: bool,
+    /// The proxy's own host, which the resolver must reach whatever its address.
+    proxy_host: Option<String>,
+}
+
+/// A refusal by the address policy (carried through reqwest's error chain from the resolver and the
+/// redirect policy).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub(crate) struct Refusal {
+    kind: HttpErrorKind,
+    message: String,
+}
+
+impl Refusal {
+    fn new(kind: HttpErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+}
+
+/// The lower-cased host of a URL, IPv6 without brackets.
+fn url_host(url: &Url) -> Option<String> {
+    let host = url.host_str()?;
+    Some(host.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.').to_ascii_lowercase())
+}
+
+impl AddressPolicy {
+    fn new(allowed: &[String], denied: &[String], allow_private: bool, proxy_host: Option<String>) -> Self {
+        Self {
+            allowed: allowed.iter().map(|e| HostRule::parse(e)).collect(),
+            denied: denied.iter().map(|e| HostRule::parse(e)).collect(),
+            allow_private,
+            proxy_host,
+        }
+    }
+
+    fn exempt(&self, host: &str) -> bool {
+        self.allow_private
+            || self.allowed.iter().any(|rule| rule.matches(host))
+            || self.proxy_host.as_deref() == Some(host)
+    }
+
+    /// Checks a URL before it is requested and before every redirect is followed: the scheme, the deny
+    /// list, and IP literals (names are checked when they are resolved).
+    fn check_url(&self, url: &Url) -> Result<(), Refusal> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(Refusal::new(HttpErrorKind::InvalidUrl, format!("{url} is not an http:// or https:// URL")));
+        }
+        let Some(host) = url_host(url) else {
+            return Err(Refusal::new(HttpErrorKind::InvalidUrl, format!("{url} has no host")));
+        };
+        if self.denied.iter().any(|rule| rule.matches(&host)) {
+            return Err(Refusal::new(HttpErrorKind::RefusedAddress, format!("{host} is in [web] denied_hosts")));
+        }
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            if let Some(reason) = non_public(ip) {
+                if !self.exempt(&host) {
+                    return Err(refused_address(&host, ip, reason));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Keeps the public addresses of a resolved name (all of them for an exempt name); a name with none
+    /// left is refused.
+    fn filter(&self, host: &str, addrs: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, Refusal> {
+        if self.exempt(host) {
+            return Ok(addrs);
+        }
+        let mut first_refused = None;
+        let public: Vec<SocketAddr> = addrs
+            .into_iter()
+            .filter(|addr| match non_public(addr.ip()) {
+                Some(reason) => {
+                    first_refused.get_or_insert((addr.ip(), reason));
+                    false
+                }
+                None => true,
+            })
+            .collect();
+        match (public.is_empty(), first_refused) {
+            (true, Some((ip, reason))) => Err(refused_address(host, ip, reason)),
+            _ => Ok(public),
+        }
+    }
+}
+
+fn refused_address(host: &str, ip: IpAddr, reason: &str) -> Refusal {
+    let resolved = if host == ip.to_string() { String::new() } else { format!(" (resolves to {ip})") };
+    Refusal::new(
+        HttpErrorKind::RefusedAddress,
+        format!(
+            "{host}{resolved} is a {reason} address, which web requests may not reach; allow it with [web] allowed_hosts or allow_private_addresses"
+        ),
+    )
+}
+
+/// The direct client's resolver: the system's lookup, then the address policy.
+struct CheckedResolver(Arc<AddressPolicy>);
+
+impl Resolve for CheckedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = Arc::clone(&self.0);
+        Box::pin(async move {
+            let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let addrs = policy.filter(&host, addrs)?;
+            let addrs: Addrs = Box::new(addrs.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// What the HTTP service is configured with.
+#[derive(Debug, Clone)]
+pub(crate) struct HttpSettings {
+    pub web: WebSettings,
+    pub token: Option<String>,
+    pub allowed_hosts: Vec<String>,
+    pub denied_hosts: Vec<String>,
+    pub allow_private_addresses: bool,
+    pub max_redirects: u32,
+    pub max_response_bytes: u64,
+    pub proxy: Option<String>,
+    pub ca_file: Option<std::path::PathBuf>,
+}
+
+impl HttpSettings {
+    /// The settings of a `[web]` section and a token.
+    pub fn new(config: &crate::config::WebConfig, token: Option<String>) -> Self {
+        let token = token.filter(|t| !t.trim().is_empty());
+        Self {
+            web: WebSettings {
+                provider: config.provider.clone(),
+                enabled: config.enabled,
+                feature_flag: config.feature_flag,
+                backend: config.backend.clone(),
+                api_base_url: config.api_base_url.trim_end_matches('/').to_owned(),
+                fetch_timeout_ms: config.fetch_timeout_ms,
+                has_token: token.is_some(),
+            },
+            token,
+            allowed_hosts: config.allowed_hosts.clone(),
+            denied_hosts: config.denied_hosts.clone(),
+            allow_private_addresses: config.allow_private_addresses,
+            max_redirects: config.max_redirects,
+            max_response_bytes: config.max_response_bytes,
+            proxy: config.proxy.clone(),
+            ca_file: config.ca_file.clone(),
+        }
+    }
+}
+
+/// The clients and the runtime they run on, built at the first request.
+struct Engine {
+    runtime: tokio::runtime::Runtime,
+    api: reqwest::Client,
+    direct: reqwest::Client,
+    policy: Arc<AddressPolicy>,
+}
+
+/// The `http.request` service: settings, and the engine built on first use.
+pub(crate) struct HttpService {
+    settings: HttpSettings,
+    engine: OnceLock<Result<Engine, String>>,
+}
+
+impl Drop for HttpService {
+    fn drop(&mut self) {
+        // The service may be dropped on an async thread (the actor system's), where dropping a runtime
+        // that waits for its tasks would panic; requests still running are aborted instead.
+        if let Some(Ok(engine)) = self.engine.take() {
+            engine.runtime.shutdown_background();
+        }
+    }
+}
+
+impl HttpService {
+    /// A service with these settings; nothing is built until the first request.
+    pub fn new(settings: HttpSettings) -> Self {
+        Self { settings, engine: OnceLock::new() }
+    }
+
+    /// What `web.settings` answers.
+    pub fn web_settings(&self) -> WebSettings {
+        self.settings.web.clone()
+    }
+
+    fn engine(&self) -> Result<&Engine, ServiceError> {
+        self.engine
+            .get_or_init(|| build_engine(&self.settings))
+            .as_ref()
+            .map_err(|message| ServiceError::new(ServiceErrorKind::Failed, message.clone()))
+    }
+
+    /// Runs one request, waiting on the calling (worker) thread; `cancelled` is polled while it waits.
+    pub fn request(&self, request: HttpRequest, cancelled: &dyn Fn() -> bool) -> Result<HttpReply, ServiceError> {
+        let failed = |kind, message: String| Ok(HttpReply::Failed(HttpFailure { kind, message }));
+        let url = match Url::parse(&request.url) {
+            Ok(url) => url,
+            Err(e) => return failed(HttpErrorKind::InvalidUrl, format!("{} is not a valid URL: {e}", request.url)),
+        };
+        let method = reqwest::Method::from_bytes(request.method.to_ascii_uppercase().as_bytes()).map_err(|_| {
+            ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid method {:?}", request.method))
+        })?;
+        let engine = self.engine()?;
+        let mut headers = reqwest::header::HeaderMap::new();
+        for (name, value) in &request.headers {
+            let invalid =
+                || ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid header {name}: {value:?}"));
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| invalid())?;
+            let value = reqwest::header::HeaderValue::from_str(value).map_err(|_| invalid())?;
+            headers.append(name, value);
+        }
+        let client = if request.cline_api {
+            if !under_base(&url, &self.settings.web.api_base_url) {
+                return failed(
+                    HttpErrorKind::InvalidUrl,
+                    format!("{url} is not under the configured [web] api_base_url"),
+                );
+            }
+            let Some(token) = &self.settings.token else {
+                return failed(HttpErrorKind::NoToken, NO_TOKEN_MESSAGE.to_owned());
+            };
+            let bearer = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                ServiceError::new(ServiceErrorKind::Failed, "TOOLSHED_WEB_TOKEN is not a valid header value")
+            })?;
+            headers.insert(reqwest::header::AUTHORIZATION, bearer);
+            &engine.api
+        } else {
+            if let Err(refusal) = engine.policy.check_url(&url) {
+                return failed(refusal.kind, refusal.message);
+            }
+            &engine.direct
+        };
+        let mut builder = client.request(method, url).headers(headers);
+        if let Some(body) = request.body {
+            builder = builder.body(body);
+        }
+        let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(self.settings.web.fetch_timeout_ms));
+        let max_bytes = self.settings.max_response_bytes;
+        let work = async move {
+            match tokio::time::timeout(timeout, send(builder, max_bytes)).await {
+                Ok(reply) => reply,
+                Err(_) => HttpReply::Failed(HttpFailure {
+                    kind: HttpErrorKind::Timeout,
+                    message: format!("timeout of {}ms exceeded", timeout.as_millis()),
+                }),
+            }
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let task = engine.runtime.spawn(async move {
+            let _ = tx.send(work.await);
+        });
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(reply) => return Ok(reply),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    if cancelled() {
+                        task.abort();
+                        return Err(ServiceError::new(
+                            ServiceErrorKind::Cancelled,
+                            "the call was cancelled or timed out",
+                        ));
+                    }
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ServiceError::new(ServiceErrorKind::Failed, "the HTTP request was dropped"));
+                }
+            }
+        }
+    }
+}
+
+/// Whether `url` lies under the base URL: same scheme, host and port, and the base's path as a prefix.
+fn under_base(url: &Url, base: &str) -> bool {
+    let Ok(base) = Url::parse(base) else {
+        return false;
+    };
+    let base_path = base.path().trim_end_matches('/');
+    url.scheme() == base.scheme()
+        && url.host_str() == base.host_str()
+        && url.port_or_known_default() == base.port_or_known_default()
+        && url.path().strip_prefix(base_path).is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
+/// Sends a request and reads its body up to the cap.
+async fn send(builder: reqwest::RequestBuilder, max_bytes: u64) -> HttpReply {
+    let failed = |kind, message: String| HttpReply::Failed(HttpFailure { kind, message });
+    let mut response = match builder.send().await {
+        Ok(response) => response,
+        Err(error) => {
+            let (kind, message) = describe(&error);
+            return failed(kind, message);
+        }
+    };
+    let too_large = || {
+        failed(
+            HttpErrorKind::TooLarge,
+            format!("the response is larger than {max_bytes} bytes ([web] max_response_bytes)"),
+        )
+    };
+    if response.content_length().is_some_and(|len| len > max_bytes) {
+        return too_large();
+    }
+    let status = response.status().as_u16();
+    let final_url = response.url().to_string();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), String::from_utf8_lossy(value.as_bytes()).into_owned()))
+        .collect();
+    let mut body: Vec<u8> = Vec::new();
+    loop {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                if body.len() as u64 + chunk.len() as u64 > max_bytes {
+                    return too_large();
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(None) => break,
+            Err(error) => {
+                let (kind, message) = describe(&error);
+                return failed(kind, message);
+            }
+        }
+    }
+    let body = String::from_utf8(body).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    HttpReply::Response(HttpResponse { status, headers, body, final_url })
+}
+
+/// The kind and message of a reqwest error: the policy's own refusal when it is in the chain.
+fn describe(error: &reqwest::Error) -> (HttpErrorKind, String) {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    let mut innermost = None;
+    while let Some(current) = source {
+        if let Some(refusal) = current.downcast_ref::<Refusal>() {
+            return (refusal.kind, refusal.message.clone());
+        }
+        innermost = Some(current);
+        source = current.source();
+    }
+    let detail = innermost.map(|e| e.to_string()).filter(|d| *d != error.to_string());
+    let message = match detail {
+        Some(detail) => format!("{error}: {detail}"),
+        None => error.to_string(),
+    };
+    let kind = if error.is_timeout() {
+        HttpErrorKind::Timeout
+    } else if error.is_redirect() {
+        HttpErrorKind::TooManyRedirects
+    } else if error.is_connect() {
+        HttpErrorKind::Connect
+    } else {
+        HttpErrorKind::Failed
+    };
+    (kind, message)
+}
+
+fn build_engine(settings: &HttpSettings) -> Result<Engine, String> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("toolshed-http")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the HTTP runtime: {e}"))?;
+    let proxy = match &settings.proxy {
+        Some(url) => Some(reqwest::Proxy::all(url).map_err(|e| format!("[web] proxy {url:?}: {e}"))?),
+        None => None,
+    };
+    let proxy_host = settings.proxy.as_deref().and_then(|p| Url::parse(p).ok()).and_then(|u| url_host(&u));
+    let certificates = match &settings.ca_file {
+        Some(path) => {
+            let pem = std::fs::read(path).map_err(|e| format!("cannot read [web] ca_file {}: {e}", path.display()))?;
+            reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| format!("[web] ca_file {} holds no usable PEM certificate: {e}", path.display()))?
+        }
+        None => Vec::new(),
+    };
+    let policy = Arc::new(AddressPolicy::new(
+        &settings.allowed_hosts,
+        &settings.denied_hosts,
+        settings.allow_private_addresses,
+        proxy_host,
+    ));
+    let max_redirects = settings.max_redirects as usize;
+    let base = || {
+        // No proxy from the environment: the configuration says where requests go.
+        let mut builder =
+            reqwest::Client::builder().no_proxy().user_agent(concat!("toolshed/", env!("CARGO_PKG_VERSION")));
+        if let Some(proxy) = &proxy {
+            builder = builder.proxy(proxy.clone());
+        }
+        for certificate in &certificates {
+            builder = builder.add_root_certificate(certificate.clone());
+        }
+        builder
+    };
+    let api = base()
+        .redirect(reqwest::redirect::Policy::limited(max_redirects))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    let redirect_policy = Arc::clone(&policy);
+    let direct = base()
+        .dns_resolver(Arc::new(CheckedResolver(Arc::clone(&policy))))
+        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() > max_redirects {
+                let message = format!("more than {max_redirects} redirects ([web] max_redirects)");
+                return attempt.error(Refusal::new(HttpErrorKind::TooManyRedirects, message));
+            }
+            match redirect_policy.check_url(attempt.url()) {
+                Ok(()) => attempt.follow(),
+                Err(refusal) => attempt.error(refusal),
+            }
+        }))
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    Ok(Engine { runtime, api, direct, policy })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn classifies_addresses() {
+        let cases = [
+            ("127.0.0.1", Some("loopback")),
+            ("127.0.0.2", Some("loopback")),
+            ("10.1.2.3", Some("private")),
+            ("172.16.0.1", Some("private")),
+            ("172.31.255.255", Some("private")),
+            ("192.168.1.1", Some("private")),
+            ("169.254.169.254", Some("link-local")),
+            ("0.0.0.0", Some("unspecified")),
+            ("0.1.2.3", Some("unspecified")),
+            ("100.64.0.1", Some("shared (CGNAT)")),
+            ("100.127.255.255", Some("shared (CGNAT)")),
+            ("224.0.0.1", Some("multicast or reserved")),
+            ("255.255.255.255", Some("multicast or reserved")),
+            ("::1", Some("loopback")),
+            ("::", Some("unspecified")),
+            ("fe80::1", Some("link-local")),
+            ("fc00::1", Some("unique-local")),
+            ("fd12:3456::1", Some("unique-local")),
+            ("ff02::1", Some("multicast or reserved")),
+            ("::ffff:127.0.0.1", Some("loopback")),
+            ("::ffff:169.254.1.1", Some("link-local")),
+            ("64:ff9b::a00:1", Some("private")),
+            ("2002:c0a8:0101::1", Some("private")),
+            // Public ones, including neighbours of the ranges above.
+            ("8.8.8.8", None),
+            ("100.63.255.255", None),
+            ("100.128.0.0", None),
+            ("172.32.0.1", None),
+            ("169.253.1.1", None),
+            ("1.1.1.1", None),
+            ("2606:4700::1111", None),
+            ("::ffff:8.8.8.8", None),
+            ("64:ff9b::808:808", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(non_public(ip(text)), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn host_rules_match_names_ips_and_subdomains() {
+        let policy = AddressPolicy::new(
+            &["127.0.0.1".to_owned(), "*.internal.example".to_owned(), "[::1]".to_owned(), "Intranet.".to_owned()],
+            &["blocked.example".to_owned(), "*.ads.example".to_owned()],
+            false,
+            None,
+        );
+        assert!(policy.exempt("127.0.0.1"));
+        assert!(policy.exempt("::1"));
+        assert!(policy.exempt("a.internal.example"));
+        assert!(!policy.exempt("internal.example"), "*.domain covers subdomains only");
+        assert!(!policy.exempt("xinternal.example"));
+        assert!(policy.exempt("intranet"));
+        assert!(!policy.exempt("127.0.0.2"));
+        assert!(!policy.exempt("localhost"));
+
+        let url = |u: &str| Url::parse(u).unwrap();
+        assert_eq!(policy.check_url(&url("http://127.0.0.1:8080/x")), Ok(()));
+        assert_eq!(policy.check_url(&url("http://[::1]/")), Ok(()));
+        assert_eq!(policy.check_url(&url("https://example.com/")), Ok(()));
+        for refused in ["http://127.0.0.2/", "http://169.254.169.254/latest", "http://[fe80::1]/", "http://10.0.0.1/"] {
+            let refusal = policy.check_url(&url(refused)).unwrap_err();
+            assert_eq!(refusal.kind, HttpErrorKind::RefusedAddress, "{refused}");
+            assert!(refusal.message.contains("allowed_hosts"), "{}", refusal.message);
+        }
+        for denied in ["https://blocked.example/", "https://x.ads.example/", "https://BLOCKED.example./"] {
+            let refusal = policy.check_url(&url(denied)).unwrap_err();
+            assert!(refusal.message.contains("denied_hosts"), "{denied}: {}", refusal.message);
+        }
+        assert_eq!(policy.check_url(&url("ftp://example.com/")).unwrap_err().kind, HttpErrorKind::InvalidUrl);
+        assert_eq!(policy.check_url(&url("file:///etc/passwd")).unwrap_err().kind, HttpErrorKind::InvalidUrl);
+    }
+
+    #[test]
+    fn resolved_addresses_are_filtered() {
+        let policy = AddressPolicy::new(&["intranet".to_owned()], &[], false, Some("proxy.local".to_owned()));
+        let sock = |text: &str| SocketAddr::new(ip(text), 0);
+        let mixed = vec![sock("10.0.0.1"), sock("93.184.216.34")];
+        assert_eq!(policy.filter("example.com", mixed.clone()).unwrap(), vec![sock("93.184.216.34")]);
+        let refusal = policy.filter("localhost", vec![sock("127.0.0.1"), sock("::1")]).unwrap_err();
+        assert_eq!(refusal.kind, HttpErrorKind::RefusedAddress);
+        assert!(refusal.message.starts_with("localhost (resolves to 127.0.0.1) is a loopback address"), "{refusal}");
+        assert_eq!(policy.filter("intranet", mixed.clone()).unwrap(), mixed);
+        assert_eq!(policy.filter("proxy.local", vec![sock("127.0.0.1")]).unwrap(), vec![sock("127.0.0.1")]);
+        let open = AddressPolicy::new(&[], &[], true, None);
+        assert_eq!(open.filter("localhost", vec![sock("127.0.0.1")]).unwrap(), vec![sock("127.0.0.1")]);
+    }
+
+    #[test]
+    fn host_entries_are_checked() {
+        for good in ["example.com", "*.example.com", "127.0.0.1", "::1", "[::1]"] {
+            assert_eq!(host_entry_problem(good), None, "{good}");
+        }
+        for bad in ["127.0.0.1:8080", "example.com:443", "https://example.com", "", "[::1]:80"] {
+            assert!(host_entry_problem(bad).is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn api_urls_must_lie_under_the_base() {
+        let base = "http://127.0.0.1:9000/cline";
+        let url = |u: &str| Url::parse(u).unwrap();
+        assert!(under_base(&url("http://127.0.0.1:9000/cline/api/v1/search/webfetch"), base));
+        assert!(under_base(&url("http://127.0.0.1:9000/cline"), base));
+        assert!(!under_base(&url("http://127.0.0.1:9000/clinex/api"), base));
+        assert!(!under_base(&url("http://127.0.0.1:9001/cline/api"), base));
+        assert!(!under_base(&url("https://127.0.0.1:9000/cline/api"), base));
+        assert!(!under_base(&url("http://evil.example/cline/api"), base));
+        assert!(under_base(&url("https://api.cline.bot/api/v1/search/websearch"), "https://api.cline.bot"));
+    }
+}

@@ -1,0 +1,489 @@
+//! The MCP hub: one client connection per configured server, on a tokio runtime of its own, started with a
+//! timeout, restarted when the settings file changes, and reached synchronously by the host services that
+//! plugins call from their worker threads.
+
+use super::settings::{self, ServerSettings, Servers, Transport};
+use crate::config::McpConfig;
+use crate::spec::{provider_tool_name, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
+use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use rmcp::service::{RoleClient, RunningService};
+use rmcp::ServiceExt as _;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::watch;
+use toolshed_plugin_api::services::{McpServerStatus, McpServersResponse};
+
+/// How often a blocked host service looks at its call's cancellation flag.
+const CANCEL_POLL: Duration = Duration::from_millis(20);
+
+/// A live connection and what the server offered when it connected.
+struct Connection {
+    client: RunningService<RoleClient, ()>,
+    tools: Vec<Value>,
+    resources: Vec<Value>,
+}
+
+enum Status {
+    Disabled,
+    Connecting,
+    Connected(Arc<Connection>),
+    Failed(String),
+}
+
+struct Server {
+    settings: Result<ServerSettings, String>,
+    status: Status,
+    /// Bumped on every restart, so a slow start of an old configuration never lands.
+    generation: u64,
+}
+
+#[derive(Default)]
+struct State {
+    settings_error: Option<String>,
+    /// The settings text last applied, to notice changes.
+    applied: Option<String>,
+    servers: BTreeMap<String, Server>,
+    next_generation: u64,
+}
+
+struct Inner {
+    settings_path: Option<PathBuf>,
+    startup_timeout: Duration,
+    call_timeout: Duration,
+    state: Mutex<State>,
+    /// Bumped on every status change; waiters watch it.
+    changed: watch::Sender<u64>,
+}
+
+/// The MCP hub. Dropping it stops every server (their processes are killed).
+pub(crate) struct McpHub {
+    runtime: Option<tokio::runtime::Runtime>,
+    inner: Arc<Inner>,
+}
+
+impl McpHub {
+    /// Starts the servers of the configured settings file and its watcher.
+    pub fn start(config: &McpConfig) -> std::io::Result<Self> {
+        // reqwest 0.13 in rmcp is built without a crypto provider; the host's rustls has ring. Only the
+        // first install in the process takes effect, which is what every hub wants.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("toolshed-mcp")
+            .enable_all()
+            .build()?;
+        let (changed, _) = watch::channel(0);
+        let inner = Arc::new(Inner {
+            settings_path: config.settings.clone(),
+            startup_timeout: Duration::from_millis(config.startup_timeout_ms),
+            call_timeout: Duration::from_millis(config.call_timeout_ms),
+            state: Mutex::new(State::default()),
+            changed,
+        });
+        if let Some(path) = config.settings.clone() {
+            let _guard = runtime.enter();
+            inner.reload();
+            let (inner, poll) = (Arc::clone(&inner), Duration::from_millis(config.poll_ms.max(10)));
+            runtime.spawn(async move {
+                loop {
+                    tokio::time::sleep(poll).await;
+                    if Arc::strong_count(&inner) == 1 {
+                        return;
+                    }
+                    tracing::trace!(file = %path.display(), "checking the MCP settings");
+                    inner.reload();
+                }
+            });
+        }
+        Ok(Self { runtime: Some(runtime), inner })
+    }
+
+    /// Runs a hub future to completion on the calling (non-async) thread, giving up when `cancelled` says
+    /// so. `Err(None)` is a cancellation.
+    fn block<T: Send + 'static>(
+        &self,
+        future: impl std::future::Future<Output = Result<T, String>> + Send + 'static,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<T, Option<String>> {
+        let Some(runtime) = &self.runtime else {
+            return Err(Some("the MCP hub has stopped".to_owned()));
+        };
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let task = runtime.spawn(async move {
+            let _ = tx.send(future.await);
+        });
+        loop {
+            match rx.recv_timeout(CANCEL_POLL) {
+                Ok(result) => return result.map_err(Some),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) if cancelled() => {
+                    task.abort();
+                    return Err(None);
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    return Err(Some("the MCP hub stopped during the call".to_owned()))
+                }
+            }
+        }
+    }
+
+    /// `tools/call` on a server: its raw result JSON.
+    pub fn call_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Option<Map<String, Value>>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Value, Option<String>> {
+        let (inner, server, tool) = (Arc::clone(&self.inner), server.to_owned(), tool.to_owned());
+        self.block(
+            async move {
+                let (connection, timeout) = inner.connection(&server).await?;
+                if !connection.tools.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str())) {
+                    let names: Vec<&str> =
+                        connection.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
+                    return Err(format!(
+                        "Tool \"{tool}\" was not found on MCP server \"{server}\". Its tools: {}.",
+                        if names.is_empty() { "(none)".to_owned() } else { names.join(", ") }
+                    ));
+                }
+                let mut params = CallToolRequestParams::new(tool);
+                params.arguments = Some(arguments.unwrap_or_default());
+                match tokio::time::timeout(timeout, connection.client.call_tool(params)).await {
+                    Err(_) => Err("MCP error -32001: Request timed out".to_owned()),
+                    Ok(Err(error)) => Err(service_error(&error)),
+                    Ok(Ok(result)) => serde_json::to_value(result).map_err(|e| e.to_string()),
+                }
+            },
+            cancelled,
+        )
+    }
+
+    /// `resources/read` on a server: its raw result JSON.
+    pub fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Value, Option<String>> {
+        let (inner, server, uri) = (Arc::clone(&self.inner), server.to_owned(), uri.to_owned());
+        self.block(
+            async move {
+                let (connection, timeout) = inner.connection(&server).await?;
+                let params = ReadResourceRequestParams::new(uri);
+                match tokio::time::timeout(timeout, connection.client.read_resource(params)).await {
+                    Err(_) => Err("MCP error -32001: Request timed out".to_owned()),
+                    Ok(Err(error)) => Err(service_error(&error)),
+                    Ok(Ok(result)) => serde_json::to_value(result).map_err(|e| e.to_string()),
+                }
+            },
+            cancelled,
+        )
+    }
+
+    /// Waits (up to the start-up timeout) until no server is still starting.
+    pub async fn settled(&self) {
+        self.inner.settled(None).await;
+    }
+
+    /// The servers' state, tools and resources, after waiting for servers still starting.
+    pub fn servers(&self, cancelled: &dyn Fn() -> bool) -> McpServersResponse {
+        let inner = Arc::clone(&self.inner);
+        let _ = self.block(
+            async move {
+                inner.settled(None).await;
+                Ok(())
+            },
+            cancelled,
+        );
+        self.inner.report()
+    }
+
+    /// The servers' state now, without waiting.
+    pub fn report(&self) -> McpServersResponse {
+        self.inner.report()
+    }
+
+    /// The enabled, connected servers as the spec registry takes them.
+    pub fn server_infos(&self) -> Vec<McpServerInfo> {
+        let state = self.inner.lock();
+        state
+            .servers
+            .iter()
+            .filter_map(|(name, server)| match &server.status {
+                Status::Connected(connection) => Some(McpServerInfo::new(
+                    name.clone(),
+                    connection
+                        .tools
+                        .iter()
+                        .filter_map(|t| serde_json::from_value::<McpToolInfo>(t.clone()).ok())
+                        .collect(),
+                )),
+                Status::Disabled | Status::Connecting | Status::Failed(_) => None,
+            })
+            .collect()
+    }
+
+    /// The (server, tool) a native tool name `{server}__mcp__{tool}` calls, also for shortened names;
+    /// waits for servers still starting first.
+    pub async fn resolve_native(&self, name: &str) -> Option<(String, String)> {
+        self.inner.settled(None).await;
+        let state = self.inner.lock();
+        for (server_name, server) in &state.servers {
+            if let Status::Connected(connection) = &server.status {
+                for tool in connection.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)) {
+                    if provider_tool_name(&format!("{server_name}{MCP_TOOL_SEPARATOR}{tool}")) == name {
+                        return Some((server_name.clone(), tool.to_owned()));
+                    }
+                }
+            }
+        }
+        // Not connected (or no such tool): still route to the server the name names, so the model gets the
+        // hub's error for it.
+        let (server, tool) = name.split_once(MCP_TOOL_SEPARATOR)?;
+        Some((server.to_owned(), tool.to_owned()))
+    }
+
+    /// Whether a server's settings auto-approve a tool.
+    pub fn auto_approves(&self, server: &str, tool: &str) -> bool {
+        let state = self.inner.lock();
+        state.servers.get(server).is_some_and(|s| match &s.settings {
+            Ok(settings) => !settings.disabled && settings.auto_approve.iter().any(|t| t == tool),
+            Err(_) => false,
+        })
+    }
+}
+
+impl Drop for McpHub {
+    fn drop(&mut self) {
+        // Child processes are spawned with kill_on_drop: dropping their tasks here kills them.
+        self.inner.lock().servers.clear();
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(state) => state,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    fn bump(&self) {
+        self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// Reads the settings file and restarts what changed. Must run inside the hub's runtime.
+    fn reload(self: &Arc<Self>) {
+        let Some(path) = &self.settings_path else {
+            return;
+        };
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                let message = format!("cannot read MCP settings file {}: {e}", path.display());
+                let mut state = self.lock();
+                if state.settings_error.as_deref() != Some(message.as_str()) {
+                    tracing::warn!("{message}");
+                    state.settings_error = Some(message);
+                    state.applied = None;
+                    drop(state);
+                    self.bump();
+                }
+                return;
+            }
+        };
+        if self.lock().applied.as_deref() == Some(text.as_str()) {
+            return;
+        }
+        let parsed = settings::parse(&text).map_err(|e| format!("invalid MCP settings file {}: {e}", path.display()));
+        let mut state = self.lock();
+        state.applied = Some(text);
+        match parsed {
+            // A broken file loses nothing: the servers started from the last good one keep running.
+            Err(message) => {
+                tracing::warn!("{message}");
+                state.settings_error = Some(message);
+            }
+            Ok(servers) => {
+                state.settings_error = None;
+                self.apply(&mut state, servers);
+            }
+        }
+        drop(state);
+        self.bump();
+    }
+
+    fn apply(self: &Arc<Self>, state: &mut State, servers: Servers) {
+        state.servers.retain(|name, _| servers.contains_key(name));
+        for (name, settings) in servers {
+            if state.servers.get(&name).is_some_and(|server| server.settings == settings) {
+                continue;
+            }
+            state.next_generation += 1;
+            let generation = state.next_generation;
+            let status = match &settings {
+                Err(message) => {
+                    tracing::warn!("{message}");
+                    Status::Failed(message.clone())
+                }
+                Ok(settings) if settings.disabled => Status::Disabled,
+                Ok(settings) => {
+                    let (inner, name, settings) = (Arc::clone(self), name.clone(), settings.clone());
+                    tokio::spawn(async move {
+                        let status = match tokio::time::timeout(inner.startup_timeout, connect(&settings)).await {
+                            Ok(Ok(connection)) => Status::Connected(Arc::new(connection)),
+                            Ok(Err(message)) => Status::Failed(message),
+                            Err(_) => Status::Failed(format!(
+                                "the server did not start within {} ms",
+                                inner.startup_timeout.as_millis()
+                            )),
+                        };
+                        if let Status::Failed(message) = &status {
+                            tracing::warn!(server = %name, "MCP server not connected: {message}");
+                        }
+                        let mut state = inner.lock();
+                        if let Some(server) = state.servers.get_mut(&name).filter(|s| s.generation == generation) {
+                            server.status = status;
+                        }
+                        drop(state);
+                        inner.bump();
+                    });
+                    Status::Connecting
+                }
+            };
+            state.servers.insert(name, Server { settings, status, generation });
+        }
+    }
+
+    /// Waits until `server` (or every server) is past starting, at most the start-up timeout.
+    async fn settled(&self, server: Option<&str>) {
+        let mut changes = self.changed.subscribe();
+        let wait = async {
+            loop {
+                let starting = {
+                    let state = self.lock();
+                    match server {
+                        Some(name) => state.servers.get(name).is_some_and(|s| matches!(s.status, Status::Connecting)),
+                        None => state.servers.values().any(|s| matches!(s.status, Status::Connecting)),
+                    }
+                };
+                if !starting || changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(self.startup_timeout + Duration::from_millis(100), wait).await;
+    }
+
+    /// A connected server and its call timeout, or Cline's error for it.
+    async fn connection(&self, name: &str) -> Result<(Arc<Connection>, Duration), String> {
+        self.settled(Some(name)).await;
+        let state = self.lock();
+        let not_found = || {
+            format!(
+                "No connection found for server: {name}. Please make sure to use MCP servers available under 'Connected MCP Servers'."
+            )
+        };
+        let server = state.servers.get(name).ok_or_else(not_found)?;
+        match &server.status {
+            Status::Connected(connection) => {
+                let timeout = server.settings.as_ref().ok().and_then(|s| s.timeout).unwrap_or(self.call_timeout);
+                Ok((Arc::clone(connection), timeout))
+            }
+            Status::Disabled => Err(format!("Server \"{name}\" is disabled and cannot be used")),
+            Status::Connecting => Err(format!("Server \"{name}\" is still starting. Please try again shortly.")),
+            Status::Failed(message) => Err(format!("{} The server failed: {message}", not_found())),
+        }
+    }
+
+    fn report(&self) -> McpServersResponse {
+        let state = self.lock();
+        let servers = state
+            .servers
+            .iter()
+            .map(|(name, server)| {
+                let auto_approve = server.settings.as_ref().map(|s| s.auto_approve.clone()).unwrap_or_default();
+                let (status, error, tools, resources) = match &server.status {
+                    Status::Disabled => ("disabled", None, Vec::new(), Vec::new()),
+                    Status::Connecting => ("connecting", None, Vec::new(), Vec::new()),
+                    Status::Connected(c) => ("connected", None, c.tools.clone(), c.resources.clone()),
+                    Status::Failed(message) => ("disconnected", Some(message.clone()), Vec::new(), Vec::new()),
+                };
+                McpServerStatus { name: name.clone(), status: status.to_owned(), error, tools, resources, auto_approve }
+            })
+            .collect();
+        McpServersResponse {
+            settings_path: self.settings_path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+            settings_error: state.settings_error.clone(),
+            servers,
+        }
+    }
+}
+
+/// Connects to one server and lists what it offers.
+async fn connect(settings: &ServerSettings) -> Result<Connection, String> {
+    let client = match &settings.transport {
+        Transport::Stdio { command, args, env, cwd } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).envs(env).kill_on_drop(true);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .map_err(|e| format!("cannot start {command}: {e}"))?;
+            ().serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?
+        }
+        Transport::Http { url, headers } => {
+            use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+            let mut custom = std::collections::HashMap::new();
+            for (name, value) in headers {
+                let name =
+                    hyper::header::HeaderName::try_from(name.as_str()).map_err(|e| format!("header {name:?}: {e}"))?;
+                let value =
+                    hyper::header::HeaderValue::try_from(value.as_str()).map_err(|e| format!("header {name}: {e}"))?;
+                custom.insert(name, value);
+            }
+            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+            ().serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?
+        }
+    };
+    let capabilities = client.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
+    let tools = if capabilities.tools.is_some() {
+        let tools = client.list_all_tools().await.map_err(|e| format!("tools/list failed: {}", service_error(&e)))?;
+        tools.into_iter().filter_map(|t| serde_json::to_value(t).ok()).collect()
+    } else {
+        Vec::new()
+    };
+    let resources = if capabilities.resources.is_some() {
+        // A server whose resource listing fails still serves its tools.
+        match client.list_all_resources().await {
+            Ok(resources) => resources.into_iter().filter_map(|r| serde_json::to_value(r).ok()).collect(),
+            Err(e) => {
+                tracing::warn!("resources/list failed: {}", service_error(&e));
+                Vec::new()
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    Ok(Connection { client, tools, resources })
+}
+
+/// An rmcp error in the words of the TypeScript SDK Cline uses (`MCP error {code}: {message}`).
+fn service_error(error: &rmcp::ServiceError) -> String {
+    match error {
+        rmcp::ServiceError::McpError(data) => format!("MCP error {}: {}", data.code.0, data.message),
+        rmcp::ServiceError::TransportClosed => "MCP error -32000: Connection closed".to_owned(),
+        other => other.to_string(),
+    }
+}
