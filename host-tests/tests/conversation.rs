@@ -103,7 +103,11 @@ fn ask_followup_question_answers_refusals_and_yolo() {
     let runtime = shipped().interaction(host.clone()).build().unwrap();
     let task = runtime.task(TaskContext::new(ws.path()));
 
-    let result = call(&task, "ask_followup_question", serde_json::json!({"question": "Which colour?", "options": "[\"Blue\", \"Red\"]"}));
+    let result = call(
+        &task,
+        "ask_followup_question",
+        serde_json::json!({"question": "Which colour?", "options": "[\"Blue\", \"Red\"]"}),
+    );
     assert_eq!(result.status, ResultStatus::Success);
     assert_eq!(text(&result), "<answer>\nBlue\n</answer>");
     assert_eq!(result.description, "[ask_followup_question for 'Which colour?']");
@@ -154,7 +158,8 @@ fn attempt_completion_completes_or_returns_feedback() {
     let task = runtime.task(TaskContext::new(ws.path()));
 
     // Feedback, with the demo command run through execute_command's pipeline.
-    let result = call(&task, "attempt_completion", serde_json::json!({"result": "Built it", "command": "echo demo-output"}));
+    let result =
+        call(&task, "attempt_completion", serde_json::json!({"result": "Built it", "command": "echo demo-output"}));
     assert_eq!(result.status, ResultStatus::Success);
     let blocks = texts(&result);
     assert_eq!(blocks[0], "[attempt_completion] Result: Done");
@@ -224,7 +229,8 @@ fn plan_and_act_switching() {
         text(&result),
         error_text("The act_mode_respond tool is only available in ACT MODE. You are currently in PLAN MODE. Please use the appropriate tool for your current mode.")
     );
-    let result = call(&task, "plan_mode_respond", serde_json::json!({"response": "Plan: …", "needs_more_exploration": "true"}));
+    let result =
+        call(&task, "plan_mode_respond", serde_json::json!({"response": "Plan: …", "needs_more_exploration": "true"}));
     assert_eq!(text(&result), "[You have indicated that you need more exploration. Proceed with calling tools to continue the planning process.]");
 
     let result = call(&task, "plan_mode_respond", serde_json::json!({"response": "Plan A"}));
@@ -267,8 +273,7 @@ fn task_progress_is_stored_and_reminded() {
     for name in ["a", "b", "c", "d", "e"] {
         std::fs::write(ws.path().join(format!("{name}.txt")), "alpha\n").unwrap();
     }
-    let runtime =
-        shipped().config(config("[tasks]\nfocus_chain = true\nremind_interval = 2\n")).build().unwrap();
+    let runtime = shipped().config(config("[tasks]\nfocus_chain = true\nremind_interval = 2\n")).build().unwrap();
     let task = runtime.task(TaskContext::new(ws.path()));
     // Each call reads another file: identical calls in a row would draw Cline's loop warning.
     let next = std::sync::atomic::AtomicUsize::new(0);
@@ -299,7 +304,9 @@ fn task_progress_is_stored_and_reminded() {
     let due = read(None);
     assert_eq!(due.context_after.len(), 1);
     let reminder = &due.context_after[0];
-    assert!(reminder.contains("# TODO LIST UPDATE REQUIRED - You MUST include the task_progress parameter in your NEXT tool call."));
+    assert!(reminder.contains(
+        "# TODO LIST UPDATE REQUIRED - You MUST include the task_progress parameter in your NEXT tool call."
+    ));
     assert!(reminder.contains("**Current Progress: 1/2 items completed (50%)**"));
     assert!(reminder.contains("- [x] Read a.txt\n- [ ] Edit it"));
     assert!(due.to_model_text().ends_with(reminder.as_str()));
@@ -373,7 +380,11 @@ fn host_actions_accepted_or_answered_with_feedback() {
     assert_eq!(text(&result), "The user did not submit the bug, and provided feedback on the Github issue generated instead:\n<feedback>\nTitle is wrong\n</feedback>");
     let result = call(&task, "report_bug", bug);
     assert_eq!(text(&result), "The user accepted the creation of the Github issue.");
-    let result = call(&task, "generate_explanation", serde_json::json!({"title": "Last commit", "from_ref": "HEAD~1", "to_ref": "HEAD"}));
+    let result = call(
+        &task,
+        "generate_explanation",
+        serde_json::json!({"title": "Last commit", "from_ref": "HEAD~1", "to_ref": "HEAD"}),
+    );
     assert_eq!(result.description, "[generate_explanation for 'Last commit']");
     assert_eq!(text(&result), "Explained 2 files");
     let mut missing = serde_json::json!({"title": "Crash"});
@@ -397,8 +408,11 @@ fn host_actions_accepted_or_answered_with_feedback() {
 
 fn skill(dir: &Path, name: &str, description: &str, body: &str) {
     std::fs::create_dir_all(dir.join(name)).unwrap();
-    std::fs::write(dir.join(name).join("SKILL.md"), format!("---\nname: {name}\ndescription: {description}\n---\n\n{body}\n"))
-        .unwrap();
+    std::fs::write(
+        dir.join(name).join("SKILL.md"),
+        format!("---\nname: {name}\ndescription: {description}\n---\n\n{body}\n"),
+    )
+    .unwrap();
 }
 
 #[test]

@@ -246,7 +246,7 @@ fn fifty_reloads_cost_at_most_a_megabyte_each_above_a_constant() {
     watch.until("watching");
 
     // Distinct contents without distinct builds: an ELF loader ignores bytes after the image.
-    let mut reload = |i: usize| {
+    let reload = |i: usize| {
         let mut bytes = good.clone();
         bytes.extend_from_slice(format!("\0reload {i}").as_bytes());
         // Written beside, then renamed in: what a careful build tool does.

@@ -22,5 +22,6 @@ mod reload;
 mod schema;
 mod search_files;
 mod serve;
+mod subagents;
 mod timeouts;
 mod web;

@@ -170,8 +170,21 @@ fn cline_config(server: &Server, extra: &str) -> Config {
     .unwrap()
 }
 
+/// A runtime with the two web plugins alone (loading every shipped plugin costs seconds in debug builds).
+/// Builds are serialised: concurrent loads of one library in one process can race on its shadow copy.
 fn runtime(config: Config, token: Option<&str>) -> Runtime {
-    shipped().config(config).web_token(token.map(str::to_owned)).yes(true).build().unwrap()
+    static LOADING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = LOADING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let runtime = Runtime::builder()
+        .plugin_file(plugins().join(lib("web_fetch")))
+        .plugin_file(plugins().join(lib("web_search")))
+        .config(config)
+        .web_token(token.map(str::to_owned))
+        .yes(true)
+        .build()
+        .unwrap();
+    assert!(runtime.load_errors().is_empty(), "{:?}", runtime.load_errors());
+    runtime
 }
 
 fn tool_error(message: &str) -> String {
@@ -385,11 +398,14 @@ fn an_untrusted_workspace_cannot_point_the_api_elsewhere() {
         format!("[web]\napi_base_url = \"{}\"\nallowed_hosts = [\"127.0.0.1\"]\n", evil.url("")),
     )
     .unwrap();
-    let plugins = plugins();
+    let plugins = tempfile::tempdir().unwrap();
+    for name in ["web_fetch", "web_search"] {
+        std::fs::copy(self::plugins().join(lib(name)), plugins.path().join(lib(name))).unwrap();
+    }
     let output = toolshed(
         home.path(),
         ws.path(),
-        &["--plugins", plugins.to_str().unwrap(), "call", "web_search", r#"{"query":"q"}"#, "--yes"],
+        &["--plugins", plugins.path().to_str().unwrap(), "call", "web_search", r#"{"query":"q"}"#, "--yes"],
         &[("TOOLSHED_WEB_TOKEN", "user-token")],
     );
     assert_eq!(

@@ -157,6 +157,11 @@ pub struct ToolCall<A = Value> {
     /// The task.
     #[serde(default)]
     pub task: TaskInfo,
+    /// In `execute`: the user, or a rule or flag they set, approved what `prepare` asked for, so the call may
+    /// reach what its approval request named even outside the workspace. `false` when it runs because it
+    /// needed nobody (a read inside the workspace): a path that turns out to lead outside must then be refused.
+    #[serde(default)]
+    pub approved: bool,
 }
 
 /// A streamed, incomplete tool use.

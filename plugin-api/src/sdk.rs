@@ -254,7 +254,10 @@ impl<'a> HostClient<'a> {
     /// approval (inside the workspace) to a file outside it, or past `.clineignore`. The real path of the open
     /// descriptor is checked again, so whatever the file system did in between, the bytes read are the ones
     /// the checks allowed. Never blocks on a FIFO (opened non-blocking; the caller checks the file type).
-    pub fn open_confirmed(&self, absolute: &str, inside_workspace: bool) -> Result<std::fs::File, OpenError> {
+    ///
+    /// `approved` is the call's [`ToolCall::approved`](crate::ToolCall): without it, a file that turns out to
+    /// lie outside the workspace is refused.
+    pub fn open_confirmed(&self, absolute: &str, approved: bool) -> Result<std::fs::File, OpenError> {
         let mut options = std::fs::OpenOptions::new();
         options.read(true);
         #[cfg(unix)]
@@ -271,7 +274,7 @@ impl<'a> HostClient<'a> {
                 if !allowed {
                     return Err(OpenError::Refused(result::clineignore_error(&real)));
                 }
-                if inside_workspace
+                if !approved
                     && !self.resolve_path(&real).map_err(|e| OpenError::Refused(e.message))?.inside_workspace
                 {
                     return Err(OpenError::Refused(format!(
@@ -417,6 +420,8 @@ struct RawCall<'a, A> {
     input: A,
     #[serde(borrow, default)]
     task: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    approved: bool,
 }
 
 thread_local! {
@@ -442,7 +447,7 @@ fn parse_task(raw: Option<&serde_json::value::RawValue>) -> Result<crate::protoc
 
 fn parse_call<A: DeserializeOwned>(call: &str) -> Result<ToolCall<A>, String> {
     let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| e.to_string())?;
-    Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: parse_task(raw.task)? })
+    Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: parse_task(raw.task)?, approved: raw.approved })
 }
 
 /// Connects a typed [`Tool`] to the [`ToolHandler`] vtable.
@@ -642,5 +647,15 @@ fn opened_path(file: &std::fs::File) -> Option<std::path::PathBuf> {
     {
         let _ = file;
         None
+    }
+}
+
+impl HostClient<'_> {
+    /// `subagents.spawn`: runs the prompts as parallel subagents of this task and waits for every outcome.
+    pub fn subagents_spawn(
+        &self,
+        request: &crate::services::SubagentsSpawnRequest,
+    ) -> Result<crate::services::SubagentsSpawnResponse, ServiceError> {
+        self.call(crate::services::SUBAGENTS_SPAWN, request)
     }
 }

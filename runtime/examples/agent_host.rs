@@ -6,7 +6,13 @@
 //! cargo run -p toolshed --example agent_host -- --plugins target/plugins-debug            # asks on the terminal
 //! cargo run -p toolshed --example agent_host -- --plugins target/plugins-debug --yes      # approves everything
 //! cargo run -p toolshed --example agent_host -- --plugins target/plugins-debug --answers y,n
+//! OPENAI_API_KEY=… cargo run -p toolshed --example agent_host -- --plugins target/plugins-debug \
+//!     --openai https://api.openai.com/v1 --model gpt-4o --prompt "Summarise the README"
 //! ```
+//!
+//! With `--openai URL` the model is a real OpenAI-compatible endpoint instead of the script: the
+//! [`toolshed::OpenAiDriver`] streams each turn with native tool calls, and the same driver runs the
+//! subagents use_subagents starts.
 //!
 //! With neither a terminal nor `--yes`/`--answers`, asks are denied. It checks its own results (with
 //! `--yes`) and exits non-zero when one is wrong; `cargo xtask test` runs it.
@@ -41,10 +47,16 @@ fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let mut plugins = std::env::var_os("TOOLSHED_PLUGINS").map(PathBuf::from);
     let (mut yes, mut answers) = (false, None);
+    let (mut openai, mut model, mut prompt) = (None, "gpt-4o".to_owned(), None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--plugins" => plugins = Some(PathBuf::from(args.next().context("--plugins needs a directory")?)),
             "--yes" => yes = true,
+            "--openai" => {
+                openai = Some(args.next().context("--openai needs a base URL such as https://api.openai.com/v1")?)
+            }
+            "--model" => model = args.next().context("--model needs a model name")?,
+            "--prompt" => prompt = Some(args.next().context("--prompt needs the task's text")?),
             "--answers" => {
                 let list = args.next().context("--answers needs a list such as y,n")?;
                 let parsed: Result<VecDeque<Answer>> = list
@@ -70,6 +82,16 @@ fn main() -> Result<()> {
     } else if let Some(terminal) = TerminalApprover::detect() {
         builder = builder.approver(terminal);
     }
+    let driver = match &openai {
+        Some(url) => Some(
+            toolshed::OpenAiDriver::new(url.clone(), model.clone())?
+                .api_key(std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty())),
+        ),
+        None => None,
+    };
+    if let Some(driver) = &driver {
+        builder = builder.agent_driver(driver.clone());
+    }
     let runtime = builder.build()?;
     if runtime.tools().is_empty() {
         bail!("no tools loaded from {}: run `cargo xtask plugins` first", plugins.display());
@@ -78,6 +100,10 @@ fn main() -> Result<()> {
     let transcript = Arc::new(Mutex::new(Vec::<String>::new()));
 
     let host = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    if let Some(driver) = driver {
+        let prompt = prompt.unwrap_or_else(|| "List the files of the workspace, then finish.".to_owned());
+        return host.block_on(converse(&runtime, &task, &driver, prompt));
+    }
     host.block_on(async {
         for (turn, message) in SCRIPT.iter().enumerate() {
             println!("── turn {turn}: the model streams its message");
@@ -123,6 +149,49 @@ fn main() -> Result<()> {
             bail!("list_files did not list the page: {}", transcript[2]);
         }
         println!("agent_host: all checks passed");
+    }
+    Ok(())
+}
+
+/// The conversation with a real model: each turn streams through the driver with the task's tools as native
+/// tools; the tool calls run as one message; it ends when the model calls attempt_completion or stops
+/// calling tools (or after 20 turns).
+async fn converse(
+    runtime: &Runtime,
+    task: &toolshed::TaskHandle,
+    driver: &toolshed::OpenAiDriver,
+    prompt: String,
+) -> Result<()> {
+    use toolshed::{AgentDriver, AgentMessage, AgentRequest, PromptVariant, ToolUse};
+    let names: Vec<String> = runtime.tools().into_iter().map(|t| t.name).collect();
+    let mut context = task.spec_context();
+    context.native_tool_calls = true;
+    let tools = runtime.specs().enabled(&PromptVariant::new("generic", names), &context);
+    let mut messages = vec![AgentMessage::User { text: vec![prompt] }];
+    for _ in 0..20 {
+        let request = AgentRequest {
+            model: None,
+            system_prompt: "You are a coding agent. Use the tools to do the task, then call attempt_completion."
+                .to_owned(),
+            messages: messages.clone(),
+            tools: tools.clone(),
+        };
+        let reply = driver.next_message(request).await.map_err(|e| anyhow::anyhow!(e))?;
+        if !reply.text.is_empty() {
+            println!("assistant: {}", reply.text);
+        }
+        if reply.tool_calls.is_empty() {
+            return Ok(());
+        }
+        messages.push(AgentMessage::Assistant { text: reply.text.clone(), tool_calls: reply.tool_calls.clone() });
+        let uses = reply.tool_calls.iter().map(|c| ToolUse::from_text(&c.id, &c.name, &c.arguments)).collect();
+        let turn = task.execute_message(uses).await;
+        println!("{}", turn.to_model_text());
+        let done = reply.tool_calls.iter().any(|c| c.name == "attempt_completion");
+        messages.push(AgentMessage::ToolResults { results: turn.results });
+        if done {
+            return Ok(());
+        }
     }
     Ok(())
 }

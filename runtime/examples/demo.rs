@@ -45,6 +45,25 @@ impl toolshed::Interaction for ScriptedHost {
     }
 }
 
+/// Plays the model of use_subagents' runs: reads the README, then reports it with attempt_completion.
+struct ScriptedModel;
+
+impl toolshed::AgentDriver for ScriptedModel {
+    fn next_message(
+        &self,
+        request: toolshed::AgentRequest,
+    ) -> BoxFuture<Result<toolshed::AgentReply, toolshed::DriverError>> {
+        let read = request.messages.iter().any(|m| matches!(m, toolshed::AgentMessage::ToolResults { .. }));
+        let (id, name, arguments) = if read {
+            ("call-2", "attempt_completion", json!({"result": "Relevant file paths\nREADME.md"}))
+        } else {
+            ("call-1", "read_file", json!({"path": "README.md"}))
+        };
+        let call = toolshed::AgentToolCall { id: id.to_owned(), name: name.to_owned(), arguments: arguments.to_string() };
+        Box::pin(async move { Ok(toolshed::AgentReply { text: String::new(), tool_calls: vec![call], usage: None }) })
+    }
+}
+
 /// One scripted step: a tool use and what its result must show.
 struct Step {
     tool: &'static str,
@@ -167,7 +186,8 @@ fn main() -> anyhow::Result<()> {
     let site = serve_demo_site()?;
     // MCP: the reference server `cargo xtask test` installs (npm's server-everything), when it is there;
     // without it the MCP steps show the error a missing server gets.
-    let everything = repo.join("target/test-peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let everything =
+        repo.join("target/test-peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let mcp_settings = scratch.path().join("cline_mcp_settings.json");
     let have_everything = everything.is_file();
     let servers = if have_everything {
@@ -188,6 +208,7 @@ fn main() -> anyhow::Result<()> {
         .web_token(Some("demo-token".to_owned()))
         .approver(ScriptedUser)
         .interaction(ScriptedHost)
+        .agent_driver(ScriptedModel)
         .build()?;
     if let Some(error) = runtime.load_errors().first() {
         anyhow::bail!("plugin not loaded: {error}");
@@ -270,6 +291,8 @@ fn main() -> anyhow::Result<()> {
             step("access_mcp_resource", json!({"server_name": "everything", "uri": "demo://x"}), Error, &["Error executing access_mcp_resource: No connection found"])
         },
         step("load_mcp_documentation", json!({}), Success, &["## Creating an MCP Server", "Connected MCP servers: "]),
+        // A subagent (a child task with read-only tools) driven by the scripted model above.
+        step("use_subagents", json!({"prompt_1": "Where is the README?"}), Success, &["Subagent results:\nTotal: 1\nSucceeded: 1\nFailed: 0\nTool calls: 2", "[1] COMPLETED - Where is the README?\nRelevant file paths\nREADME.md"]),
         step("attempt_completion", json!({"result": "The demo ran every tool."}), Success, &["[attempt_completion] Result: Done"]),
     ];
 

@@ -83,9 +83,8 @@ impl Rules {
     fn load(root: &Path) -> Self {
         let file = root.join(FILE_NAME);
         let mut sources = vec![(file.clone(), stamp(&file))];
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(_) => return Self { sources, matcher: None },
+        let Some(text) = read_regular(&file) else {
+            return Self { sources, matcher: None };
         };
         if text.is_empty() {
             return Self { sources, matcher: None };
@@ -105,7 +104,7 @@ impl Rules {
             // Node's `path.join(cwd, arg)`: an absolute argument is still taken below the root.
             let included = root.join(include.trim().trim_start_matches('/'));
             sources.push((included.clone(), stamp(&included)));
-            if let Ok(content) = std::fs::read_to_string(&included) {
+            if let Some(content) = read_regular(&included) {
                 content.lines().for_each(&mut add);
             }
         }
@@ -153,6 +152,14 @@ impl Rules {
         }
         false
     }
+}
+
+/// A rules file's text, read only when it is a regular file. `!include ../../dev/zero` (or a FIFO, or a
+/// `.clineignore` linked to a device) would otherwise read forever and take the host down with it (found
+/// writing the clineignore fuzz target); such a file is skipped, like a missing one.
+fn read_regular(path: &Path) -> Option<String> {
+    std::fs::metadata(path).ok().filter(std::fs::Metadata::is_file)?;
+    std::fs::read_to_string(path).ok()
 }
 
 fn deny_everything(root: &Path) -> Gitignore {
@@ -241,6 +248,20 @@ mod tests {
         touch_later(&root.join("more.txt"), 5);
         assert!(ci.allows(&root.join("a.txt")));
         assert!(!ci.allows(&root.join("b.txt")));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn includes_that_are_not_regular_files_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        // Climbing to a device that never ends: skipped instead of read until memory runs out.
+        let climb = "../".repeat(root.components().count());
+        fs::write(root.join(".clineignore"), format!("!include {climb}dev/zero\n!include fifo\nsecret.txt\n")).unwrap();
+        nix::unistd::mkfifo(&root.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let ci = ClineIgnore::new(root);
+        assert!(!ci.allows(&root.join("secret.txt")));
+        assert!(ci.allows(&root.join("other.txt")));
     }
 
     #[test]

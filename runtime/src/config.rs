@@ -33,7 +33,8 @@ use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
 /// The section names; `TOOLSHED_<SECTION>_<KEY>` uses them upper-cased.
-const SECTIONS: [&str; 9] = ["web", "mcp", "commands", "approval", "plugins", "timeouts", "hooks", "tasks", "skills"];
+const SECTIONS: [&str; 10] =
+    ["web", "mcp", "commands", "approval", "plugins", "timeouts", "hooks", "tasks", "skills", "subagents"];
 
 /// Variables that share the `TOOLSHED_<SECTION>` prefix but are not config
 /// keys: the web bearer token (a secret, read where it is used) and the
@@ -66,6 +67,46 @@ pub struct Config {
     pub tasks: TasksConfig,
     /// `[skills]`: where use_skill finds skills.
     pub skills: SkillsConfig,
+    /// `[subagents]`: use_subagents' child tasks, the agent configs, and the OpenAI-compatible driver.
+    pub subagents: SubagentsConfig,
+}
+
+/// `[subagents]`: use_subagents' child tasks, the configured agents, and the OpenAI-compatible driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubagentsConfig {
+    /// Whether use_subagents may run (it also needs the host's agent driver).
+    pub enabled: bool,
+    /// A directory of agent configs, one `.toml` file per agent (`name`, `description`, `model`, `tools`,
+    /// `system_prompt`); each becomes a `use_subagent_<name>` tool.
+    pub agents_dir: Option<PathBuf>,
+    /// The most model requests one subagent run may make before it fails.
+    pub max_turns: u32,
+    /// The longest one model request may take, in milliseconds.
+    pub request_timeout_ms: u64,
+    /// The OpenAI-compatible endpoint of the built-in driver (`{base_url}/chat/completions`).
+    pub base_url: Option<String>,
+    /// The model the built-in driver asks for (an agent's `model` wins).
+    pub model: Option<String>,
+    /// The environment variable holding the driver's bearer key.
+    pub api_key_env: String,
+    /// The model's context window, for the summary's "Peak context usage" (0: unknown).
+    pub context_window: u64,
+}
+
+impl Default for SubagentsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            agents_dir: None,
+            max_turns: 50,
+            request_timeout_ms: 120_000,
+            base_url: None,
+            model: None,
+            api_key_env: "OPENAI_API_KEY".to_owned(),
+            context_window: 0,
+        }
+    }
 }
 
 /// `[tasks]`: the conversational tools' settings.
@@ -759,6 +800,11 @@ fn resolve_paths(table: &mut Table, base: Option<&Path>, home: Option<&Path>) {
             resolve(ca_file);
         }
     }
+    if let Some(Value::Table(subagents)) = table.get_mut("subagents") {
+        if let Some(dir) = subagents.get_mut("agents_dir") {
+            resolve(dir);
+        }
+    }
     if let Some(Value::Table(skills)) = table.get_mut("skills") {
         if let Some(Value::Array(paths)) = skills.get_mut("dirs") {
             paths.iter_mut().for_each(resolve);
@@ -841,6 +887,9 @@ fn restrict_workspace(
                 // How the conversation goes, not what may run; skill directories stay the user's to name.
                 ("tasks", _) => true,
                 ("skills", "enabled") => value.as_bool() == Some(false),
+                // Subagents may be switched off or cut shorter; the endpoint, key and agents stay the user's.
+                ("subagents", "enabled") => value.as_bool() == Some(false),
+                ("subagents", "max_turns" | "request_timeout_ms") => true,
                 ("approval", "auto_approve_safe" | "auto_approve_all" | "yolo")
                 | ("web", "enabled" | "feature_flag") => value.as_bool() == Some(false),
                 ("plugins", "max_abandoned") => {

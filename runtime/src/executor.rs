@@ -384,6 +384,19 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
             return (result, None);
         }
     }
+    // A configured agent's tool (`use_subagent_<name>`) runs as the use_subagents call it stands for.
+    if route.is_none() && tool_use.name.starts_with(crate::subagents::TOOL_PREFIX) {
+        match crate::subagents::route_dynamic(task, &tool_use) {
+            Some(Ok((routed, description))) => {
+                let mut result = Box::pin(execute(shared, task, routed)).await;
+                result.name = tool_use.name;
+                result.description = description;
+                return (result, None);
+            }
+            Some(Err(result)) => return (result, None),
+            None => {}
+        }
+    }
     task.calls.fetch_add(1, Ordering::Relaxed);
     let Some(route) = route else {
         let mut names = shared.tool_names();
@@ -455,11 +468,12 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
         let (shared, task, route) = (Arc::clone(shared), Arc::clone(task), route.clone());
         let tool = tool_use.name.clone();
         Arc::new(move |prepared: &Prepared| match prepared {
-            Prepared::Proceed => true,
-            Prepared::Approval(request) => {
-                matches!(decide(&shared, &task, &route, &tool, request, mcp_auto), Decision::Allow(_))
-            }
-            Prepared::Error(_) => false,
+            Prepared::Proceed => Some(false),
+            Prepared::Approval(request) => match decide(&shared, &task, &route, &tool, request, mcp_auto) {
+                Decision::Allow(source) => Some(source != crate::policy::Source::SafeDefault),
+                _ => None,
+            },
+            Prepared::Error(_) => None,
         })
     };
     // PreToolUse hooks run between prepare and execute, so the two cannot share a job when there are any.
@@ -503,6 +517,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
                 }),
                 (request, _) => request,
             };
+            let mut explicit = false;
             if let Some(request) = request {
                 let policy = decide(shared, task, &route, &tool_use.name, &request, mcp_auto);
                 let decision = match (policy, verdict.decision) {
@@ -513,7 +528,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
                     (decision, _) => decision,
                 };
                 match decision {
-                    Decision::Allow(_) => {}
+                    Decision::Allow(source) => explicit = source != crate::policy::Source::SafeDefault,
                     Decision::Deny(source) => {
                         let mut result = denied(&tool_use, description, request.denied_message.as_deref());
                         result.note = Some(format!("denied by {source:?} rule for {}", tool_use.name));
@@ -521,7 +536,10 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
                         return (result, Some(sig));
                     }
                     Decision::Ask(_) => match ask(shared, task, &tool_use, request).await {
-                        Ok(typed) => feedback = typed,
+                        Ok(typed) => {
+                            feedback = typed;
+                            explicit = true;
+                        }
                         Err((message, note, typed)) => {
                             let mut result = denied(&tool_use, description, message.as_deref());
                             result.note = note;
@@ -533,6 +551,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
                 }
             }
             let limits = (shared.timeouts.call, shared.timeouts.cancel_grace);
+            let call = if explicit { Arc::from(crate::tool_actor::approved_call(&call)) } else { call };
             match run_phase(&route, Phase::Execute, call, task, limits, None).await {
                 Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
                 Err(error) => Err(error),

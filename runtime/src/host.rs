@@ -152,6 +152,8 @@ impl CallHost {
             }),
             // The conversational tools' services (interaction.rs).
             name if crate::interaction::serves(name) => crate::interaction::dispatch(self, name, request),
+            // Subagent runs (subagents.rs).
+            name if crate::subagents::serves(name) => crate::subagents::dispatch(self, request),
             other => Err(ServiceError::new(
                 ServiceErrorKind::UnknownService,
                 format!("this host offers no service named '{other}'"),
@@ -213,7 +215,9 @@ impl Host for CallHost {
     }
 
     fn services(&self) -> RVec<RString> {
-        SERVICES.iter().chain(crate::interaction::SERVICES).map(|s| RString::from(*s)).collect()
+        // `subagents.spawn` only when a driver can run them, so use_subagents can tell.
+        let subagents: &[&str] = if self.task.host.subagents.available() { crate::subagents::SERVICES } else { &[] };
+        SERVICES.iter().chain(crate::interaction::SERVICES).chain(subagents).map(|s| RString::from(*s)).collect()
     }
 
     fn is_cancelled(&self) -> bool {

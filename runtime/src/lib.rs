@@ -67,6 +67,7 @@
 mod clineignore;
 pub mod config;
 mod coordinator;
+mod driver;
 mod executor;
 /// Entry points for the fuzz targets in `fuzz-targets/` (issue 16); not a supported API.
 #[doc(hidden)]
@@ -86,6 +87,7 @@ pub mod serve;
 mod skills;
 mod spec;
 pub mod stream;
+mod subagents;
 mod task;
 mod tool_actor;
 mod tool_id;
@@ -95,6 +97,9 @@ mod workspace;
 
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};
 pub use coordinator::RegisterEvent;
+pub use driver::{
+    AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError, OpenAiDriver,
+};
 pub use executor::{ResultStatus, ToolInput, ToolResult, ToolUse};
 pub use hooks::{HookDecision, HookEvent, HookInput, HookOutcome};
 pub use interaction::{HostAction, Interaction, Question, UserReply};
@@ -107,6 +112,7 @@ pub use spec::{
     provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, PromptVariant, Provider, Spec, SpecContext, SpecParam,
     SpecRegistry, ToolSchemas, UnknownProvider, GENERIC, MCP_TOOL_SEPARATOR, MULTI_ROOT_HINT,
 };
+pub use subagents::SUBAGENT_SYSTEM_SUFFIX;
 pub use task::{Mode, TaskContext, UiEvent};
 pub use tool_id::{check_plugin_tool_name, NameError, ToolId};
 /// The request types of the host actions an [`Interaction`] carries out.

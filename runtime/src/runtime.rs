@@ -71,7 +71,22 @@ impl Shared {
             .filter(|spec| context.meets_all(&spec.context_requirements))
             .map(|spec| spec.for_context(context))
             .collect();
+        let mut specs = specs;
+        self.host.subagents.adjust_specs(&mut specs, context);
         provider.render(&specs)
+    }
+}
+
+/// Opens a task of this runtime (the subagent runs' child tasks).
+pub(crate) fn open_task(shared: &Arc<Shared>, context: TaskContext) -> TaskHandle {
+    TaskHandle {
+        shared: Arc::clone(shared),
+        task: Arc::new(TaskShared::new(
+            context,
+            shared.plugin_timeouts.clone(),
+            shared.events.clone(),
+            Arc::clone(&shared.host),
+        )),
     }
 }
 
@@ -128,6 +143,8 @@ pub struct RuntimeBuilder {
     hooks: Vec<(HookEvent, Option<String>, HookFn)>,
     /// Hot reload from the start (see [`Runtime::watch`]).
     watch: bool,
+    /// The model side of subagent runs.
+    agent_driver: Option<Arc<dyn crate::driver::AgentDriver>>,
 }
 
 impl RuntimeBuilder {
@@ -165,6 +182,15 @@ impl RuntimeBuilder {
     /// new tasks, condensing); without one, questions go unanswered and the host actions are unsupported.
     pub fn interaction(mut self, interaction: impl crate::interaction::Interaction) -> Self {
         self.interaction = Some(Arc::new(interaction));
+        self
+    }
+
+    /// The model side of subagent runs: with a driver (and `[subagents] enabled`), use_subagents and the
+    /// configured agents' tools run child tasks against it; without one they answer that subagents are
+    /// disabled. When none is given and `[subagents] base_url` is set, an [`crate::OpenAiDriver`] for that
+    /// endpoint is used.
+    pub fn agent_driver(mut self, driver: impl crate::driver::AgentDriver) -> Self {
+        self.agent_driver = Some(Arc::new(driver));
         self
     }
 
@@ -339,6 +365,16 @@ impl RuntimeBuilder {
                     shared: std::sync::OnceLock::new(),
                     skills: crate::skills::SkillDirs::new(config),
                 },
+                subagents: crate::subagents::SubagentHost::new(
+                    self.agent_driver.or_else(|| match crate::driver::OpenAiDriver::from_config(&config.subagents) {
+                        Ok(driver) => driver.map(|d| Arc::new(d) as Arc<dyn crate::driver::AgentDriver>),
+                        Err(e) => {
+                            tracing::warn!("cannot start the [subagents] driver: {e}");
+                            None
+                        }
+                    }),
+                    config,
+                ),
             }),
             hooks,
         });
@@ -432,6 +468,7 @@ impl Runtime {
             web_token: None,
             hooks: Vec::new(),
             watch: false,
+            agent_driver: None,
         }
     }
 
@@ -522,6 +559,7 @@ impl Runtime {
     /// reload swaps the routing snapshot whole, so a registry never mixes two generations.
     pub fn specs(&self) -> SpecRegistry {
         let mut registry = SpecRegistry::from_routing(&self.shared.snapshot());
+        registry.set_agents(&self.shared.host.subagents.agent_configs());
         if let Some(hub) = &self.shared.host.mcp {
             registry.set_mcp_servers(&hub.server_infos());
         }

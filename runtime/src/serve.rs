@@ -96,6 +96,8 @@ pub enum ServeError {
 struct ToolshedServer {
     task: TaskHandle,
     next_id: Arc<AtomicU64>,
+    /// Every client that finished initializing, to tell of tool list changes.
+    clients: Arc<std::sync::Mutex<Vec<Peer<RoleServer>>>>,
 }
 
 impl ServerHandler for ToolshedServer {
@@ -104,6 +106,11 @@ impl ServerHandler for ToolshedServer {
             InitializeResult::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build());
         info.server_info = Implementation::new("toolshed", env!("CARGO_PKG_VERSION"));
         info
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let mut clients = self.clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        clients.push(context.peer);
     }
 
     async fn list_tools(
@@ -125,9 +132,7 @@ impl ServerHandler for ToolshedServer {
                 serde_json::from_value::<Tool>(tool).ok()
             })
             .collect();
-        let mut result = ListToolsResult::default();
-        result.tools = tools;
-        Ok(result)
+        Ok(ListToolsResult::with_all_items(tools))
     }
 
     async fn call_tool(
@@ -158,10 +163,23 @@ impl ServerHandler for ToolshedServer {
 
 /// Serves the runtime's tools until the client goes (stdio) or the process is stopped (HTTP).
 pub async fn run(runtime: Arc<Runtime>, task: TaskHandle, options: ServeOptions) -> Result<(), ServeError> {
-    let server = ToolshedServer { task, next_id: Arc::new(AtomicU64::new(1)) };
-    // Hot reload: when the runtime publishes plugin load events, each client's peer gets
-    // `notifications/tools/list_changed` here (the single call site; see `notify_tools_changed`).
-    let _ = &runtime;
+    let clients = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let server = ToolshedServer { task, next_id: Arc::new(AtomicU64::new(1)), clients: Arc::clone(&clients) };
+    // The tool list follows hot reloads: every plugin event becomes `notifications/tools/list_changed` for
+    // every client.
+    if let Err(e) = runtime.watch() {
+        tracing::warn!("not watching the plugin directories: {e}");
+    }
+    let mut events = runtime.events();
+    tokio::spawn(async move {
+        while events.recv().await.is_some() {
+            let peers: Vec<Peer<RoleServer>> =
+                clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+            for peer in &peers {
+                notify_tools_changed(peer).await;
+            }
+        }
+    });
     match &options.http {
         None => {
             let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| ServeError::Io(e.to_string()))?;
@@ -173,7 +191,7 @@ pub async fn run(runtime: Arc<Runtime>, task: TaskHandle, options: ServeOptions)
 }
 
 /// Tells a client its tool list changed (plugins loaded, reloaded or unloaded).
-pub async fn notify_tools_changed(peer: &Peer<RoleServer>) {
+async fn notify_tools_changed(peer: &Peer<RoleServer>) {
     if let Err(e) = peer.notify_tool_list_changed().await {
         tracing::debug!("cannot notify a client of the tool list change: {e}");
     }

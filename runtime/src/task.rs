@@ -191,6 +191,8 @@ pub(crate) struct HostServices {
     pub web: crate::http::HttpService,
     /// The conversational tools' host side: the host's `Interaction`, `[tasks]`, skills (interaction.rs).
     pub interaction: crate::interaction::InteractionHost,
+    /// use_subagents' side: the host's agent driver and the configured agents (subagents.rs).
+    pub subagents: crate::subagents::SubagentHost,
 }
 
 /// A message for the user's UI, sent by a tool through the `say` service.

@@ -33,8 +33,9 @@ pub(crate) enum PhaseError {
     Quarantined(usize),
 }
 
-/// Decides, on the worker thread, whether `prepare`'s answer lets `execute` run at once (no one to ask).
-pub(crate) type AutoApprove = Arc<dyn Fn(&Prepared) -> bool + Send + Sync>;
+/// Decides, on the worker thread, whether `prepare`'s answer lets `execute` run at once (no one to ask):
+/// `None` when it does not, else whether the approval is explicit (see `ToolCall::approved`).
+pub(crate) type AutoApprove = Arc<dyn Fn(&Prepared) -> Option<bool> + Send + Sync>;
 
 /// `execute` straight after `prepare` in one job, when `approve` allows; `timeout` then applies to it.
 #[derive(Clone)]
@@ -137,14 +138,23 @@ fn run_call(
 ) -> Result<PhaseAnswer, PhaseError> {
     let text = run_handler(handler, phase, call, host)?;
     if let Some(then) = then_execute {
-        if Prepared::from_json(&text).is_ok_and(|prepared| (then.approve)(&prepared)) {
+        if let Some(explicit) = Prepared::from_json(&text).ok().and_then(|prepared| (then.approve)(&prepared)) {
             if let Some(started) = started {
                 let _ = started.send(());
             }
-            return run_handler(handler, Phase::Execute, call, host).map(PhaseAnswer::Executed);
+            let call = if explicit { std::borrow::Cow::Owned(approved_call(call)) } else { call.into() };
+            return run_handler(handler, Phase::Execute, &call, host).map(PhaseAnswer::Executed);
         }
     }
     Ok(PhaseAnswer::Text(text))
+}
+
+/// The call JSON with `"approved":true`: the user or one of their rules approved what `prepare` asked for.
+pub(crate) fn approved_call(call: &str) -> String {
+    match call.strip_prefix('{') {
+        Some(rest) => format!("{{\"approved\":true,{rest}"),
+        None => call.to_owned(),
+    }
 }
 
 fn run_handler(handler: &ToolHandlerBox, phase: Phase, call: &str, host: &CallHost) -> Result<String, PhaseError> {

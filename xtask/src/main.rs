@@ -3,6 +3,7 @@
 mod bench;
 mod build;
 mod demo;
+mod fuzz;
 mod new_plugin;
 mod peers;
 mod test;
@@ -21,7 +22,10 @@ commands:
                         create a tool plugin crate from the template (with a test) in DIR/NAME; outside
                         plugins/ it is a workspace of its own that builds against the given plugin API
   bench                 build in release and measure the performance budget against references run side by
-                        side; prints the table and writes target/bench/latest.json";
+                        side; prints the table and writes target/bench/latest.json
+  fuzz [--seconds N] [TARGET]
+                        run the libFuzzer targets of fuzz/ for N seconds each (default 60), one at a time;
+                        new crashes are copied to fuzz/regressions/, which `cargo test` replays";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -42,6 +46,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("demo") => demo::run(release),
         Some("new-plugin") => new_plugin::run(&args[1..]).map(|_| ()),
         Some("bench") => bench::run(),
+        Some("fuzz") => fuzz::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -351,6 +351,7 @@ mod tests {
             id: String::new(),
             input: serde_json::from_value(input).unwrap(),
             task: TaskInfo { cwd: "/w".to_owned(), ..TaskInfo::default() },
+            approved: false,
         }
     }
 

@@ -267,6 +267,7 @@ mod tests {
             id: "t1".to_owned(),
             input: serde_json::from_value(input).unwrap(),
             task: TaskInfo::default(),
+            approved: false,
         }
     }
 

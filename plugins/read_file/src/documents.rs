@@ -357,6 +357,18 @@ mod tests {
     }
 
     #[test]
+    fn formula_errors_read_as_errors() -> Result<(), rust_xlsxwriter::XlsxError> {
+        use rust_xlsxwriter::{Formula, Workbook};
+        let mut workbook = Workbook::new();
+        let sheet = workbook.add_worksheet();
+        sheet.write_number(0, 0, 1)?;
+        sheet.write_formula(0, 1, Formula::new("=A1/0").set_result("#DIV/0!"))?;
+        let bytes = workbook.save_to_buffer()?;
+        assert_eq!(spreadsheet_text(bytes).as_deref(), Ok("--- Sheet: Sheet1 ---\n1\t[Error: #DIV/0!]"));
+        Ok(())
+    }
+
+    #[test]
     fn numbers_read_as_javascript_writes_them() {
         assert_eq!(js_number(3.0), "3");
         assert_eq!(js_number(2.5), "2.5");

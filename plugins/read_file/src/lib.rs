@@ -153,7 +153,7 @@ impl Tool for ReadFile {
             Ok(resolved) => resolved,
             Err(e) => return result::mistake(e.message),
         };
-        let (content, mtime_ns) = match extract(&resolved.absolute, resolved.inside_workspace, &call.input, call.task.supports_images, host) {
+        let (content, mtime_ns) = match extract(&resolved.absolute, call.approved, &call.input, call.task.supports_images, host) {
             Ok(read) => read,
             Err(message) if message.starts_with(ERROR_PREFIX) => return result::mistake(message),
             Err(message) => return result::mistake(format!("{ERROR_PREFIX} {message}")),
@@ -193,7 +193,7 @@ enum Content {
 /// Cline's `extractFileContent` with our text path: the content and the file's modification time.
 fn extract(
     absolute: &str,
-    inside_workspace: bool,
+    approved: bool,
     args: &ReadFileArgs,
     supports_images: bool,
     host: &HostClient<'_>,
@@ -201,7 +201,7 @@ fn extract(
     let path = Path::new(absolute);
     // Cline checks existence with `fs.access`, so every failure to reach the file reads "File not found".
     // Everything below reads through this one descriptor, confirmed to be the file the checks allowed.
-    let file = host.open_confirmed(absolute, inside_workspace).map_err(|e| match e {
+    let file = host.open_confirmed(absolute, approved).map_err(|e| match e {
         OpenError::Io(_) => format!("File not found: {absolute}"),
         OpenError::Refused(message) => message,
     })?;

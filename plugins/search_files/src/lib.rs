@@ -508,6 +508,7 @@ mod tests {
             id: "t1".to_owned(),
             input: serde_json::from_value(input).unwrap(),
             task: task(roots),
+            approved: false,
         }
     }
 

@@ -42,14 +42,18 @@ pub fn invalid_arguments(server: &str, tool: &str) -> String {
     )
 }
 
+/// The `arguments` string is not a JSON object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InvalidArguments;
+
 /// Parses the `arguments` string: absent is none (the hub sends `{}`), anything but a JSON object is
 /// Cline's invalid-argument error.
-pub fn parse_arguments(arguments: Option<&str>) -> Result<Option<Map<String, Value>>, ()> {
+pub fn parse_arguments(arguments: Option<&str>) -> Result<Option<Map<String, Value>>, InvalidArguments> {
     match arguments.map(str::trim) {
         None | Some("") => Ok(None),
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => Ok(Some(map)),
-            Ok(_) | Err(_) => Err(()),
+            Ok(_) | Err(_) => Err(InvalidArguments),
         },
     }
 }
@@ -245,8 +249,8 @@ mod tests {
     fn arguments_must_be_a_json_object() {
         assert_eq!(parse_arguments(None), Ok(None));
         assert_eq!(parse_arguments(Some("{\"a\": 1}")).unwrap().unwrap()["a"], json!(1));
-        assert_eq!(parse_arguments(Some("{a: 1}")), Err(()));
-        assert_eq!(parse_arguments(Some("[1]")), Err(()));
+        assert_eq!(parse_arguments(Some("{a: 1}")), Err(InvalidArguments));
+        assert_eq!(parse_arguments(Some("[1]")), Err(InvalidArguments));
         assert_eq!(
             invalid_arguments("s", "t"),
             "Invalid JSON argument used with s for t. Please retry with a properly formatted JSON argument."

@@ -212,7 +212,10 @@ fn read_text(target: &Target, name: Name, rel_path: &str) -> Result<(TextFile, O
 fn edited_text(working: &str, style: LineEndings, edits: &[diff::Edit]) -> String {
     let updated = diff::apply(working, edits);
     match style {
-        LineEndings::Crlf => LineEndings::Crlf.apply(&updated),
+        // The exact inverse of `working_text`: every `\n` was a `\r\n`. (`LineEndings::apply` first folds
+        // `\r\n` to `\n`, which turned a `\r\r\n` anywhere in the file into `\r\n`: a byte lost outside the
+        // edit, found writing the replace_in_file fuzz target: fuzz/regressions/replace_in_file.)
+        LineEndings::Crlf => updated.replace('\n', "\r\n"),
         LineEndings::Lf | LineEndings::Mixed => updated,
     }
 }

@@ -299,6 +299,18 @@ fn crlf_bom_and_permissions_survive_edits() {
 }
 
 #[test]
+fn a_stray_cr_before_a_crlf_survives_an_edit_elsewhere() {
+    // Found writing the replace_in_file fuzz target: the `\r` of `a\r\r\n` was lost though the edit was on
+    // another line.
+    let (_dir, host) = workspace();
+    let path = host.root.join("cr.txt");
+    std::fs::write(&path, b"a\r\r\nb\r\nc\r\n").unwrap();
+    let diff = "------- SEARCH\nc\n=======\nC\n+++++++ REPLACE";
+    host.run("replace_in_file", json!({ "path": "cr.txt", "diff": diff })).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), b"a\r\r\nb\r\nC\r\n");
+}
+
+#[test]
 fn utf16_files_stay_utf16() {
     let (_dir, host) = workspace();
     let path = host.root.join("u16.txt");

@@ -28,7 +28,7 @@ pub struct PartialJsonError {
 /// assert!(parse_partial(r#"{"a" 1"#).is_err());
 /// ```
 pub fn parse_partial(text: &str) -> Result<Value, PartialJsonError> {
-    let mut parser = Parser { text: text.as_bytes(), src: text, at: 0 };
+    let mut parser = Parser { text: text.as_bytes(), src: text, at: 0, depth: 0 };
     let value = match parser.value()? {
         Step::Done(value) => value,
         Step::Eof(value) => return Ok(value.unwrap_or(Value::Null)),
@@ -70,10 +70,17 @@ enum Step {
     Eof(Option<Value>),
 }
 
+/// How deeply arrays and objects may nest: serde_json's own limit, so complete JSON is read the same. The
+/// parser recurses once per level, and a model's `[[[[…` must be an error, not a stack overflow that aborts
+/// the host (found writing the `partial_json` fuzz target: fuzz/regressions/partial_json/review-deep-nesting).
+const MAX_DEPTH: usize = 128;
+
 struct Parser<'a> {
     text: &'a [u8],
     src: &'a str,
     at: usize,
+    /// Arrays and objects open around the current position.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -95,8 +102,13 @@ impl Parser<'_> {
         self.skip_ws();
         match self.peek() {
             None => Ok(Step::Eof(None)),
-            Some(b'{') => self.object(),
-            Some(b'[') => self.array(),
+            Some(b'{' | b'[') if self.depth >= MAX_DEPTH => Err(self.error("nested too deeply")),
+            Some(open @ (b'{' | b'[')) => {
+                self.depth += 1;
+                let step = if open == b'{' { self.object() } else { self.array() };
+                self.depth -= 1;
+                step
+            }
             Some(b'"') => Ok(match self.string()? {
                 (text, true) => Step::Done(Value::String(text)),
                 (text, false) => Step::Eof(Some(Value::String(text))),
@@ -403,6 +415,15 @@ mod tests {
         for text in [r#"{"a" 1"#, r#"{"a": 1 2"#, "{,", r#"{"a": tx"#, r#"{"a": 01"#, "[1,]", "{} x", r#""\x""#, "-a"] {
             assert!(parse_partial(text).is_err(), "{text}");
         }
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        // Found writing the partial_json fuzz target: 50,000 open brackets overflowed the stack.
+        let deep = format!("{{\"a\":{}", "[".repeat(50_000));
+        assert_eq!(parse_partial(&deep).unwrap_err().message, "nested too deeply");
+        let limit = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert_eq!(parse_partial(&limit).unwrap(), serde_json::from_str::<Value>(&limit).unwrap());
     }
 
     #[test]
