@@ -96,6 +96,10 @@ fn parse_root(text: &str) -> Result<(String, PathBuf), String> {
 }
 
 fn main() -> ExitCode {
+    // Like every Unix filter, end quietly when the reader of our output goes away (`toolshed tools | head`);
+    // Rust's runtime ignores SIGPIPE, which would turn that into a panic in `println!`.
+    // SAFETY: nothing else is running yet, and the default action needs no handler code.
+    let _ = unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
     let cli = Cli::parse();
     let filter = match cli.verbose {
         0 => "warn",

@@ -139,7 +139,6 @@ const ERROR_PATTERNS: &[(Kind, &str)] = &[
     (Kind::OutsideClinerules, "new_rule only creates Cline rule files"),
     (Kind::NoMatch, "does not match anything in the file"),
     (Kind::NoMatch, "did not match"),
-    (Kind::InvalidPatch, "Invalid patch"),
     (Kind::InvalidPatch, "Unknown line while parsing"),
     (Kind::BadOptions, "Provide a JSON array of 2-5 strings"),
     (Kind::ConflictingDomains, "Cannot specify both allowed_domains and blocked_domains"),

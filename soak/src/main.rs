@@ -43,6 +43,9 @@ const RSS_SLACK: u64 = 32 * 1024 * 1024;
 /// Unexpected results printed in full; the rest are only counted.
 const SHOWN: usize = 20;
 
+/// The slowest calls kept for the report.
+const SLOWEST: usize = 5;
+
 struct Args {
     plugins: PathBuf,
     out: PathBuf,
@@ -95,6 +98,8 @@ struct Tally {
     kinds: BTreeMap<(&'static str, Kind), u64>,
     unexpected: u64,
     shown: Vec<Value>,
+    /// The slowest calls, slowest first.
+    slowest: Vec<(Duration, &'static str, String)>,
 }
 
 /// Plugin events of one runtime.
@@ -183,11 +188,16 @@ fn run(args: &Args) -> Result<bool> {
         std::fs::copy(args.plugins.join(name), watched.join(name)).with_context(|| format!("copying {name}"))?;
     }
 
+    // An MCP settings file with no servers: the hub runs (and polls the file) under the load, and the MCP
+    // tools get its answer for a server that is not connected.
+    let mcp_settings = scratch.path().join("cline_mcp_settings.json");
+    std::fs::write(&mcp_settings, r#"{"mcpServers": {}}"#)?;
     let site = host::serve_site()?.to_string();
     let config = format!(
         "[skills]\ndirs = [{skills:?}]\n\
          [web]\nprovider = \"cline\"\nenabled = true\nfeature_flag = true\nbackend = \"direct\"\n\
          api_base_url = \"http://{site}\"\nallowed_hosts = [\"127.0.0.1\"]\nfetch_timeout_ms = 5000\n\
+         [mcp]\nsettings = {mcp_settings:?}\n\
          [commands]\npermissions = '{{\"allow\": [\"echo *\", \"true\", \"false\", \"ls *\", \"cat *\"], \"deny\": [\"rm *\"]}}'\n"
     );
     let approving = Rc::new(
@@ -363,6 +373,9 @@ fn run(args: &Args) -> Result<bool> {
     if read_shared(&ws)? != shared_before {
         problems.push("a shared workspace file changed (only tasks/ and .clinerules/ may)".to_owned());
     }
+    if (0..args.tasks).any(|i| ws.join(format!("tasks/t{i:02}/absent.md")).exists()) {
+        problems.push("a failed replace_in_file created its file".to_owned());
+    }
     if scratch.path().join("escape.txt").exists() {
         problems.push("a write escaped the workspace (escape.txt exists)".to_owned());
     }
@@ -430,6 +443,10 @@ fn run(args: &Args) -> Result<bool> {
     }
     let kinds_line: Vec<String> = by_kind.iter().map(|(kind, n)| format!("{} {n}", kind.name())).collect();
     println!("\nresults by kind: {}", kinds_line.join(", "));
+    println!("slowest calls:");
+    for (elapsed, tool, input) in &tally.slowest {
+        println!("  {:>10}  {tool} {input}", show(*elapsed));
+    }
     println!("unexpected: {}", tally.unexpected);
     let event_counts: Vec<u64> = events.iter().map(|e| e.borrow().reloaded).collect();
     println!(
@@ -458,6 +475,7 @@ fn run(args: &Args) -> Result<bool> {
         "results_by_tool_and_kind": tally.kinds.iter().map(|((t, k), n)| json!({"tool": t, "kind": k.name(), "count": n})).collect::<Vec<_>>(),
         "unexpected": tally.unexpected,
         "unexpected_examples": tally.shown,
+        "slowest_calls": tally.slowest.iter().map(|(d, tool, input)| json!({"tool": tool, "input": input, "us": stats::micros(*d)})).collect::<Vec<_>>(),
         "reloads": {
             "landed": written,
             "reloaded_by_approving": event_counts[0],
@@ -501,6 +519,11 @@ async fn call(task: &TaskHandle, case: &Case, gate: &tokio::sync::RwLock<()>, ta
     tally.all.record(elapsed);
     tally.per_tool.entry(case.tool).or_default().record(elapsed);
     *tally.kinds.entry((case.tool, kind)).or_default() += 1;
+    if tally.slowest.len() < SLOWEST || tally.slowest.last().is_some_and(|(d, _, _)| *d < elapsed) {
+        tally.slowest.push((elapsed, case.tool, case.input.to_string()));
+        tally.slowest.sort_by(|a, b| b.0.cmp(&a.0));
+        tally.slowest.truncate(SLOWEST);
+    }
     if !case.expect.contains(&kind) {
         tally.unexpected += 1;
         let text = result.to_model_text();
