@@ -194,14 +194,17 @@ pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
     let dir = shadow_dir().map_err(|message| LoadError::new(file, message))?;
     // Copy to a temporary name while hashing (one pass, bounded memory), then rename to the content's name,
     // so a concurrent load of the same content never maps a half-written file.
-    let partial = dir.join(format!("{}.partial", NEXT_COPY.fetch_add(1, Ordering::Relaxed)));
+    let copy = NEXT_COPY.fetch_add(1, Ordering::Relaxed);
+    let partial = dir.join(format!("{copy}.partial"));
     let hash = copy_hashing(file, Some(&partial)).map_err(|e| {
         let _ = std::fs::remove_file(&partial);
         LoadError::new(file, format!("cannot copy to the shadow directory {}: {e}", dir.display()))
     })?;
     let bytes = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let shadow = dir.join(format!("{}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION));
+    // The copy number keeps two loads of the same content apart (two runtimes starting at once): each
+    // removes its own name after opening it, which must not pull the file from under the other.
+    let shadow = dir.join(format!("{}-{copy}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION));
     std::fs::rename(&partial, &shadow)
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
     // A library cut short (a copy or a build still being written) can map and then fault on its missing
