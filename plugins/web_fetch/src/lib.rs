@@ -15,14 +15,21 @@
 //! ```
 #![deny(missing_docs)]
 
+mod web_common;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolshed_plugin_api::sdk::lenient_string;
-use toolshed_plugin_api::services::{HttpReply, HttpRequest, HttpResponse, WebSettings, WEB_TOOLS_DISABLED};
+use toolshed_plugin_api::services::{HttpRequest, WebSettings};
 use toolshed_plugin_api::{
-    capability, export_plugin, result, HostClient, Outcome, ParamSpec, Prepared, Risk, ServiceErrorKind, Tool,
-    ToolCall, ToolDeclaration, ToolError, ToolInit, ToolSpec,
+    export_plugin, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration, ToolInit,
 };
+use web_common::{
+    field, ok_status, param, post_cline_api, present, read_error, request_failed, tool_message, Failure, WebTool,
+};
+
+/// The tool's name and the prefix of its error texts, Cline's.
+const TOOL: WebTool = WebTool { name: "web_fetch", error_prefix: "Error fetching web content" };
 
 /// The generic description, Cline's.
 const DESCRIPTION: &str = "Fetches content from a specified URL and analyzes it using your prompt
@@ -53,74 +60,31 @@ pub struct WebFetchArgs {
 /// The handler.
 pub struct WebFetch;
 
-fn param(name: &str, description: &str, usage: Option<&str>) -> ParamSpec {
-    ParamSpec {
-        name: name.to_owned(),
-        required: true,
-        kind: "string".to_owned(),
-        description: description.to_owned(),
-        enum_values: None,
-        items: None,
-        usage: usage.map(str::to_owned),
-        allow_empty: false,
-        context_requirements: Vec::new(),
-    }
-}
-
-fn spec(description: &str, native: bool) -> ToolSpec {
-    let parameters = if native {
+/// The parameters, both required; the native specs word them otherwise and give no usage.
+fn parameters(native: bool) -> Vec<ParamSpec> {
+    if native {
         vec![
-            param("url", "The URL to fetch content from", None),
-            param("prompt", "Prompt for analyzing the webpage content", None),
+            param("url", true, "The URL to fetch content from", None),
+            param("prompt", true, "Prompt for analyzing the webpage content", None),
         ]
     } else {
         vec![
-            param("url", "The URL to fetch content from", Some("https://example.com/docs")),
+            param("url", true, "The URL to fetch content from", Some("https://example.com/docs")),
             param(
                 "prompt",
+                true,
                 "The prompt to use for analyzing the webpage content",
                 Some("Summarize the main points and key takeaways"),
             ),
         ]
-    };
-    ToolSpec {
-        id: "web_fetch".to_owned(),
-        name: "web_fetch".to_owned(),
-        description: description.to_owned(),
-        parameters,
-        context_requirements: Vec::new(),
     }
-}
-
-/// The settings, or the tool error a host without the web services gets.
-fn settings(host: &HostClient<'_>) -> Result<WebSettings, ToolError> {
-    host.web_settings().map_err(|e| {
-        let message = if e.kind == ServiceErrorKind::UnknownService {
-            "This host offers no web services (web.settings, http.request), so web_fetch cannot run here.".to_owned()
-        } else {
-            format!("Error fetching web content: {e}")
-        };
-        ToolError { message, mistake: false }
-    })
 }
 
 impl Tool for WebFetch {
     type Args = WebFetchArgs;
 
     fn declaration() -> ToolDeclaration {
-        ToolDeclaration {
-            name: "web_fetch".to_owned(),
-            aliases: Vec::new(),
-            capabilities: vec![capability::NETWORK.to_owned()],
-            display: Some("[{tool} for '{url}']".to_owned()),
-            specs: [
-                ("generic".to_owned(), spec(DESCRIPTION, false)),
-                ("gpt-5-native".to_owned(), spec(NATIVE_DESCRIPTION, true)),
-                ("native-next-gen".to_owned(), spec(NATIVE_DESCRIPTION, true)),
-            ]
-            .into_iter()
-            .collect(),
-        }
+        TOOL.declaration("[{tool} for '{url}']", DESCRIPTION, NATIVE_DESCRIPTION, parameters)
     }
 
     fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
@@ -128,13 +92,9 @@ impl Tool for WebFetch {
     }
 
     fn prepare(&self, call: &ToolCall<WebFetchArgs>, host: &HostClient<'_>) -> Prepared {
-        // The gates come first, as in Cline, and a closed gate is not the model's mistake.
-        let settings = match settings(host) {
-            Ok(settings) => settings,
-            Err(error) => return Prepared::Error(error),
-        };
-        if !settings.fetch_open() {
-            return Prepared::Error(ToolError { message: WEB_TOOLS_DISABLED.to_owned(), mistake: false });
+        // The gates come first, as in Cline.
+        if let Err(error) = TOOL.gate(host, WebSettings::fetch_open) {
+            return Prepared::Error(error);
         }
         let Some(url) = present(&call.input.url) else {
             return result::refuse(result::missing_parameter_text("url"));
@@ -146,37 +106,26 @@ impl Tool for WebFetch {
     }
 
     fn execute(&self, call: &ToolCall<WebFetchArgs>, host: &HostClient<'_>) -> Outcome {
-        let settings = match settings(host) {
+        let settings = match TOOL.gate(host, WebSettings::fetch_open) {
             Ok(settings) => settings,
             Err(error) => return Outcome::Error(error),
         };
-        if !settings.fetch_open() {
-            return Outcome::Error(ToolError { message: WEB_TOOLS_DISABLED.to_owned(), mistake: false });
-        }
         let (Some(url), Some(prompt)) = (present(&call.input.url), present(&call.input.prompt)) else {
             let name = if present(&call.input.url).is_none() { "url" } else { "prompt" };
             return result::missing_parameter(name);
         };
-        host.say("tool", &tool_message(url), false);
+        host.say("tool", &fetch_message(url), false);
         let fetched = if settings.direct() {
             fetch_direct(url, prompt, &settings, host)
         } else {
             fetch_through_api(url, prompt, &call.task.task_id, &settings, host)
         };
-        match fetched {
-            Ok(text) => result::text(text),
-            // Cline returns its failures as plain text, not wrapped as tool errors.
-            Err(Failure::Message(message)) => result::text(format!("Error fetching web content: {message}")),
-            Err(Failure::Cancelled) => Outcome::Error(ToolError {
-                message: "Error fetching web content: the call was cancelled".to_owned(),
-                mistake: false,
-            }),
-        }
+        TOOL.outcome(fetched)
     }
 
     fn partial(&self, block: &toolshed_plugin_api::PartialBlock, host: &HostClient<'_>) {
         let url = block.input.get("url").and_then(Value::as_str).unwrap_or("");
-        host.say("tool", &tool_message(url), true);
+        host.say("tool", &fetch_message(url), true);
     }
 }
 
@@ -186,40 +135,9 @@ mod export {
     export_plugin! { name: "web_fetch", version: env!("CARGO_PKG_VERSION"), tools: [WebFetch] }
 }
 
-/// A parameter that is present and not blank.
-fn present(value: &Option<String>) -> Option<&str> {
-    value.as_deref().filter(|v| !v.trim().is_empty())
-}
-
 /// Cline's `webFetch` tool message for the UI.
-fn tool_message(url: &str) -> String {
-    serde_json::json!({
-        "tool": "webFetch",
-        "path": url,
-        "content": format!("Fetching URL: {url}"),
-        "operationIsLocatedInWorkspace": false,
-    })
-    .to_string()
-}
-
-/// Why a fetch produced no content.
-#[derive(Debug, PartialEq)]
-enum Failure {
-    /// The message after `Error fetching web content: `.
-    Message(String),
-    /// The call was cancelled while waiting.
-    Cancelled,
-}
-
-/// The response of a request, or its failure as Cline words it: the host words its failures already
-/// (`timeout of 15000ms exceeded`, the sign-in message, a refused address).
-fn request_failed(reply: Result<HttpReply, toolshed_plugin_api::ServiceError>) -> Result<HttpResponse, Failure> {
-    match reply {
-        Ok(HttpReply::Response(response)) => Ok(response),
-        Ok(HttpReply::Failed(failure)) => Err(Failure::Message(failure.message)),
-        Err(e) if e.kind == ServiceErrorKind::Cancelled => Err(Failure::Cancelled),
-        Err(e) => Err(Failure::Message(e.message)),
-    }
+fn fetch_message(url: &str) -> String {
+    tool_message("webFetch", url, format!("Fetching URL: {url}"))
 }
 
 /// The body Cline posts, in its key order.
@@ -239,25 +157,7 @@ fn fetch_through_api(
     settings: &WebSettings,
     host: &HostClient<'_>,
 ) -> Result<String, Failure> {
-    if !settings.has_token {
-        return Err(Failure::Message("Unauthorized: Please sign in to Cline before trying again.".to_owned()));
-    }
-    let body = serde_json::to_string(&FetchBody { url, prompt }).map_err(|e| Failure::Message(e.to_string()))?;
-    let request = HttpRequest {
-        method: "POST".to_owned(),
-        url: format!("{}/api/v1/search/webfetch", settings.api_base_url),
-        headers: vec![
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-            ("X-Task-ID".to_owned(), task_id.to_owned()),
-        ],
-        body: Some(body),
-        timeout_ms: Some(settings.fetch_timeout_ms),
-        cline_api: true,
-    };
-    let response = request_failed(host.http_request(&request))?;
-    if !(200..300).contains(&response.status) {
-        return Err(Failure::Message(format!("Request failed with status code {}", response.status)));
-    }
+    let response = post_cline_api("webfetch", &FetchBody { url, prompt }, task_id, settings, host)?;
     let data = field(&response.body, "data");
     let result = match &data {
         Some(Value::Object(object)) => object.get("result"),
@@ -271,19 +171,6 @@ fn fetch_through_api(
         None | Some(Value::Null) => String::new(),
         Some(other) => other.to_string(),
     })
-}
-
-/// `body.name` as JavaScript reads it from a parsed JSON body: `None` for undefined.
-fn field(body: &str, name: &str) -> Option<Value> {
-    match serde_json::from_str::<Value>(body) {
-        Ok(Value::Object(mut object)) => object.remove(name),
-        _ => None,
-    }
-}
-
-/// The TypeError message JavaScript gives for reading a property of `undefined` or `null`.
-fn read_error(of: &str, property: &str) -> String {
-    format!("Cannot read properties of {of} (reading '{property}')")
 }
 
 /// The direct backend: the page through the host's client, as Markdown (JSON pretty-printed), with the
@@ -300,10 +187,7 @@ fn fetch_direct(url: &str, prompt: &str, settings: &WebSettings, host: &HostClie
         timeout_ms: Some(settings.fetch_timeout_ms),
         cline_api: false,
     };
-    let response = request_failed(host.http_request(&request))?;
-    if !(200..300).contains(&response.status) {
-        return Err(Failure::Message(format!("Request failed with status code {}", response.status)));
-    }
+    let response = ok_status(request_failed(host.http_request(&request))?)?;
     let content_type = response.header("content-type").unwrap_or("").to_ascii_lowercase();
     let content = convert(&content_type, &response.body).ok_or_else(|| {
         Failure::Message(format!("{url} returned {content_type}, which is not text this tool can read"))
@@ -419,13 +303,8 @@ mod tests {
     #[test]
     fn declaration_matches_cline() {
         let declaration = WebFetch::declaration();
-        assert_eq!(declaration.capabilities, vec![capability::NETWORK.to_owned()]);
-        assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{url}']"));
-        let families: Vec<_> = declaration.specs.keys().cloned().collect();
-        assert_eq!(families, ["generic", "gpt-5-native", "native-next-gen"]);
-        let generic = &declaration.specs["generic"];
-        assert_eq!(generic.description, DESCRIPTION);
-        let params: Vec<_> = generic.parameters.iter().map(|p| (p.name.as_str(), p.required)).collect();
+        let params =
+            web_common::check_declaration(&declaration, "[{tool} for '{url}']", DESCRIPTION, NATIVE_DESCRIPTION);
         assert_eq!(params, [("url", true), ("prompt", true)]);
     }
 

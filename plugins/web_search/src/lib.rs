@@ -13,14 +13,22 @@
 //! ```
 #![deny(missing_docs)]
 
+// The gates, the Cline API request and the error texts, shared with web_fetch (see the module's comment).
+#[path = "../../web_fetch/src/web_common.rs"]
+mod web_common;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolshed_plugin_api::sdk::lenient_string;
-use toolshed_plugin_api::services::{HttpReply, HttpRequest, WebSettings, WEB_TOOLS_DISABLED};
+use toolshed_plugin_api::services::WebSettings;
 use toolshed_plugin_api::{
-    capability, export_plugin, result, HostClient, Outcome, ParamSpec, PartialBlock, Prepared, Risk, ServiceErrorKind,
-    Tool, ToolCall, ToolDeclaration, ToolError, ToolInit, ToolSpec,
+    export_plugin, result, HostClient, Outcome, ParamSpec, PartialBlock, Prepared, Risk, Tool, ToolCall,
+    ToolDeclaration, ToolInit,
 };
+use web_common::{field, param, post_cline_api, present, read_error, tool_message, Failure, WebTool};
+
+/// The tool's name and the prefix of its error texts, Cline's.
+const TOOL: WebTool = WebTool { name: "web_search", error_prefix: "Error performing web search" };
 
 /// The generic description, Cline's.
 const DESCRIPTION: &str = "Performs a web search and returns relevant results
@@ -54,55 +62,24 @@ pub struct WebSearchArgs {
 /// The handler.
 pub struct WebSearch;
 
-fn param(name: &str, required: bool, description: &str, usage: Option<&str>) -> ParamSpec {
-    ParamSpec {
-        name: name.to_owned(),
-        required,
-        kind: "string".to_owned(),
-        description: description.to_owned(),
-        enum_values: None,
-        items: None,
-        usage: usage.map(str::to_owned),
-        allow_empty: false,
-        context_requirements: Vec::new(),
-    }
-}
-
-fn spec(description: &str, native: bool) -> ToolSpec {
+/// The parameters; the native specs give no usage.
+fn parameters(native: bool) -> Vec<ParamSpec> {
     let usage = |text| (!native).then_some(text);
-    ToolSpec {
-        id: "web_search".to_owned(),
-        name: "web_search".to_owned(),
-        description: description.to_owned(),
-        parameters: vec![
-            param("query", true, "The search query to use", usage("latest developments in AI")),
-            param(
-                "allowed_domains",
-                false,
-                "JSON array of domains to restrict results to",
-                usage(r#"["example.com", "github.com"]"#),
-            ),
-            param(
-                "blocked_domains",
-                false,
-                "JSON array of domains to exclude from results",
-                usage(r#"["ads.com", "spam.com"]"#),
-            ),
-        ],
-        context_requirements: Vec::new(),
-    }
-}
-
-/// The settings, or the tool error a host without the web services gets.
-fn settings(host: &HostClient<'_>) -> Result<WebSettings, ToolError> {
-    host.web_settings().map_err(|e| {
-        let message = if e.kind == ServiceErrorKind::UnknownService {
-            "This host offers no web services (web.settings, http.request), so web_search cannot run here.".to_owned()
-        } else {
-            format!("Error performing web search: {e}")
-        };
-        ToolError { message, mistake: false }
-    })
+    vec![
+        param("query", true, "The search query to use", usage("latest developments in AI")),
+        param(
+            "allowed_domains",
+            false,
+            "JSON array of domains to restrict results to",
+            usage(r#"["example.com", "github.com"]"#),
+        ),
+        param(
+            "blocked_domains",
+            false,
+            "JSON array of domains to exclude from results",
+            usage(r#"["ads.com", "spam.com"]"#),
+        ),
+    ]
 }
 
 /// The domain lists of a call.
@@ -115,19 +92,7 @@ impl Tool for WebSearch {
     type Args = WebSearchArgs;
 
     fn declaration() -> ToolDeclaration {
-        ToolDeclaration {
-            name: "web_search".to_owned(),
-            aliases: Vec::new(),
-            capabilities: vec![capability::NETWORK.to_owned()],
-            display: Some("[{tool} for '{query}']".to_owned()),
-            specs: [
-                ("generic".to_owned(), spec(DESCRIPTION, false)),
-                ("gpt-5-native".to_owned(), spec(NATIVE_DESCRIPTION, true)),
-                ("native-next-gen".to_owned(), spec(NATIVE_DESCRIPTION, true)),
-            ]
-            .into_iter()
-            .collect(),
-        }
+        TOOL.declaration("[{tool} for '{query}']", DESCRIPTION, NATIVE_DESCRIPTION, parameters)
     }
 
     fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
@@ -135,13 +100,9 @@ impl Tool for WebSearch {
     }
 
     fn prepare(&self, call: &ToolCall<WebSearchArgs>, host: &HostClient<'_>) -> Prepared {
-        // The gates come first, as in Cline, and a closed gate is not the model's mistake.
-        let settings = match settings(host) {
-            Ok(settings) => settings,
-            Err(error) => return Prepared::Error(error),
-        };
-        if !settings.cline_api_open() {
-            return Prepared::Error(ToolError { message: WEB_TOOLS_DISABLED.to_owned(), mistake: false });
+        // The gates come first, as in Cline.
+        if let Err(error) = TOOL.gate(host, WebSettings::cline_api_open) {
+            return Prepared::Error(error);
         }
         let Some(query) = present(&call.input.query) else {
             return result::refuse(result::missing_parameter_text("query"));
@@ -154,13 +115,10 @@ impl Tool for WebSearch {
     }
 
     fn execute(&self, call: &ToolCall<WebSearchArgs>, host: &HostClient<'_>) -> Outcome {
-        let settings = match settings(host) {
+        let settings = match TOOL.gate(host, WebSettings::cline_api_open) {
             Ok(settings) => settings,
             Err(error) => return Outcome::Error(error),
         };
-        if !settings.cline_api_open() {
-            return Outcome::Error(ToolError { message: WEB_TOOLS_DISABLED.to_owned(), mistake: false });
-        }
         let Some(query) = present(&call.input.query) else {
             return result::missing_parameter("query");
         };
@@ -168,21 +126,13 @@ impl Tool for WebSearch {
         if !allowed.is_empty() && !blocked.is_empty() {
             return result::mistake(BOTH_LISTS);
         }
-        host.say("tool", &tool_message(query), false);
-        match search(query, allowed, blocked, &call.task.task_id, &settings, host) {
-            Ok(text) => result::text(text),
-            // Cline returns its failures as plain text, not wrapped as tool errors.
-            Err(Some(message)) => result::text(format!("Error performing web search: {message}")),
-            Err(None) => Outcome::Error(ToolError {
-                message: "Error performing web search: the call was cancelled".to_owned(),
-                mistake: false,
-            }),
-        }
+        host.say("tool", &search_message(query), false);
+        TOOL.outcome(search(query, allowed, blocked, &call.task.task_id, &settings, host))
     }
 
     fn partial(&self, block: &PartialBlock, host: &HostClient<'_>) {
         let query = block.input.get("query").and_then(Value::as_str).unwrap_or("");
-        host.say("tool", &tool_message(query), true);
+        host.say("tool", &search_message(query), true);
     }
 }
 
@@ -192,20 +142,9 @@ mod export {
     export_plugin! { name: "web_search", version: env!("CARGO_PKG_VERSION"), tools: [WebSearch] }
 }
 
-/// A parameter that is present and not blank.
-fn present(value: &Option<String>) -> Option<&str> {
-    value.as_deref().filter(|v| !v.trim().is_empty())
-}
-
 /// Cline's `webSearch` tool message for the UI.
-fn tool_message(query: &str) -> String {
-    serde_json::json!({
-        "tool": "webSearch",
-        "path": query,
-        "content": format!("Searching for: {query}"),
-        "operationIsLocatedInWorkspace": false,
-    })
-    .to_string()
+fn search_message(query: &str) -> String {
+    tool_message("webSearch", query, format!("Searching for: {query}"))
 }
 
 /// Cline's `parsePartialArrayString`: a complete JSON array (every item as a string), or the complete items
@@ -263,7 +202,7 @@ struct SearchBody<'a> {
     blocked_domains: Vec<String>,
 }
 
-/// Runs the search; `Err(None)` when the call was cancelled.
+/// Runs the search.
 fn search(
     query: &str,
     allowed_domains: Vec<String>,
@@ -271,47 +210,18 @@ fn search(
     task_id: &str,
     settings: &WebSettings,
     host: &HostClient<'_>,
-) -> Result<String, Option<String>> {
-    if !settings.has_token {
-        return Err(Some("Unauthorized: Please sign in to Cline before trying again.".to_owned()));
-    }
-    let body = serde_json::to_string(&SearchBody { query, allowed_domains, blocked_domains })
-        .map_err(|e| Some(e.to_string()))?;
-    let request = HttpRequest {
-        method: "POST".to_owned(),
-        url: format!("{}/api/v1/search/websearch", settings.api_base_url),
-        headers: vec![
-            ("Content-Type".to_owned(), "application/json".to_owned()),
-            ("X-Task-ID".to_owned(), task_id.to_owned()),
-        ],
-        body: Some(body),
-        timeout_ms: Some(settings.fetch_timeout_ms),
-        cline_api: true,
-    };
-    let response = match host.http_request(&request) {
-        Ok(HttpReply::Response(response)) => response,
-        // The host words its failures already (`timeout of 15000ms exceeded`, the sign-in message).
-        Ok(HttpReply::Failed(failure)) => return Err(Some(failure.message)),
-        Err(e) if e.kind == ServiceErrorKind::Cancelled => return Err(None),
-        Err(e) => return Err(Some(e.message)),
-    };
-    if !(200..300).contains(&response.status) {
-        return Err(Some(format!("Request failed with status code {}", response.status)));
-    }
-    format_results(&response.body).map_err(Some)
+) -> Result<String, Failure> {
+    let body = SearchBody { query, allowed_domains, blocked_domains };
+    let response = post_cline_api("websearch", &body, task_id, settings, host)?;
+    format_results(&response.body).map_err(Failure::Message)
 }
 
 /// Cline's result text from the response body, or the JavaScript error its code would throw.
 fn format_results(body: &str) -> Result<String, String> {
-    // A body that is not a JSON object has no `data` (axios leaves non-JSON a string).
-    let data = match serde_json::from_str::<Value>(body) {
-        Ok(Value::Object(mut object)) => object.remove("data"),
-        _ => None,
-    };
-    let results = match data {
+    let results = match field(body, "data") {
         Some(Value::Object(mut object)) => object.remove("results"),
-        Some(Value::Null) => return Err("Cannot read properties of null (reading 'results')".to_owned()),
-        None => return Err("Cannot read properties of undefined (reading 'results')".to_owned()),
+        Some(Value::Null) => return Err(read_error("null", "results")),
+        None => return Err(read_error("undefined", "results")),
         // Other values have no `results` either: `data.results || []` is empty.
         Some(_) => None,
     };
@@ -334,7 +244,7 @@ fn format_results(body: &str) -> Result<String, String> {
                 None => "undefined".to_owned(),
             };
             if result.is_null() {
-                return Err("Cannot read properties of null (reading 'title')".to_owned());
+                return Err(read_error("null", "title"));
             }
             text.push_str(&format!("{}. {}\n   {}\n\n", index + 1, get("title"), get("url")));
         }
@@ -351,13 +261,9 @@ mod tests {
     #[test]
     fn declaration_matches_cline() {
         let declaration = WebSearch::declaration();
-        assert_eq!(declaration.capabilities, vec![capability::NETWORK.to_owned()]);
-        assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{query}']"));
-        let generic = &declaration.specs["generic"];
-        assert_eq!(generic.description, DESCRIPTION);
-        let params: Vec<_> = generic.parameters.iter().map(|p| (p.name.as_str(), p.required)).collect();
+        let params =
+            web_common::check_declaration(&declaration, "[{tool} for '{query}']", DESCRIPTION, NATIVE_DESCRIPTION);
         assert_eq!(params, [("query", true), ("allowed_domains", false), ("blocked_domains", false)]);
-        assert_eq!(declaration.specs["native-next-gen"].description, NATIVE_DESCRIPTION);
     }
 
     #[test]
