@@ -93,21 +93,19 @@ pub fn rows(plugins: &Path, toolshed: &Path, work: &Path) -> Result<Vec<Row>> {
         .zip(&figures[2..])
         .map(|(setup, figure)| format!("{} +{}", setup.name, Unit::Megabytes.show(figure.median - bare.median)))
         .collect();
-    Ok(vec![
-        Row {
-            id: "7a".to_owned(),
-            what: format!("memory: peak RSS of `toolshed tools` with all {} shipped plugins loaded", libraries.len()),
-            unit: Unit::Megabytes,
-            ours: with_all,
-            reference_name: "the same binary, empty plugin directory".to_owned(),
-            reference: bare,
-            target: Target::Report,
-            higher_is_better: false,
-            note: Some(format!(
-                "+{} per plugin; each alone over the empty directory: {}; median of {ROUNDS} runs",
-                Unit::Megabytes.show(per_plugin),
-                alone.join(", ")
-            )),
-        },
-    ])
+    Ok(vec![Row {
+        id: "7a".to_owned(),
+        what: format!("memory: peak RSS of `toolshed tools` with all {} shipped plugins loaded", libraries.len()),
+        unit: Unit::Megabytes,
+        ours: with_all,
+        reference_name: "the same binary, empty plugin directory".to_owned(),
+        reference: bare,
+        target: Target::Report,
+        higher_is_better: false,
+        note: Some(format!(
+            "+{} per plugin; each alone over the empty directory: {}; median of {ROUNDS} runs",
+            Unit::Megabytes.show(per_plugin),
+            alone.join(", ")
+        )),
+    }])
 }

@@ -104,7 +104,7 @@ fn print_patch(actions: &[Action]) -> String {
                 if let Some(to) = move_to {
                     line(&format!("*** Move to: {to}"));
                 }
-                for chunk in chunks {
+                for (n, chunk) in chunks.iter().enumerate() {
                     if chunk.anchors.is_empty() {
                         line("@@");
                     }
@@ -118,6 +118,10 @@ fn print_patch(actions: &[Action]) -> String {
                     }
                     if chunk.eof {
                         line("*** End of File");
+                    } else if chunk.lines.is_empty() && n + 1 < chunks.len() {
+                        // Anchors alone before another chunk: a blank line (spacing, dropped again) keeps the
+                        // next chunk's `@@` lines from joining these (found by the fuzzer).
+                        line("");
                     }
                 }
             }

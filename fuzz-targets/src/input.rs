@@ -20,7 +20,9 @@ fn tools() -> Vec<(String, Option<String>, Vec<(String, bool)>)> {
         let required: Vec<(String, bool)> = declaration
             .specs
             .get("generic")
-            .map(|spec| spec.parameters.iter().filter(|p| p.required).map(|p| (p.name.clone(), p.allow_empty)).collect())
+            .map(|spec| {
+                spec.parameters.iter().filter(|p| p.required).map(|p| (p.name.clone(), p.allow_empty)).collect()
+            })
             .unwrap_or_default();
         tools.push((declaration.name.clone(), declaration.display.clone(), required.clone()));
         for alias in &declaration.aliases {
@@ -82,7 +84,10 @@ pub fn tool_input(data: &[u8]) {
 /// Rule sets whose verdicts are known for any command.
 const FIXED_RULES: &[(&str, &[&str])] = &[
     // Everything is denied, one way or another.
-    (r#"{"deny": ["*"]}"#, &["denied", "segment_denied", "shell_operator_detected", "parse_error", "redirect_detected"]),
+    (
+        r#"{"deny": ["*"]}"#,
+        &["denied", "segment_denied", "shell_operator_detected", "parse_error", "redirect_detected"],
+    ),
     // Everything is allowed that can be parsed and has no line break or backtick outside quotes.
     (r#"{"allow": ["*"], "allowRedirects": true}"#, &["shell_operator_detected", "parse_error"]),
     // No list: only the structural checks refuse.

@@ -4,7 +4,9 @@
 use crate::parts;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use toolshed::stream::{parse_assistant_message, parse_partial, AssistantBlock, PartialJson, XmlEvent, XmlStreamParser};
+use toolshed::stream::{
+    parse_assistant_message, parse_partial, AssistantBlock, PartialJson, XmlEvent, XmlStreamParser,
+};
 use toolshed::{ToolInput, ToolUse};
 
 /// Up to `max` cut points of `text` on character boundaries, evenly spread.
@@ -76,7 +78,8 @@ pub fn xml_tool_use(data: &[u8]) {
     }
     events.extend(parser.finish());
     assert_eq!(parser.message(), message);
-    let complete: Vec<&ToolUse> = events.iter().filter_map(|e| if let XmlEvent::ToolUse(u) = e { Some(u) } else { None }).collect();
+    let complete: Vec<&ToolUse> =
+        events.iter().filter_map(|e| if let XmlEvent::ToolUse(u) = e { Some(u) } else { None }).collect();
     let inputs: Vec<Value> = complete
         .iter()
         .map(|u| match &u.input {
@@ -91,8 +94,7 @@ pub fn xml_tool_use(data: &[u8]) {
     // A partial event never comes after the last complete tool use with the same id.
     for (i, event) in events.iter().enumerate() {
         if let XmlEvent::Partial(partial) = event {
-            let done_before =
-                events[..i].iter().any(|e| matches!(e, XmlEvent::ToolUse(u) if u.id == partial.id));
+            let done_before = events[..i].iter().any(|e| matches!(e, XmlEvent::ToolUse(u) if u.id == partial.id));
             assert!(!done_before, "a partial event for {} after it completed", partial.id);
         }
     }

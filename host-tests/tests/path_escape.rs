@@ -136,7 +136,10 @@ fn uses(path: &str) -> Vec<(&'static str, Value)> {
                 "*** Begin Patch\n*** Update File: {path}\n@@\n-{FIRST}\n+pwned\n*** End Patch"
             )}),
         ),
-        ("apply_patch", json!({"input": format!("*** Begin Patch\n*** Add File: {path}.pwned\n+pwned\n*** End Patch")})),
+        (
+            "apply_patch",
+            json!({"input": format!("*** Begin Patch\n*** Add File: {path}.pwned\n+pwned\n*** End Patch")}),
+        ),
         ("apply_patch", json!({"input": format!("*** Begin Patch\n*** Delete File: {path}\n*** End Patch")})),
     ]
 }
@@ -211,8 +214,11 @@ fn execute_command_runs_in_its_root() {
     let runtime = shipped().yes(true).build().unwrap();
     let task = scene.task(&runtime);
     let pwd = |command: &str| {
-        let result =
-            block_on(task.execute(ToolUse::new("c", "execute_command", json!({"command": command, "requires_approval": "false"}))));
+        let result = block_on(task.execute(ToolUse::new(
+            "c",
+            "execute_command",
+            json!({"command": command, "requires_approval": "false"}),
+        )));
         result.to_model_text()
     };
     let primary = scene.ws.path().canonicalize().unwrap();

@@ -274,9 +274,7 @@ impl<'a> HostClient<'a> {
                 if !allowed {
                     return Err(OpenError::Refused(result::clineignore_error(&real)));
                 }
-                if !approved
-                    && !self.resolve_path(&real).map_err(|e| OpenError::Refused(e.message))?.inside_workspace
-                {
+                if !approved && !self.resolve_path(&real).map_err(|e| OpenError::Refused(e.message))?.inside_workspace {
                     return Err(OpenError::Refused(format!(
                         "{absolute} now leads to {real}, outside the workspace: it changed after it was checked. \
                          Read it again to be asked for approval."
@@ -331,7 +329,9 @@ impl<'a> HostClient<'a> {
     /// `mcp.read_resource`: one resource read on a connected MCP server; the raw `ReadResourceResult` JSON.
     pub fn mcp_read_resource(&self, server: &str, uri: &str) -> Result<serde_json::Value, ServiceError> {
         let request = crate::services::McpReadResourceRequest { server: server.to_owned(), uri: uri.to_owned() };
-        Ok(self.call::<_, crate::services::McpReadResourceResponse>(crate::services::MCP_READ_RESOURCE, &request)?.result)
+        Ok(self
+            .call::<_, crate::services::McpReadResourceResponse>(crate::services::MCP_READ_RESOURCE, &request)?
+            .result)
     }
 
     /// `mcp.servers`: the configured MCP servers with their state, tools and resources.
@@ -594,9 +594,7 @@ pub mod conversation {
     /// Cline's `toolResult(text, images)`: the text alone, or the text followed by the images.
     pub fn with_images(text: String, images: &[crate::services::AttachedImage]) -> crate::Outcome {
         let mut blocks = vec![Block::Text { text }];
-        blocks.extend(
-            images.iter().map(|i| Block::Image { media_type: i.media_type.clone(), data: i.data.clone() }),
-        );
+        blocks.extend(images.iter().map(|i| Block::Image { media_type: i.media_type.clone(), data: i.data.clone() }));
         crate::Outcome::Success { blocks }
     }
 

@@ -59,7 +59,8 @@ impl toolshed::AgentDriver for ScriptedModel {
         } else {
             ("call-1", "read_file", json!({"path": "README.md"}))
         };
-        let call = toolshed::AgentToolCall { id: id.to_owned(), name: name.to_owned(), arguments: arguments.to_string() };
+        let call =
+            toolshed::AgentToolCall { id: id.to_owned(), name: name.to_owned(), arguments: arguments.to_string() };
         Box::pin(async move { Ok(toolshed::AgentReply { text: String::new(), tool_calls: vec![call], usage: None }) })
     }
 }

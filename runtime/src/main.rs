@@ -99,7 +99,8 @@ fn main() -> ExitCode {
     // Like every Unix filter, end quietly when the reader of our output goes away (`toolshed tools | head`);
     // Rust's runtime ignores SIGPIPE, which would turn that into a panic in `println!`.
     // SAFETY: nothing else is running yet, and the default action needs no handler code.
-    let _ = unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
+    let _ =
+        unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
     let cli = Cli::parse();
     let filter = match cli.verbose {
         0 => "warn",
@@ -199,8 +200,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             report_load_errors(&runtime);
             let runtime = std::sync::Arc::new(runtime);
             let task = runtime.task(context);
-            let options =
-                toolshed::serve::ServeOptions { http: args.http, token: args.token, public: args.public };
+            let options = toolshed::serve::ServeOptions { http: args.http, token: args.token, public: args.public };
             let executor = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
             executor.block_on(toolshed::serve::run(std::sync::Arc::clone(&runtime), task, options))?;
             Ok(ExitCode::SUCCESS)

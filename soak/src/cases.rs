@@ -275,14 +275,22 @@ fn approving(dir: &str, site: &str) -> Script {
             json!({"input": format!("*** Begin Patch\n*** Update File: {notes}\n@@\n-- two\n+- two, patched\n*** Add File: {dir}/patched.md\n+- added\n*** End Patch")}),
             &[Ok],
         ),
-        case("apply_patch", json!({"input": format!("*** Begin Patch\n*** Delete File: {dir}/patched.md\n*** End Patch")}), &[Ok]),
+        case(
+            "apply_patch",
+            json!({"input": format!("*** Begin Patch\n*** Delete File: {dir}/patched.md\n*** End Patch")}),
+            &[Ok],
+        ),
         case(
             "apply_patch",
             json!({"input": format!("*** Begin Patch\n*** Update File: {notes}\n@@\n-- no such line\n+x\n*** End Patch")}),
             &[NoMatch],
         ),
         case("apply_patch", json!({"input": "this is not a patch"}), &[InvalidPatch]),
-        case("new_rule", json!({"path": format!(".clinerules/soak-{}.md", dir.replace('/', "-")), "content": "## Soak\n- Keep it short.\n"}), &[Ok]),
+        case(
+            "new_rule",
+            json!({"path": format!(".clinerules/soak-{}.md", dir.replace('/', "-")), "content": "## Soak\n- Keep it short.\n"}),
+            &[Ok],
+        ),
         case("new_rule", json!({"path": "rule.md", "content": "x"}), &[OutsideClinerules]),
     ];
     let conversation = vec![
@@ -291,7 +299,10 @@ fn approving(dir: &str, site: &str) -> Script {
         case("ask_followup_question", json!({}), &[MissingParameter]),
         case("act_mode_respond", json!({"response": "Working on it."}), &[Ok]),
         case("plan_mode_respond", json!({"response": "The plan"}), &[WrongMode]),
-        Case { mode: Mode::Plan, ..case("plan_mode_respond", json!({"response": "The plan: read, then edit."}), &[Ok]) },
+        Case {
+            mode: Mode::Plan,
+            ..case("plan_mode_respond", json!({"response": "The plan: read, then edit."}), &[Ok])
+        },
         case("focus_chain", json!({}), &[NotATool]),
         case("new_task", json!({"context": "Continue the soak."}), &[Ok]),
         case("condense", json!({"context": "We read and edited files."}), &[Ok]),
@@ -312,11 +323,23 @@ fn approving(dir: &str, site: &str) -> Script {
         case("web_fetch", json!({"url": "http://127.0.0.1:1/", "prompt": "p"}), &[FetchRefused]),
         case("web_fetch", json!({"prompt": "p"}), &[MissingParameter]),
         case("web_search", json!({"query": "toolshed", "allowed_domains": "[\"docs.rs\"]"}), &[Ok]),
-        case("web_search", json!({"query": "x", "allowed_domains": "[\"a.com\"]", "blocked_domains": "[\"b.com\"]"}), &[ConflictingDomains]),
+        case(
+            "web_search",
+            json!({"query": "x", "allowed_domains": "[\"a.com\"]", "blocked_domains": "[\"b.com\"]"}),
+            &[ConflictingDomains],
+        ),
     ];
     let mcp = vec![
-        case("use_mcp_tool", json!({"server_name": "absent", "tool_name": "echo", "arguments": "{}"}), &[McpNoConnection]),
-        case("use_mcp_tool", json!({"server_name": "absent", "tool_name": "echo", "arguments": "{oops"}), &[McpInvalidJson]),
+        case(
+            "use_mcp_tool",
+            json!({"server_name": "absent", "tool_name": "echo", "arguments": "{}"}),
+            &[McpNoConnection],
+        ),
+        case(
+            "use_mcp_tool",
+            json!({"server_name": "absent", "tool_name": "echo", "arguments": "{oops"}),
+            &[McpInvalidJson],
+        ),
         case("access_mcp_resource", json!({"server_name": "absent", "uri": "demo://x"}), &[McpNoConnection]),
         case("load_mcp_documentation", json!({}), &[Ok]),
     ];
@@ -354,15 +377,27 @@ fn denying(dir: &str, site: &str) -> Script {
     ];
     let commands = vec![
         case("execute_command", json!({"command": "echo denied", "requires_approval": false}), &[Denied]),
-        case("execute_command", json!({"command": "rm -rf src", "requires_approval": true}), &[CommandNotPermitted, Denied]),
+        case(
+            "execute_command",
+            json!({"command": "rm -rf src", "requires_approval": true}),
+            &[CommandNotPermitted, Denied],
+        ),
     ];
     let web = vec![
         case("web_fetch", json!({"url": format!("http://{site}/docs"), "prompt": "p"}), &[Denied]),
         case("web_search", json!({"query": "toolshed"}), &[Denied]),
-        case("use_mcp_tool", json!({"server_name": "absent", "tool_name": "echo", "arguments": "{}"}), &[Denied, McpNoConnection]),
+        case(
+            "use_mcp_tool",
+            json!({"server_name": "absent", "tool_name": "echo", "arguments": "{}"}),
+            &[Denied, McpNoConnection],
+        ),
     ];
     let conversation = vec![
-        case("ask_followup_question", json!({"question": "Anyone there?", "options": "[\"yes\", \"no\"]"}), &[NoAnswer]),
+        case(
+            "ask_followup_question",
+            json!({"question": "Anyone there?", "options": "[\"yes\", \"no\"]"}),
+            &[NoAnswer],
+        ),
         case("new_task", json!({"context": "x"}), &[HostUnsupported]),
         case("use_subagents", json!({"prompt_1": "Where is the guide?"}), &[SubagentsDisabled]),
     ];

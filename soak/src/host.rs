@@ -98,7 +98,10 @@ fn answer(mut stream: TcpStream) {
         return;
     }
     let (content_type, text) = if path == "/api/v1/search/websearch" {
-        ("application/json", r#"{"data":{"results":[{"title":"Toolshed on docs.rs","url":"https://docs.rs/toolshed"}]}}"#)
+        (
+            "application/json",
+            r#"{"data":{"results":[{"title":"Toolshed on docs.rs","url":"https://docs.rs/toolshed"}]}}"#,
+        )
     } else {
         ("text/html", "<html><head><title>Guide</title></head><body><h1>Soak</h1><p>Run <b>cargo xtask soak</b>.</p></body></html>")
     };

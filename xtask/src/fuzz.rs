@@ -51,6 +51,22 @@ pub fn run(args: &[String]) -> Result<()> {
     let cargo_fuzz = install()?;
     let root = root();
     let target_dir = root.join("target/fuzz");
+    // One build of every selected target, then the binaries run directly: `cargo fuzz run` would check the
+    // build again before each target.
+    let mut build = Command::new(&cargo_fuzz);
+    build
+        .current_dir(&root)
+        .env("RUSTC_BOOTSTRAP", "1")
+        .args(["build", "--fuzz-dir", "fuzz", "--sanitizer", "none", "--debug-assertions", "--target-dir"])
+        .arg(&target_dir);
+    if let [only] = selected.as_slice() {
+        build.arg(only);
+    }
+    eprintln!("xtask: building the fuzz targets");
+    if !build.status().context("cannot run cargo fuzz")?.success() {
+        bail!("cargo fuzz build failed");
+    }
+    let binaries = target_dir.join(format!("{}/release", host_triple()?));
     let mut summary = Vec::new();
     for target in selected {
         let corpus = root.join("target/fuzz-corpus").join(target);
@@ -63,15 +79,10 @@ pub fn run(args: &[String]) -> Result<()> {
         // libFuzzer's log goes to a file beside the artifacts, to follow a long run and to read its figures.
         let log_path = root.join("target/fuzz-artifacts").join(format!("{target}.log"));
         let log_file = std::fs::File::create(&log_path)?;
-        let status = Command::new(&cargo_fuzz)
+        let status = Command::new(binaries.join(target))
             .current_dir(&root)
-            .env("RUSTC_BOOTSTRAP", "1")
-            .args(["run", "--fuzz-dir", "fuzz", "--sanitizer", "none", "--debug-assertions", "--target-dir"])
-            .arg(&target_dir)
-            .arg(target)
             .arg(&corpus)
             .arg(&seeds)
-            .arg("--")
             .arg(format!("-max_total_time={seconds}"))
             .arg(format!("-timeout={INPUT_TIMEOUT_SECONDS}"))
             .arg(format!("-artifact_prefix={}/", artifacts.display()))
@@ -79,7 +90,7 @@ pub fn run(args: &[String]) -> Result<()> {
             .stdout(log_file.try_clone()?)
             .stderr(log_file)
             .status()
-            .context("cannot run cargo fuzz")?;
+            .with_context(|| format!("cannot run the {target} fuzzer"))?;
         let log = std::fs::read_to_string(&log_path).unwrap_or_default();
         let saved = save_regressions(&artifacts, &root.join("fuzz/regressions").join(target))?;
         let stat = |name: &str| {
@@ -90,7 +101,11 @@ pub fn run(args: &[String]) -> Result<()> {
         if !status.success() && saved == 0 {
             let tail: Vec<&str> = log.lines().rev().take(30).collect();
             let tail: Vec<&str> = tail.into_iter().rev().collect();
-            bail!("cargo fuzz failed for {target} without leaving an input (log: {}):\n{}", log_path.display(), tail.join("\n"));
+            bail!(
+                "cargo fuzz failed for {target} without leaving an input (log: {}):\n{}",
+                log_path.display(),
+                tail.join("\n")
+            );
         }
         if !status.success() {
             eprintln!("xtask: {target} found a failure; the input is in fuzz/regressions/{target}/");
@@ -98,6 +113,15 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     println!("{}", summary.join("\n"));
     Ok(())
+}
+
+/// The host's target triple (cargo-fuzz builds for it explicitly), from `rustc -vV`.
+fn host_triple() -> Result<String> {
+    let output = Command::new("rustc").arg("-vV").output().context("cannot run rustc")?;
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_owned))
+        .context("rustc -vV names no host")
 }
 
 /// The cargo-fuzz binary, installed into `target/fuzz-tools` on first use.

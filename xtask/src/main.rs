@@ -6,6 +6,7 @@ mod demo;
 mod fuzz;
 mod new_plugin;
 mod peers;
+mod soak;
 mod test;
 
 use anyhow::{bail, Result};
@@ -25,7 +26,11 @@ commands:
                         side; prints the table and writes target/bench/latest.json
   fuzz [--seconds N] [TARGET]
                         run the libFuzzer targets of fuzz/ for N seconds each (default 60), one at a time;
-                        new crashes are copied to fuzz/regressions/, which `cargo test` replays";
+                        new crashes are copied to fuzz/regressions/, which `cargo test` replays
+  soak [--seconds N] [--tasks T] [--reload-ms MS] [--debug]
+                        build in release (or debug) and run T concurrent tasks (default 32) calling every
+                        shipped tool for N seconds (default 60) while plugins hot-reload; fails on any
+                        unexpected result or growth of RSS or descriptors; writes target/soak/latest.json";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -47,6 +52,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("new-plugin") => new_plugin::run(&args[1..]).map(|_| ()),
         Some("bench") => bench::run(),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("soak") => soak::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {
             println!("{USAGE}");
             Ok(())

@@ -153,11 +153,12 @@ impl Tool for ReadFile {
             Ok(resolved) => resolved,
             Err(e) => return result::mistake(e.message),
         };
-        let (content, mtime_ns) = match extract(&resolved.absolute, call.approved, &call.input, call.task.supports_images, host) {
-            Ok(read) => read,
-            Err(message) if message.starts_with(ERROR_PREFIX) => return result::mistake(message),
-            Err(message) => return result::mistake(format!("{ERROR_PREFIX} {message}")),
-        };
+        let (content, mtime_ns) =
+            match extract(&resolved.absolute, call.approved, &call.input, call.task.supports_images, host) {
+                Ok(read) => read,
+                Err(message) if message.starts_with(ERROR_PREFIX) => return result::mistake(message),
+                Err(message) => return result::mistake(format!("{ERROR_PREFIX} {message}")),
+            };
         let notice = duplicate_notice(host, &resolved.absolute, mtime_ns, &resolved.display);
         let with_notice = |text: String| match &notice {
             Some(notice) => format!("{notice}\n{text}"),
