@@ -7,9 +7,13 @@ use serde_json::Value;
 use toolshed::fuzzing::{tool_input as check_input, InputVerdict};
 use toolshed_plugin_api::{Tool, ToolDeclaration};
 
+/// A tool as the executor sees it: its name, result-header template and required parameters (name, empty
+/// allowed).
+type ToolMeta = (String, Option<String>, Vec<(String, bool)>);
+
 /// The result-header templates and required parameters of the tools linked here, plus templates that use
 /// every placeholder form (`{a|b}`, `{?x:…}`, nested, unclosed).
-fn tools() -> Vec<(String, Option<String>, Vec<(String, bool)>)> {
+fn tools() -> Vec<ToolMeta> {
     let declarations: [ToolDeclaration; 3] = [
         write_to_file::WriteToFile::declaration(),
         apply_patch::ApplyPatch::declaration(),
@@ -60,7 +64,7 @@ pub fn tool_input(data: &[u8]) {
                 }
                 let reparsed: Value = serde_json::from_str(signature)
                     .unwrap_or_else(|e| panic!("the signature {signature:?} is not JSON: {e}"));
-                assert_eq!(reparsed, without_progress, "the signature does not round trip");
+                assert!(same_json(&reparsed, &without_progress), "the signature does not round trip: {signature}");
             }
             (verdict, parsed) => panic!("verdict {verdict:?} for {parsed:?}"),
         }
@@ -70,7 +74,7 @@ pub fn tool_input(data: &[u8]) {
     };
     let printed = value.to_string();
     let reparsed: Value = serde_json::from_str(&printed).unwrap_or_else(|e| panic!("{printed:?} does not parse: {e}"));
-    assert_eq!(reparsed, value, "print/parse does not round trip");
+    assert!(same_json(&reparsed, &value), "print/parse does not round trip: {reparsed} != {value}");
     // The plugins' own argument types (lenient strings, integers and booleans): errors are fine, panics not.
     if let Ok(args) = serde_json::from_value::<write_to_file::WriteToFileArgs>(value.clone()) {
         if let Some(Value::String(path)) = value.get("path") {
@@ -79,6 +83,24 @@ pub fn tool_input(data: &[u8]) {
     }
     let _ = serde_json::from_value::<apply_patch::ApplyPatchArgs>(value.clone());
     let _ = serde_json::from_value::<execute_command::ExecuteCommandArgs>(value);
+}
+
+/// JSON equality, except that floats may differ in their last bit: serde_json without its `float_roundtrip`
+/// feature parses some 17-digit floats to a neighbour of the value printed (the fuzzer found
+/// `4.4444444444444444e23`), so the executor's print → the plugin's parse can move such a float by one unit
+/// in the last place. Everything else must round trip exactly.
+fn same_json(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) if x.is_f64() || y.is_f64() => match (x.as_f64(), y.as_f64()) {
+            (Some(x), Some(y)) => x == y || (x - y).abs() <= x.abs().max(y.abs()) * 4.0 * f64::EPSILON,
+            _ => false,
+        },
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+        }
+        _ => a == b,
+    }
 }
 
 /// Rule sets whose verdicts are known for any command.
@@ -109,16 +131,16 @@ pub fn command_permissions(data: &[u8]) {
             assert!(!denial_message(command, &denial).is_empty());
         }
     }
+    let check = |json: &str| match CommandPermissions::from_json(json) {
+        Ok(rules) => rules.check(command),
+        Err(e) => panic!("fixed rules {json} do not parse: {e}"),
+    };
+    // An allow list that matches nothing denies every segment, so it allows exactly the commands without any
+    // (blank, a comment, `! # …`): those run nothing, and a deny-everything rule must allow the same ones.
+    let nothing_to_check = check(r#"{"allow": ["\u0000never"]}"#).is_ok();
     for (json, reasons) in FIXED_RULES {
-        let Ok(rules) = CommandPermissions::from_json(json) else {
-            panic!("fixed rules {json} do not parse");
-        };
-        match rules.check(command) {
-            // A command without any simple command (blank, a comment) runs nothing and has nothing to deny.
-            Ok(()) => assert!(
-                !json.contains("deny\": [\"*") || command.trim().is_empty() || command.trim_start().starts_with('#'),
-                "{json} allowed {command:?}"
-            ),
+        match check(json) {
+            Ok(()) => assert!(!json.contains("deny\": [\"*") || nothing_to_check, "{json} allowed {command:?}"),
             Err(denial) => assert!(reasons.contains(&denial.reason), "{json}: {command:?} gave {denial:?}"),
         }
     }

@@ -26,8 +26,11 @@ pub use input::{command_permissions, tool_input};
 pub use paths::{clineignore, path_hints};
 pub use stream::{partial_json, xml_tool_use};
 
-/// Every target by name, for the replay test and `cargo xtask fuzz`.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+/// A target: the fuzzer's bytes in, a panic on a broken invariant.
+pub type Target = fn(&[u8]);
+
+/// Every target by name, for the replay test.
+pub const TARGETS: &[(&str, Target)] = &[
     ("tool_input", tool_input),
     ("replace_in_file", replace_in_file),
     ("apply_patch", apply_patch),

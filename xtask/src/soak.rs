@@ -3,7 +3,7 @@
 //! run), then runs `toolshed-soak` over the shipped plugins: concurrent tasks calling every tool while the
 //! plugins hot-reload. It prints the report, writes `target/soak/latest.json`, and fails when the soak does.
 
-use crate::{build, cmd, root};
+use crate::{build, root};
 use anyhow::{bail, Context, Result};
 
 /// Builds and runs the soak.
@@ -22,14 +22,31 @@ pub fn run(args: &[String]) -> Result<()> {
             other => bail!("unknown soak option '{other}'; options: --seconds N, --tasks T, --reload-ms MS, --debug"),
         }
     }
+    // `cargo build --workspace` inside builds the soak too. Its binary runs as built there: a `cargo run
+    // --package` would resolve the dependencies' features for the soak alone and build reqwest, rmcp and
+    // the runtime a second time.
     let built = build::plugins(!debug)?;
-    let plugins = built.plugins.to_string_lossy().into_owned();
-    let out = root().join("target/soak").to_string_lossy().into_owned();
-    let mut run = vec!["run", "--quiet"];
-    if !debug {
-        run.push("--release");
+    let profile = if debug { "debug" } else { "release" };
+    let soak = root().join("target").join(profile).join(format!("toolshed-soak{}", std::env::consts::EXE_SUFFIX));
+    let out = root().join("target/soak");
+    eprintln!(
+        "xtask: $ {} --plugins {} --out {} {}",
+        soak.display(),
+        built.plugins.display(),
+        out.display(),
+        forwarded.join(" ")
+    );
+    let status = std::process::Command::new(&soak)
+        .arg("--plugins")
+        .arg(&built.plugins)
+        .arg("--out")
+        .arg(&out)
+        .args(&forwarded)
+        .current_dir(root())
+        .status()
+        .with_context(|| format!("running {}", soak.display()))?;
+    if !status.success() {
+        bail!("the soak failed ({status}); see the report above and target/soak/latest.json");
     }
-    run.extend(["--package", "toolshed-soak", "--", "--plugins", &plugins, "--out", &out]);
-    run.extend(forwarded.iter().map(String::as_str));
-    cmd("cargo", &run, &[])
+    Ok(())
 }

@@ -70,7 +70,8 @@ enum Step {
     Eof(Option<Value>),
 }
 
-/// How deeply arrays and objects may nest: serde_json's own limit, so complete JSON is read the same. The
+/// How deeply arrays and objects may nest: serde_json's limit (it reads 127 levels), so whatever serde_json
+/// reads whole is read the same. The
 /// parser recurses once per level, and a model's `[[[[…` must be an error, not a stack overflow that aborts
 /// the host (found writing the `partial_json` fuzz target: fuzz/regressions/partial_json/review-deep-nesting).
 const MAX_DEPTH: usize = 128;
@@ -422,8 +423,10 @@ mod tests {
         // Found writing the partial_json fuzz target: 50,000 open brackets overflowed the stack.
         let deep = format!("{{\"a\":{}", "[".repeat(50_000));
         assert_eq!(parse_partial(&deep).unwrap_err().message, "nested too deeply");
-        let limit = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
-        assert_eq!(parse_partial(&limit).unwrap(), serde_json::from_str::<Value>(&limit).unwrap());
+        let nested = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        assert_eq!(parse_partial(&nested(100)).unwrap(), serde_json::from_str::<Value>(&nested(100)).unwrap());
+        assert!(parse_partial(&nested(MAX_DEPTH)).is_ok());
+        assert!(parse_partial(&nested(MAX_DEPTH + 1)).is_err());
     }
 
     #[test]
