@@ -76,6 +76,13 @@ const MAX_DOLLARS: usize = 250;
 /// counted on brush's tokens, so quoted text (a long commit message, say) does not count.
 const MAX_OPENERS: usize = 500;
 
+/// The deepest nesting of `(` operators a command may have. brush-parser's grammar backtracks exponentially
+/// over nested `(` when something inside fails to parse (25 unclosed ones took 13 s, `(`×20 ` ; x` `)`×20
+/// 0.4 s, each two more levels about doubling it), so a model's `((((((…` would hold the parsing thread for
+/// minutes; found by the `command_permissions` fuzz target (fuzz/regressions/command_permissions/timeout-*).
+/// Real commands nest subshells a few levels deep.
+const MAX_PAREN_DEPTH: usize = 12;
+
 /// Stack for the parsing thread. A debug build needs under 16 MiB for the costliest nesting allowed by the
 /// limits above (the `nesting_limit` test), so this leaves a fourfold margin; it is reserved, not touched.
 const PARSE_STACK_BYTES: usize = 64 << 20;
@@ -344,6 +351,17 @@ impl Walker {
         let options = parser_options();
         let tokens =
             brush_parser::uncached_tokenize_str(&text, &options.tokenizer_options()).map_err(|_| Unparsable)?;
+        let mut depth = 0usize;
+        for token in &tokens {
+            match token {
+                Token::Operator(op, _) if op == "(" => depth += 1,
+                Token::Operator(op, _) if op == ")" => depth = depth.saturating_sub(1),
+                Token::Operator(..) | Token::Word(..) => {}
+            }
+            if depth > MAX_PAREN_DEPTH {
+                return Err(Unparsable);
+            }
+        }
         let openers = tokens.iter().filter(|token| is_opener(token)).count();
         self.openers_left = self.openers_left.checked_sub(openers).ok_or(Unparsable)?;
         let program = brush_parser::parse_tokens(&tokens, &options, &SourceInfo::default()).map_err(|_| Unparsable)?;
@@ -1246,15 +1264,16 @@ mod tests {
         let (n, d) = (MAX_OPENERS, MAX_DOLLARS);
         // Each kind of nesting, exactly as deep as the limits let it go: accepted, and no stack overflow.
         let deepest = [
-            format!("{}ls{}", "(".repeat(n), ")".repeat(n)),
-            format!("cat {}x{}", "<(cat ".repeat(n), ")".repeat(n)),
+            // Parentheses (subshells, process substitutions, `[[ ( … ) ]]`) have their own, lower limit.
+            format!("{}ls{}", "(".repeat(MAX_PAREN_DEPTH), ")".repeat(MAX_PAREN_DEPTH)),
+            format!("cat {}x{}", "<(cat ".repeat(MAX_PAREN_DEPTH), ")".repeat(MAX_PAREN_DEPTH)),
             format!("{}ls{}", "{ ".repeat(n), "; }".repeat(n)),
             format!("{}ls{}", "if true; then ".repeat(n), "; fi".repeat(n)),
             format!("if a; then b; {}fi", "elif a; then b; ".repeat(n - 1)),
             format!("{}ls{}", "case x in x) ".repeat(n), ";; esac".repeat(n)),
             format!("{}ls{}", "while a; do ".repeat(n), "; done".repeat(n)),
             format!("[[ {}x ]]", "! ".repeat(n - 1)),
-            format!("[[ {}x{} ]]", "( ".repeat(n - 1), " )".repeat(n - 1)),
+            format!("[[ {}x{} ]]", "( ".repeat(MAX_PAREN_DEPTH), " )".repeat(MAX_PAREN_DEPTH)),
             format!("[[ {}x ]]", "x && ".repeat(n - 1)),
             format!("echo {}ls{}", "$(echo ".repeat(d), ")".repeat(d)),
             format!("echo {}x{}", "\"$(echo ".repeat(d), ")\"".repeat(d)),
@@ -1263,6 +1282,11 @@ mod tests {
         ];
         for command in &deepest {
             assert_eq!(check(allow_all, command), Ok(()), "{}", &command[..40]);
+        }
+        // Found by the command_permissions fuzz target: nested `(` around a syntax error took exponential time.
+        let m = MAX_PAREN_DEPTH + 1;
+        for command in ["(".repeat(25), format!("{} ; x{}", "(".repeat(m), ")".repeat(m))] {
+            assert_eq!(check(allow_all, &command), Err(Denial::bare("parse_error")), "{command}");
         }
         // One more level of either kind is refused before parsing.
         let too_deep = format!("{}ls{}", "(".repeat(n + 1), ")".repeat(n + 1));
