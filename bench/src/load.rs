@@ -3,8 +3,8 @@
 //!
 //! "Cold" means a file the process has never mapped: every load gets its own copy with a few unique bytes
 //! appended (an ELF library still loads with trailing bytes), so neither the dynamic loader nor our
-//! content-named shadow copy can reuse an earlier mapping. Libraries are never unloaded, so the number of
-//! loads stays modest.
+//! content-named shadow copy can reuse an earlier mapping. The reference path (`lib_header_from_path`) never
+//! unloads, so the number of loads stays modest.
 
 use crate::stats::{Figure, Row, Target, Unit};
 use abi_stable::library::lib_header_from_path;

@@ -112,10 +112,8 @@ pub fn latency_row(fixtures: &Path, work: &Path) -> Result<Row> {
         target: Target::RatioAtMost(1.5),
         higher_is_better: false,
         note: Some(format!(
-            "{calls} calls through {} swaps, none failed; {} old copies stay mapped, {} KiB",
-            stats.reloads,
-            stats.old_copies,
-            stats.old_bytes / 1024
+            "{calls} calls through {} swaps, none failed; {} copies unloaded, {} old copies still held",
+            stats.reloads, stats.unloaded, stats.old_copies
         )),
     })
 }

@@ -359,7 +359,7 @@ fn files_of_this_repository() {
     let live = text(&outliner(root)("plugins/list_code_definition_names/src"));
     assert!(live.starts_with("languages.rs\n|----\n"), "{live}");
     assert!(live.contains("\nlib.rs\n|----\n"), "{live}");
-    assert!(live.contains("│pub struct ListCodeDefinitionNames;\n"), "{live}");
+    assert!(live.contains("│pub struct ListCodeDefinitionNames {\n"), "{live}");
     assert!(live.contains("\noutline.rs\n|----\n│pub struct SourceFile {\n"), "{live}");
 }
 

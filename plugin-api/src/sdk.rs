@@ -11,7 +11,6 @@ use abi_stable::{
     std_types::{ROption, RResult, RStr, RString},
 };
 use serde::{de::DeserializeOwned, Deserialize, Deserializer, Serialize};
-use std::cell::RefCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// What a factory receives when the runtime asks for a handler.
@@ -356,9 +355,29 @@ impl<'a> HostClient<'a> {
     }
 }
 
+// No thread-local here may need dropping: a thread-local destructor registered on a host thread keeps the
+// library mapped until that thread ends, so the host could not unload a replaced version (see the runtime's
+// loader). State lives in globals and in the handler instead.
+
 thread_local! {
-    // Filled by the plugin's own panic hook, read by `guard` on the same thread.
-    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+    // Only its address is used: it tells the threads apart without `std::thread::current()`, which would
+    // register a destructor.
+    static THREAD_KEY: u8 = const { 0 };
+}
+
+/// Panic messages the hook recorded, by thread, until `guard` on that thread takes them. A few at most:
+/// panics are rare and each is taken at once; ones on threads no guard runs on age out.
+static PANICS: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Panics recorded but not yet taken kept at most (the oldest go first).
+const KEPT_PANICS: usize = 16;
+
+fn thread_key() -> usize {
+    THREAD_KEY.with(|key| std::ptr::from_ref(key) as usize)
+}
+
+fn panics() -> std::sync::MutexGuard<'static, Vec<(usize, String)>> {
+    PANICS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Installs the plugin's quiet panic hook: it records the message and location for the boundary guard and
@@ -381,7 +400,13 @@ pub fn install_panic_hook() {
         if want_backtrace {
             text.push_str(&format!("\n{}", std::backtrace::Backtrace::force_capture()));
         }
-        LAST_PANIC.with(|cell| *cell.borrow_mut() = Some(text));
+        let key = thread_key();
+        let mut recorded = panics();
+        recorded.retain(|(thread, _)| *thread != key);
+        if recorded.len() >= KEPT_PANICS {
+            recorded.remove(0);
+        }
+        recorded.push((key, text));
     }));
 }
 
@@ -391,7 +416,12 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
         Ok(Ok(value)) => RResult::ROk(value),
         Ok(Err(message)) => RResult::RErr(message.into()),
         Err(payload) => {
-            let recorded = LAST_PANIC.with(|cell| cell.borrow_mut().take());
+            let key = thread_key();
+            let recorded = {
+                let mut recorded = panics();
+                let at = recorded.iter().position(|(thread, _)| *thread == key);
+                at.map(|at| recorded.remove(at).1)
+            };
             let message = recorded.unwrap_or_else(|| {
                 payload
                     .downcast_ref::<&str>()
@@ -424,40 +454,50 @@ struct RawCall<'a, A> {
     approved: bool,
 }
 
-thread_local! {
-    static LAST_TASK: RefCell<Option<(String, crate::protocol::TaskInfo)>> = const { RefCell::new(None) };
-}
+/// The task infos a handler parsed last, by their JSON text: every call of a task carries the same task JSON,
+/// so it is parsed once per task rather than once per phase (it is most of a small call's parsing cost).
+/// Kept in the handler, not in a thread-local, so it goes with the handler (see `THREAD_KEY`).
+#[derive(Default)]
+struct TaskCache(std::sync::Mutex<Vec<(String, crate::protocol::TaskInfo)>>);
 
-fn parse_task(raw: Option<&serde_json::value::RawValue>) -> Result<crate::protocol::TaskInfo, String> {
-    let Some(raw) = raw else {
-        return Ok(crate::protocol::TaskInfo::default());
-    };
-    LAST_TASK.with(|cell| {
-        let mut cell = cell.borrow_mut();
-        if let Some((text, task)) = cell.as_ref() {
-            if text == raw.get() {
-                return Ok(task.clone());
-            }
+/// Tasks a handler remembers: more than a host usually runs at once on one tool.
+const CACHED_TASKS: usize = 8;
+
+impl TaskCache {
+    fn parse(&self, raw: Option<&serde_json::value::RawValue>) -> Result<crate::protocol::TaskInfo, String> {
+        let Some(raw) = raw else {
+            return Ok(crate::protocol::TaskInfo::default());
+        };
+        let lock = || self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, task)) = lock().iter().find(|(text, _)| text == raw.get()) {
+            return Ok(task.clone());
         }
         let task: crate::protocol::TaskInfo = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
-        *cell = Some((raw.get().to_owned(), task.clone()));
+        let mut cache = lock();
+        if cache.len() >= CACHED_TASKS {
+            cache.remove(0);
+        }
+        cache.push((raw.get().to_owned(), task.clone()));
         Ok(task)
-    })
+    }
 }
 
-fn parse_call<A: DeserializeOwned>(call: &str) -> Result<ToolCall<A>, String> {
+fn parse_call<A: DeserializeOwned>(call: &str, tasks: &TaskCache) -> Result<ToolCall<A>, String> {
     let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| e.to_string())?;
-    Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: parse_task(raw.task)?, approved: raw.approved })
+    Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: tasks.parse(raw.task)?, approved: raw.approved })
 }
 
 /// Connects a typed [`Tool`] to the [`ToolHandler`] vtable.
-struct Adapter<T>(T);
+struct Adapter<T> {
+    tool: T,
+    tasks: TaskCache,
+}
 
 impl<T: Tool> ToolHandler for Adapter<T> {
     fn prepare(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
-            let answer = match parse_call::<T::Args>(call.as_str()) {
-                Ok(call) => self.0.prepare(&call, &HostClient::new(host)),
+            let answer = match parse_call::<T::Args>(call.as_str(), &self.tasks) {
+                Ok(call) => self.tool.prepare(&call, &HostClient::new(host)),
                 Err(e) => Prepared::Error(invalid_input(&e)),
             };
             to_json(&answer)
@@ -466,8 +506,8 @@ impl<T: Tool> ToolHandler for Adapter<T> {
 
     fn execute(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
-            let answer = match parse_call::<T::Args>(call.as_str()) {
-                Ok(call) => self.0.execute(&call, &HostClient::new(host)),
+            let answer = match parse_call::<T::Args>(call.as_str(), &self.tasks) {
+                Ok(call) => self.tool.execute(&call, &HostClient::new(host)),
                 Err(e) => Outcome::Error(invalid_input(&e)),
             };
             to_json(&answer)
@@ -477,7 +517,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
     fn partial(&self, block: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
             if let Ok(block) = serde_json::from_str::<PartialBlock>(block.as_str()) {
-                self.0.partial(&block, &HostClient::new(host));
+                self.tool.partial(&block, &HostClient::new(host));
             }
             Ok(RString::from("{}"))
         })
@@ -494,7 +534,7 @@ pub fn construct<T: Tool>(name: &str, config: &str) -> Result<Option<ToolHandler
         return Ok(None);
     }
     let tool = T::new(&ToolInit { name, config })?;
-    Ok(tool.map(|tool| ToolHandler_TO::from_value(Adapter(tool), TD_Opaque)))
+    Ok(tool.map(|tool| ToolHandler_TO::from_value(Adapter { tool, tasks: TaskCache::default() }, TD_Opaque)))
 }
 
 /// Converts the factory's answer for the ABI.

@@ -329,6 +329,10 @@ pub struct PluginsConfig {
     /// How many abandoned worker threads a tool may leave behind before it is
     /// quarantined.
     pub max_abandoned: u32,
+    /// Unload library copies nobody uses any more: a replaced or removed version once its last call has
+    /// finished, and every copy of a runtime that stops. Off, every copy stays mapped until the process ends
+    /// (what `abi_stable` itself does), for plugins that leave threads or pointers behind.
+    pub unload: bool,
     /// Per-plugin config tables, by plugin name; see
     /// [`PluginsConfig::config_json`].
     pub config: BTreeMap<String, Value>,
@@ -341,6 +345,7 @@ impl Default for PluginsConfig {
             overrides: Vec::new(),
             trusted_workspaces: Vec::new(),
             max_abandoned: 4,
+            unload: true,
             config: BTreeMap::new(),
         }
     }

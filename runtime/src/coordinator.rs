@@ -4,14 +4,14 @@
 //! The coordinator is the registry's only writer. After every change it publishes an immutable routing
 //! snapshot, so a call resolves its tool without a message hop and keeps the generation it started on.
 
-use crate::loader::{LoadedPlugin, PluginIdentity};
+use crate::loader::{LoadedPlugin, PluginHandler, PluginIdentity};
 use crate::tool_actor::{ToolActor, ToolHealth};
 use crate::tool_id::{check_plugin_tool_name, ToolId};
 use actix::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use toolshed_plugin_api::{capability, ToolDeclaration, ToolHandlerBox, ToolSpec};
+use toolshed_plugin_api::{capability, ToolDeclaration, ToolSpec};
 
 /// What the registry knows about one callable name (a primary name or an alias).
 #[derive(Debug)]
@@ -111,7 +111,7 @@ pub(crate) struct Coordinator {
 /// One declared tool that passed every check, ready to be started.
 struct Planned<'a> {
     decl: &'a ToolDeclaration,
-    handler: ToolHandlerBox,
+    handler: PluginHandler,
     names: Vec<String>,
     /// Entries of other files it overrides (built-in names listed in `[plugins] overrides`).
     overrides: BTreeSet<ToolId>,
@@ -123,7 +123,7 @@ struct Planned<'a> {
 pub(crate) fn build_handlers(
     plugin: &LoadedPlugin,
     plugin_config: &BTreeMap<String, String>,
-) -> Vec<Result<Option<ToolHandlerBox>, String>> {
+) -> Vec<Result<Option<PluginHandler>, String>> {
     let config = plugin_config.get(&plugin.identity.name).map_or("{}", String::as_str);
     plugin.declaration.tools.iter().map(|decl| plugin.new_handler(&decl.name, config)).collect()
 }
@@ -162,7 +162,7 @@ impl Coordinator {
         &self,
         plugin: &LoadedPlugin,
         decl: &'a ToolDeclaration,
-        handler: Result<Option<ToolHandlerBox>, String>,
+        handler: Result<Option<PluginHandler>, String>,
         taken_here: &BTreeSet<String>,
     ) -> Result<Planned<'a>, RegisterEvent> {
         let file = &plugin.identity.file;
@@ -217,7 +217,7 @@ impl Coordinator {
     fn apply(
         &mut self,
         plugin: &LoadedPlugin,
-        handlers: Vec<Result<Option<ToolHandlerBox>, String>>,
+        handlers: Vec<Result<Option<PluginHandler>, String>>,
         strict: bool,
     ) -> Result<SwapReport, Vec<String>> {
         let file = plugin.identity.file.clone();
@@ -374,7 +374,7 @@ impl Handler<Register> for Coordinator {
 #[rtype(result = "Result<SwapReport, Vec<String>>")]
 pub(crate) struct Swap {
     pub plugin: LoadedPlugin,
-    pub handlers: Vec<Result<Option<ToolHandlerBox>, String>>,
+    pub handlers: Vec<Result<Option<PluginHandler>, String>>,
 }
 
 impl Handler<Swap> for Coordinator {

@@ -1,15 +1,22 @@
 //! Finds plugin libraries, loads each from a content-named shadow copy, checks its ABI, and reads its declarations.
 //!
 //! `abi_stable`'s `RootModule::load_from*` caches one module per root-module type, so every library is loaded
-//! with `lib_header_from_path` + `init_root_module` instead. Libraries are never unloaded (values they returned
-//! point into them); a rebuilt file is loaded from a fresh shadow path, because the dynamic loader hands back
-//! the already-mapped object for a path it has seen.
+//! with `lib_header_from_raw_library` + `init_root_module` instead. A rebuilt file is loaded from a fresh shadow
+//! path, because the dynamic loader hands back the already-mapped object for a path it has seen.
+//!
+//! Unloading: every value that points into a library (its root module, each handler it constructed) holds an
+//! `Arc` of the [`Library`], dropped after the value itself; when the last one goes — a replaced version whose
+//! calls have all finished — the library is closed. The host converts everything a plugin returns into its own
+//! types at once, so nothing else points into it. Two things keep a closed library mapped, safely: a thread-local
+//! destructor the plugin registered on a thread that is still alive (glibc defers the unmapping until it has
+//! run), and a library built against another interface version, which is never closed (`abi_stable`'s global
+//! layout map may keep a reference into a library whose interface has more fields than the host's).
 
-use abi_stable::library::{lib_header_from_path, LibraryError};
+use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary};
 use abi_stable::std_types::{RResult, RStr};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use toolshed_plugin_api::{PluginDeclaration, PluginModRef, ToolHandlerBox, API_VERSION};
 
@@ -28,6 +35,64 @@ pub struct PluginIdentity {
     pub content_hash: String,
 }
 
+/// One mapped library copy, closed when the last value pointing into it is dropped (see the module docs).
+pub struct Library {
+    raw: Option<RawLibrary>,
+    /// Closing is safe for this copy: it was built against exactly this host's interface version.
+    closable: bool,
+    /// Set by [`Library::keep_mapped`]: never close it.
+    keep: AtomicBool,
+    bytes: u64,
+}
+
+impl Library {
+    /// Never close this copy, even once nothing uses it (`[plugins] unload_replaced = false`).
+    pub fn keep_mapped(&self) {
+        self.keep.store(true, Ordering::Relaxed);
+    }
+
+    /// The size of the library file, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl fmt::Debug for Library {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Library").field("closable", &self.closable).field("bytes", &self.bytes).finish_non_exhaustive()
+    }
+}
+
+impl Drop for Library {
+    fn drop(&mut self) {
+        let Some(raw) = self.raw.take() else {
+            return;
+        };
+        if self.closable && !self.keep.load(Ordering::Relaxed) {
+            // dlclose: the dynamic loader unmaps it now, or once the last thread-local destructor it
+            // registered has run.
+            drop(raw);
+            CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
+        } else {
+            std::mem::forget(raw);
+        }
+    }
+}
+
+/// A handler a plugin constructed, with the library its vtable points into (dropped after the handler).
+pub struct PluginHandler {
+    handler: ToolHandlerBox,
+    _library: Arc<Library>,
+}
+
+impl std::ops::Deref for PluginHandler {
+    type Target = ToolHandlerBox;
+
+    fn deref(&self) -> &ToolHandlerBox {
+        &self.handler
+    }
+}
+
 /// A library loaded and checked, with its declarations read.
 #[derive(Clone)]
 pub struct LoadedPlugin {
@@ -36,6 +101,7 @@ pub struct LoadedPlugin {
     /// Its tools.
     pub declaration: PluginDeclaration,
     module: PluginModRef,
+    library: Arc<Library>,
 }
 
 impl fmt::Debug for LoadedPlugin {
@@ -46,11 +112,18 @@ impl fmt::Debug for LoadedPlugin {
 
 impl LoadedPlugin {
     /// Asks the plugin's factory for the handler of `tool`; `Ok(None)` when the plugin declines it.
-    pub fn new_handler(&self, tool: &str, config_json: &str) -> Result<Option<ToolHandlerBox>, String> {
+    pub fn new_handler(&self, tool: &str, config_json: &str) -> Result<Option<PluginHandler>, String> {
         match (self.module.new_handler())(RStr::from_str(tool), RStr::from_str(config_json)) {
-            RResult::ROk(handler) => Ok(handler.into_option()),
+            RResult::ROk(handler) => {
+                Ok(handler.into_option().map(|handler| PluginHandler { handler, _library: Arc::clone(&self.library) }))
+            }
             RResult::RErr(message) => Err(message.into_string()),
         }
+    }
+
+    /// The mapped copy this plugin was loaded from.
+    pub fn library(&self) -> &Arc<Library> {
+        &self.library
     }
 }
 
@@ -174,14 +247,41 @@ fn process_alive(pid: i32) -> bool {
 /// Numbers this process's shadow copies, so concurrent loads of one file never share a temporary name.
 static NEXT_COPY: AtomicU64 = AtomicU64::new(0);
 
-/// Libraries this process has mapped (never unmapped) and their total size.
-static MAPPED_COPIES: AtomicU64 = AtomicU64::new(0);
-static MAPPED_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Library copies this process has opened and closed.
+static OPENED_COPIES: AtomicU64 = AtomicU64::new(0);
+static OPENED_BYTES: AtomicU64 = AtomicU64::new(0);
+static CLOSED_COPIES: AtomicU64 = AtomicU64::new(0);
 
-/// How many library copies this process has mapped, and their total size in bytes. Libraries are never
-/// unloaded, so this only grows: by one copy per load, reloads included.
+/// How many library copies this process has closed (unloaded).
+pub fn closed() -> u64 {
+    CLOSED_COPIES.load(Ordering::Relaxed)
+}
+
+/// How many plugin library copies are mapped in this process now, and their mapped size in bytes.
+///
+/// Read from `/proc/self/maps` where there is one, so a closed copy whose unmapping the dynamic loader
+/// deferred still counts; elsewhere, every copy opened (an upper bound).
 pub fn mapped() -> (u64, u64) {
-    (MAPPED_COPIES.load(Ordering::Relaxed), MAPPED_BYTES.load(Ordering::Relaxed))
+    let opened = || (OPENED_COPIES.load(Ordering::Relaxed), OPENED_BYTES.load(Ordering::Relaxed));
+    let (Ok(dir), Ok(maps)) = (shadow_dir(), std::fs::read_to_string("/proc/self/maps")) else {
+        return opened();
+    };
+    let dir = format!("{}/", dir.display());
+    let mut copies = std::collections::HashMap::<&str, u64>::new();
+    for line in maps.lines() {
+        // `start-end perms offset dev inode path`; the path may end in " (deleted)" (copies are removed once open).
+        let mut fields = line.splitn(6, ' ');
+        let range = fields.next().unwrap_or_default();
+        let Some(path) = fields.nth(4).map(str::trim_start).filter(|path| path.starts_with(&dir)) else {
+            continue;
+        };
+        let size = range
+            .split_once('-')
+            .and_then(|(start, end)| Some(u64::from_str_radix(end, 16).ok()? - u64::from_str_radix(start, 16).ok()?))
+            .unwrap_or(0);
+        *copies.entry(path).or_default() += size;
+    }
+    (copies.len() as u64, copies.values().sum())
 }
 
 /// The content hash [`load`] gives a file (xxh3-128 of its bytes, hex), without loading it.
@@ -214,7 +314,7 @@ pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
         .and_then(|()| open(file, &shadow, bytes));
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
     let _ = std::fs::remove_file(&shadow);
-    let module = loaded?;
+    let (module, library) = loaded?;
 
     let api_version = module.api_version().as_str().to_owned();
     if !api_compatible(&api_version, API_VERSION) {
@@ -239,7 +339,7 @@ pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
         api_version,
         content_hash: hash,
     };
-    Ok(LoadedPlugin { identity: Arc::new(identity), declaration, module })
+    Ok(LoadedPlugin { identity: Arc::new(identity), declaration, module, library })
 }
 
 /// Copies `from` to `to` (when given) and returns the xxh3-128 of the bytes, hex.
@@ -312,12 +412,29 @@ fn check_complete(path: &Path, len: u64) -> Result<(), String> {
     Ok(())
 }
 
-fn open(file: &Path, shadow: &Path, bytes: u64) -> Result<PluginModRef, LoadError> {
-    let header = lib_header_from_path(shadow).map_err(|e| LoadError::new(file, describe(&e)))?;
-    // Mapped from here on, whatever the checks below say.
-    MAPPED_COPIES.fetch_add(1, Ordering::Relaxed);
-    MAPPED_BYTES.fetch_add(bytes, Ordering::Relaxed);
-    header.init_root_module::<PluginModRef>().map_err(|e| LoadError::new(file, describe(&e)))
+/// Opens the copy and checks its ABI. The library is closed again when the checks fail, except after its
+/// root module's constructor ran: what that constructor registered (a panic hook, thread-locals) may point
+/// into it, and a library that failed its checks is not worth the risk.
+fn open(file: &Path, shadow: &Path, bytes: u64) -> Result<(PluginModRef, Arc<Library>), LoadError> {
+    let raw = RawLibrary::load_at(shadow).map_err(|e| LoadError::new(file, describe(&e)))?;
+    OPENED_COPIES.fetch_add(1, Ordering::Relaxed);
+    OPENED_BYTES.fetch_add(bytes, Ordering::Relaxed);
+    // SAFETY: the header points into the library; it is used only here and through the root module, which
+    // `LoadedPlugin` keeps beside the `Arc<Library>` that keeps the library open.
+    let header = unsafe { lib_header_from_raw_library(&raw) }.map_err(|e| {
+        CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
+        LoadError::new(file, describe(&e))
+    })?;
+    let module = match header.init_root_module::<PluginModRef>() {
+        Ok(module) => module,
+        Err(e) => {
+            std::mem::forget(raw);
+            return Err(LoadError::new(file, describe(&e)));
+        }
+    };
+    let closable = module.api_version().as_str() == API_VERSION;
+    let library = Arc::new(Library { raw: Some(raw), closable, keep: AtomicBool::new(false), bytes });
+    Ok((module, library))
 }
 
 /// Turns an `abi_stable` error (whose layout dumps run to 15 KB) into one or two lines and what to do.

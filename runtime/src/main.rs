@@ -301,7 +301,11 @@ fn watch(config: toolshed::Config, dirs: Vec<PathBuf>) -> anyhow::Result<ExitCod
                         let stats = runtime.reload_stats();
                         writeln!(out, "{event}")?;
                         if matches!(event, toolshed::PluginEvent::Reloaded { .. }) {
-                            writeln!(out, "reload-stats reloads={} old_copies={} old_bytes={}", stats.reloads, stats.old_copies, stats.old_bytes)?;
+                            writeln!(
+                                out,
+                                "reload-stats reloads={} old_copies={} old_bytes={} unloaded={} mapped={}",
+                                stats.reloads, stats.old_copies, stats.old_bytes, stats.unloaded, stats.process_copies
+                            )?;
                         }
                         out.flush()?;
                     }

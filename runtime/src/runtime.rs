@@ -277,7 +277,12 @@ impl RuntimeBuilder {
         let mut plugins: Vec<LoadedPlugin> = Vec::new();
         for file in &files {
             match loader::load(file) {
-                Ok(plugin) => plugins.push(plugin),
+                Ok(plugin) => {
+                    if !self.config.plugins.unload {
+                        plugin.library().keep_mapped();
+                    }
+                    plugins.push(plugin)
+                }
                 Err(error) => {
                     tracing::info!("{error}");
                     load_errors.push(error);
@@ -302,7 +307,13 @@ impl RuntimeBuilder {
         };
         let routing: RoutingCell = Arc::new(RwLock::new(Arc::new(Routing::default())));
         let (system, thread, events, coordinator) = start_system(settings, Arc::clone(&routing), plugins)?;
-        let reloader = Arc::new(Reloader::new(self.plugin_dirs.clone(), coordinator, reload_config, &loaded));
+        let reloader = Arc::new(Reloader::new(
+            self.plugin_dirs.clone(),
+            coordinator,
+            reload_config,
+            &loaded,
+            config.plugins.unload,
+        ));
         for event in &events {
             match event {
                 RegisterEvent::Refused { reason, .. } => tracing::info!("{reason}"),
@@ -498,7 +509,7 @@ impl Runtime {
         async move { reloader.rescan().await }
     }
 
-    /// What hot reload has cost so far: reloads, and the old library copies that stay mapped.
+    /// What hot reload has cost so far: reloads, replaced copies still held, copies unloaded and mapped.
     pub fn reload_stats(&self) -> ReloadStats {
         self.reloader.stats()
     }

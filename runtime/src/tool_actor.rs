@@ -2,6 +2,7 @@
 //! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
 
 use crate::host::CallHost;
+use crate::loader::PluginHandler;
 use crate::pool::WorkerPool;
 use crate::task::TaskShared;
 use abi_stable::sabi_trait::TD_Opaque;
@@ -96,7 +97,7 @@ const ABANDONED: u8 = 2;
 /// The actor serving one registered tool (its primary name and every alias).
 pub(crate) struct ToolActor {
     name: Arc<str>,
-    handler: Arc<ToolHandlerBox>,
+    handler: Arc<PluginHandler>,
     pool: WorkerPool,
     health: Arc<ToolHealth>,
     /// The plugin declared its phases cheap and non-blocking: run them on the actor's thread.
@@ -105,7 +106,7 @@ pub(crate) struct ToolActor {
 }
 
 impl ToolActor {
-    pub fn new(name: &str, handler: ToolHandlerBox, workers: usize, inline: bool, max_abandoned: usize) -> Self {
+    pub fn new(name: &str, handler: PluginHandler, workers: usize, inline: bool, max_abandoned: usize) -> Self {
         Self {
             name: Arc::from(name),
             handler: Arc::new(handler),
@@ -129,7 +130,7 @@ impl Actor for ToolActor {
 /// `started` is told when `execute` begins, so the waiting side switches from the prepare timeout to the call
 /// timeout.
 fn run_call(
-    handler: &ToolHandlerBox,
+    handler: &PluginHandler,
     phase: Phase,
     call: &str,
     host: &CallHost,

@@ -2,12 +2,14 @@
 //! library that changed, reporting what happened as [`PluginEvent`]s to every subscriber.
 //!
 //! A reload never replaces a working version with a broken one: the new copy is loaded (from a fresh shadow
-//! path, since libraries are never unloaded), its ABI and declarations checked and its handlers constructed
-//! before the coordinator is asked to [`Swap`] it in, and the coordinator refuses a version that would lose a
-//! tool the previous one served. Either way the old copy stays mapped; [`ReloadStats`] counts those copies.
+//! path, since the dynamic loader hands back the object it mapped for a path it has seen), its ABI and
+//! declarations checked and its handlers constructed before the coordinator is asked to [`Swap`] it in, and
+//! the coordinator refuses a version that would lose a tool the previous one served. A replaced copy is
+//! unloaded once its last call has finished (`[plugins] unload`, on by default); [`ReloadStats`] counts the
+//! copies still held.
 
 use crate::coordinator::{build_handlers, Coordinator, RegisterEvent, Swap, Unregister};
-use crate::loader::{self, LoadedPlugin};
+use crate::loader::{self, Library, LoadedPlugin};
 use actix::Addr;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -164,19 +166,22 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// What hot reload has cost so far: library copies that stay mapped (libraries are never unloaded) but no
-/// longer serve — replaced or removed versions, and new versions that were refused.
+/// What hot reload has cost so far: library copies that no longer serve — replaced or removed versions, and
+/// new versions that were refused — but are still held, and what the process has mapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct ReloadStats {
     /// Versions replaced by a reload.
     pub reloads: u64,
-    /// Library copies still mapped that serve nothing.
+    /// Library copies of this runtime that serve nothing but are still held: calls on them have not
+    /// finished yet, or unloading is off (`[plugins] unload = false`).
     pub old_copies: u64,
     /// Their total file size in bytes (an upper bound of what they keep resident).
     pub old_bytes: u64,
-    /// Every library copy this process has mapped, serving or not, by every runtime in it.
+    /// Library copies this process has unloaded, by every runtime in it.
+    pub unloaded: u64,
+    /// Library copies mapped in this process now, serving or not, by every runtime in it.
     pub process_copies: u64,
-    /// Their total file size in bytes.
+    /// Their mapped size in bytes.
     pub process_bytes: u64,
 }
 
@@ -184,7 +189,24 @@ pub struct ReloadStats {
 #[derive(Debug, Clone)]
 struct Serving {
     hash: String,
-    bytes: u64,
+    library: Arc<Library>,
+}
+
+/// A copy that serves no more: draining (held only by calls still running on it, unloaded after the last) or
+/// kept mapped for good because unloading is off.
+enum Retired {
+    Draining(std::sync::Weak<Library>),
+    Kept(Arc<Library>),
+}
+
+impl Retired {
+    /// Its size while it is still held.
+    fn held_bytes(&self) -> Option<u64> {
+        match self {
+            Retired::Draining(weak) => weak.upgrade().map(|library| library.bytes()),
+            Retired::Kept(library) => Some(library.bytes()),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -203,8 +225,9 @@ pub(crate) struct Reloader {
     state: tokio::sync::Mutex<ReloadState>,
     pub hub: EventHub,
     reloads: AtomicU64,
-    old_copies: AtomicU64,
-    old_bytes: AtomicU64,
+    retired: Mutex<Vec<Retired>>,
+    /// `[plugins] unload`: close copies nobody uses any more.
+    unload: bool,
 }
 
 impl Reloader {
@@ -213,12 +236,13 @@ impl Reloader {
         coordinator: Addr<Coordinator>,
         plugin_config: BTreeMap<String, String>,
         loaded: &[LoadedPlugin],
+        unload: bool,
     ) -> Self {
         let serving = loaded
             .iter()
             .map(|plugin| {
-                let bytes = std::fs::metadata(&plugin.identity.file).map(|m| m.len()).unwrap_or(0);
-                (plugin.identity.file.clone(), Serving { hash: plugin.identity.content_hash.clone(), bytes })
+                let library = Arc::clone(plugin.library());
+                (plugin.identity.file.clone(), Serving { hash: plugin.identity.content_hash.clone(), library })
             })
             .collect();
         Self {
@@ -228,8 +252,8 @@ impl Reloader {
             state: tokio::sync::Mutex::new(ReloadState { serving, failed: HashMap::new() }),
             hub: EventHub::default(),
             reloads: AtomicU64::new(0),
-            old_copies: AtomicU64::new(0),
-            old_bytes: AtomicU64::new(0),
+            retired: Mutex::new(Vec::new()),
+            unload,
         }
     }
 
@@ -239,18 +263,35 @@ impl Reloader {
 
     pub fn stats(&self) -> ReloadStats {
         let (process_copies, process_bytes) = loader::mapped();
+        let mut retired = lock(&self.retired);
+        retired.retain(|copy| copy.held_bytes().is_some());
+        let held: Vec<u64> = retired.iter().filter_map(Retired::held_bytes).collect();
         ReloadStats {
             process_copies,
             process_bytes,
             reloads: self.reloads.load(Ordering::Relaxed),
-            old_copies: self.old_copies.load(Ordering::Relaxed),
-            old_bytes: self.old_bytes.load(Ordering::Relaxed),
+            old_copies: held.len() as u64,
+            old_bytes: held.iter().sum(),
+            unloaded: loader::closed(),
         }
     }
 
-    fn retire(&self, bytes: u64) {
-        self.old_copies.fetch_add(1, Ordering::Relaxed);
-        self.old_bytes.fetch_add(bytes, Ordering::Relaxed);
+    /// Records a copy that serves no more and lets go of it: it unloads once its last call has finished,
+    /// unless unloading is off.
+    fn retire(&self, library: Arc<Library>) {
+        let mut retired = lock(&self.retired);
+        retired.retain(|copy| copy.held_bytes().is_some());
+        retired.push(match self.unload {
+            true => Retired::Draining(Arc::downgrade(&library)),
+            false => Retired::Kept(library),
+        });
+    }
+
+    /// Applies `[plugins] unload` to a copy just loaded.
+    fn adopt(&self, plugin: &LoadedPlugin) {
+        if !self.unload {
+            plugin.library().keep_mapped();
+        }
     }
 
     /// Brings every plugin directory up to date at once: new and changed libraries loaded, removed ones
@@ -294,7 +335,7 @@ impl Reloader {
                 Ok(tools) => tools,
                 Err(_) => return failed("the runtime is stopping".to_owned()),
             };
-            self.retire(old.bytes);
+            self.retire(old.library);
             return vec![PluginEvent::Unloaded { file: file.to_owned(), tools }];
         }
         let hash = match loader::content_hash(file) {
@@ -315,15 +356,15 @@ impl Reloader {
                 return failed(reason);
             }
         };
+        self.adopt(&plugin);
         let hash = plugin.identity.content_hash.clone();
-        let bytes = std::fs::metadata(file).map(|m| m.len()).unwrap_or(0);
         let handlers = build_handlers(&plugin, &self.plugin_config);
         let swap = Swap { plugin: plugin.clone(), handlers };
         let report = match self.coordinator.send(swap).await {
             Ok(Ok(report)) => report,
             Ok(Err(reasons)) => {
                 state.failed.insert(file.to_owned(), hash);
-                self.retire(bytes);
+                self.retire(Arc::clone(plugin.library()));
                 return failed(format!("not reloaded, the previous version keeps serving: {}", reasons.join("; ")));
             }
             Err(_) => return failed("the runtime is stopping".to_owned()),
@@ -345,10 +386,11 @@ impl Reloader {
         tools.sort();
         let identity = &plugin.identity;
         let (name, version) = (identity.name.clone(), identity.version.clone());
-        let previous = state.serving.insert(file.to_owned(), Serving { hash: hash.clone(), bytes });
+        let library = Arc::clone(plugin.library());
+        let previous = state.serving.insert(file.to_owned(), Serving { hash: hash.clone(), library });
         if let Some(old) = previous.filter(|_| report.replaced) {
             self.reloads.fetch_add(1, Ordering::Relaxed);
-            self.retire(old.bytes);
+            self.retire(old.library);
             events.push(PluginEvent::Reloaded {
                 file: file.to_owned(),
                 plugin: name,

@@ -93,12 +93,18 @@ pub struct Sample {
     pub threads: u64,
     /// Entries of `/proc/self/fd`.
     pub fds: usize,
-    /// Bytes of plugin library copies this process has mapped (`ReloadStats::process_bytes`).
+    /// Plugin library copies mapped in this process now, and their mapped bytes (`ReloadStats::process_*`).
+    pub mapped_copies: u64,
     pub mapped_library_bytes: u64,
 }
 
 impl Sample {
-    pub fn take(at: &'static str, seconds: f64, calls: u64, mapped_library_bytes: u64) -> Result<Self> {
+    pub fn take(
+        at: &'static str,
+        seconds: f64,
+        calls: u64,
+        (mapped_copies, mapped_library_bytes): (u64, u64),
+    ) -> Result<Self> {
         let status = std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
         let field = |name: &str| -> Result<u64> {
             let line = status.lines().find(|l| l.starts_with(name)).with_context(|| format!("no {name}"))?;
@@ -117,6 +123,7 @@ impl Sample {
             rss_file: field("RssFile:")?,
             threads: field("Threads:")?,
             fds,
+            mapped_copies,
             mapped_library_bytes,
         })
     }
@@ -132,13 +139,14 @@ impl Sample {
             "rss_file_bytes": self.rss_file,
             "threads": self.threads,
             "open_fds": self.fds,
+            "mapped_library_copies": self.mapped_copies,
             "mapped_library_bytes": self.mapped_library_bytes,
         })
     }
 
     pub fn line(&self) -> String {
         format!(
-            "{:<8} {:>6.1} s {:>8} calls  RSS {} (peak {}, anon {}, files {})  {} fds  {} threads",
+            "{:<8} {:>6.1} s {:>8} calls  RSS {} (peak {}, anon {}, files {})  {} fds  {} threads  {} copies mapped",
             self.at,
             self.seconds,
             self.calls,
@@ -147,7 +155,8 @@ impl Sample {
             mib(self.rss_anon),
             mib(self.rss_file),
             self.fds,
-            self.threads
+            self.threads,
+            self.mapped_copies
         )
     }
 }

@@ -125,14 +125,23 @@ impl Grammar {
         }
     }
 
-    /// The compiled query, built once per process (a compiled query is immutable and shared by every thread).
-    pub fn query(self) -> Result<&'static Query, String> {
-        static QUERIES: [OnceLock<Result<Query, String>>; 14] = [const { OnceLock::new() }; 14];
-        let index = ALL.iter().position(|&g| g == self).unwrap_or(0);
-        QUERIES[index]
-            .get_or_init(|| Query::new(&self.language(), self.source()).map_err(|e| format!("{self:?} query: {e}")))
-            .as_ref()
-            .map_err(Clone::clone)
+    /// Compiles the query.
+    fn compile(self) -> Result<Query, String> {
+        Query::new(&self.language(), self.source()).map_err(|e| format!("{self:?} query: {e}"))
+    }
+}
+
+/// Every grammar's compiled query, each built on first use and shared by every thread (a compiled query is
+/// immutable). Owned by the handler rather than a static, so the memory goes with it when the host unloads a
+/// replaced version of this plugin.
+#[derive(Default)]
+pub struct Queries([OnceLock<Result<Query, String>>; 14]);
+
+impl Queries {
+    /// The compiled query of `grammar`.
+    pub fn get(&self, grammar: Grammar) -> Result<&Query, String> {
+        let index = ALL.iter().position(|&g| g == grammar).unwrap_or(0);
+        self.0[index].get_or_init(|| grammar.compile()).as_ref().map_err(Clone::clone)
     }
 }
 
@@ -307,8 +316,9 @@ mod tests {
 
     #[test]
     fn every_query_compiles() {
+        let queries = Queries::default();
         for grammar in ALL {
-            if let Err(e) = grammar.query() {
+            if let Err(e) = queries.get(grammar) {
                 panic!("{e}");
             }
         }

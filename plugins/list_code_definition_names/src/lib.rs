@@ -32,7 +32,7 @@ use toolshed_plugin_api::{
     ToolSpec,
 };
 
-pub use languages::Grammar;
+pub use languages::{Grammar, Queries};
 pub use outline::outline;
 
 /// Cline's description, the same for every model family.
@@ -59,9 +59,11 @@ impl ListCodeDefinitionNamesArgs {
     }
 }
 
-/// The `list_code_definition_names` tool. It holds no state; compiled queries are shared process-wide.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ListCodeDefinitionNames;
+/// The `list_code_definition_names` tool: it holds the compiled queries, shared by its calls.
+#[derive(Default)]
+pub struct ListCodeDefinitionNames {
+    queries: Queries,
+}
 
 impl Tool for ListCodeDefinitionNames {
     type Args = ListCodeDefinitionNamesArgs;
@@ -101,7 +103,7 @@ impl Tool for ListCodeDefinitionNames {
     }
 
     fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
-        Ok(Some(ListCodeDefinitionNames))
+        Ok(Some(ListCodeDefinitionNames { queries: Queries::default() }))
     }
 
     fn prepare(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Prepared {
@@ -136,7 +138,7 @@ impl Tool for ListCodeDefinitionNames {
         if !dir.is_dir() {
             return result::mistake(if dir.exists() { NOT_A_DIRECTORY } else { NO_DIRECTORY });
         }
-        match list_definitions(dir, host) {
+        match list_definitions(dir, host, &self.queries) {
             Ok(text) => result::text(text),
             Err(message) => result::mistake(format!("Error listing code definitions: {message}")),
         }
@@ -144,7 +146,7 @@ impl Tool for ListCodeDefinitionNames {
 }
 
 /// The whole answer for a directory: each outlined file's block in file order, or Cline's "nothing found".
-fn list_definitions(dir: &Path, host: &HostClient<'_>) -> Result<String, String> {
+fn list_definitions(dir: &Path, host: &HostClient<'_>, queries: &Queries) -> Result<String, String> {
     let files = outline::source_files(dir).map_err(|e| e.to_string())?;
     let files = if files.is_empty() {
         files
@@ -154,7 +156,7 @@ fn list_definitions(dir: &Path, host: &HostClient<'_>) -> Result<String, String>
             .map_err(|e| e.message)?;
         files.into_iter().zip(allowed).filter_map(|(file, allowed)| allowed.then_some(file)).collect()
     };
-    let outlines = outline_all(&files, &|| host.is_cancelled())?;
+    let outlines = outline_all(&files, queries, &|| host.is_cancelled())?;
     let mut text = String::new();
     for (file, outline) in files.iter().zip(outlines) {
         if let Some(outline) = outline {
@@ -173,13 +175,17 @@ type FileOutline = Result<Option<String>, String>;
 /// Outlines every file, in parallel on at most as many scoped threads as there are cores, and returns the
 /// outlines in the files' order. The first error (an unreadable file, a cancelled call) is the answer, as an
 /// exception is in Cline.
-fn outline_all(files: &[SourceFile], cancelled: &(dyn Fn() -> bool + Sync)) -> Result<Vec<Option<String>>, String> {
+fn outline_all(
+    files: &[SourceFile],
+    queries: &Queries,
+    cancelled: &(dyn Fn() -> bool + Sync),
+) -> Result<Vec<Option<String>>, String> {
     let outline_one = |file: &SourceFile| -> FileOutline {
         if cancelled() {
             return Err("the call was cancelled".to_owned());
         }
         let bytes = std::fs::read(&file.path).map_err(|e| format!("{}: {e}", file.path.display()))?;
-        outline::outline(&String::from_utf8_lossy(&bytes), file.grammar)
+        outline::outline(&String::from_utf8_lossy(&bytes), file.grammar, queries)
     };
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(files.len());
     if threads <= 1 {

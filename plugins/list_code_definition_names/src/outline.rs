@@ -1,6 +1,6 @@
 //! The pure core: one file's outline in Cline's format, and the directory's files to outline.
 
-use crate::languages::Grammar;
+use crate::languages::{Grammar, Queries};
 use std::path::{Path, PathBuf};
 use tree_sitter::{Parser, QueryCursor, StreamingIterator as _};
 
@@ -52,8 +52,8 @@ pub fn source_files(dir: &Path) -> std::io::Result<Vec<SourceFile>> {
 /// after the earlier one ends; every capture whose name contains `name` prints the whole first line of its
 /// node, untrimmed, after `│`, unless that line is empty. Lines are split on `\n` only, so a CRLF file's
 /// lines keep their `\r`, as in Cline.
-pub fn outline(source: &str, grammar: Grammar) -> Result<Option<String>, String> {
-    let query = grammar.query()?;
+pub fn outline(source: &str, grammar: Grammar, queries: &Queries) -> Result<Option<String>, String> {
+    let query = queries.get(grammar)?;
     let mut parser = Parser::new();
     parser.set_language(&grammar.language()).map_err(|e| e.to_string())?;
     // Cline catches parse failures and outlines nothing for the file.
@@ -100,19 +100,19 @@ mod tests {
     fn cline_verified_example() {
         let ts = "export class App {\n\n  constructor() {}\n\n  run(): void {\n  }\n}\n\nfunction helper() {\n}\n";
         assert_eq!(
-            outline(ts, Grammar::TypeScript).ok().flatten().as_deref(),
+            outline(ts, Grammar::TypeScript, &Queries::default()).ok().flatten().as_deref(),
             Some("|----\n│export class App {\n|----\n│  constructor() {}\n|----\n│  run(): void {\n|----\n│function helper() {\n|----\n")
         );
         let py = "class Foo:\n    def bar(self):\n        pass\n\n    def baz(self):\n        pass\n";
         assert_eq!(
-            outline(py, Grammar::Python).ok().flatten().as_deref(),
+            outline(py, Grammar::Python, &Queries::default()).ok().flatten().as_deref(),
             Some("|----\n│class Foo:\n│    def bar(self):\n|----\n│    def baz(self):\n|----\n")
         );
     }
 
     #[test]
     fn nothing_captured() {
-        assert_eq!(outline("x = 1\n", Grammar::Python), Ok(None));
-        assert_eq!(outline("", Grammar::Rust), Ok(None));
+        assert_eq!(outline("x = 1\n", Grammar::Python, &Queries::default()), Ok(None));
+        assert_eq!(outline("", Grammar::Rust, &Queries::default()), Ok(None));
     }
 }
