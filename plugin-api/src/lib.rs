@@ -62,20 +62,7 @@ pub fn declare(name: &str, description: &str, params: &[(&str, bool, &str)]) -> 
         id: name.to_owned(),
         name: name.to_owned(),
         description: description.to_owned(),
-        parameters: params
-            .iter()
-            .map(|(pname, required, pdesc)| ParamSpec {
-                name: (*pname).to_owned(),
-                required: *required,
-                kind: "string".to_owned(),
-                description: (*pdesc).to_owned(),
-                enum_values: None,
-                items: None,
-                usage: None,
-                allow_empty: false,
-                context_requirements: Vec::new(),
-            })
-            .collect(),
+        parameters: params.iter().map(|&(pname, required, pdesc)| ParamSpec::new(pname, required, pdesc)).collect(),
         context_requirements: Vec::new(),
     };
     ToolDeclaration {

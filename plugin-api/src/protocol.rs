@@ -113,6 +113,53 @@ fn default_param_type() -> String {
     "string".to_owned()
 }
 
+impl ParamSpec {
+    /// A string parameter; the setters below add what else it has.
+    pub fn new(name: &str, required: bool, description: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            required,
+            kind: default_param_type(),
+            description: description.to_owned(),
+            enum_values: None,
+            items: None,
+            usage: None,
+            allow_empty: false,
+            context_requirements: Vec::new(),
+        }
+    }
+
+    /// Its JSON schema type instead of `string`.
+    pub fn kind(mut self, kind: &str) -> Self {
+        self.kind = kind.to_owned();
+        self
+    }
+
+    /// An example value for the XML prompt section (`None`: none).
+    pub fn usage<'a>(mut self, usage: impl Into<Option<&'a str>>) -> Self {
+        self.usage = usage.into().map(str::to_owned);
+        self
+    }
+
+    /// The item schema of an array parameter.
+    pub fn items(mut self, items: Value) -> Self {
+        self.items = Some(items);
+        self
+    }
+
+    /// Lets an empty string be a value (see [`ParamSpec::allow_empty`]).
+    pub fn allow_empty(mut self) -> Self {
+        self.allow_empty = true;
+        self
+    }
+
+    /// Offers the parameter only when `requirement` holds.
+    pub fn requires(mut self, requirement: &str) -> Self {
+        self.context_requirements.push(requirement.to_owned());
+        self
+    }
+}
+
 /// One workspace root.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkspaceRoot {

@@ -2,7 +2,7 @@
 //! invalid inputs for a set time while the plugins hot-reload under them, on two runtimes embedded through the
 //! public API (one approves every ask, one denies them). Every result is sorted into a kind and checked
 //! against the kinds its case lists in advance (`cases.rs`); the process's memory and open descriptors are
-//! sampled with the calls paused after a warm-up, at the midpoint and at the end. Prints a report, writes
+//! sampled with the calls paused after a warm-up, at each quarter of the rest and at the end. Prints a report, writes
 //! `<out>/latest.json`, and fails on any unexpected result, failed reload, changed shared file, or growth of
 //! descriptors or memory beyond the bounds below.
 
@@ -250,7 +250,7 @@ fn run(args: &Args) -> Result<bool> {
 
     let warm_up = Duration::from_secs((args.seconds / 6).clamp(1, 60));
     let total = Duration::from_secs(args.seconds);
-    let midpoint = warm_up + (total.saturating_sub(warm_up)) / 2;
+    let quarter = |n: u32| warm_up + total.saturating_sub(warm_up) * n / 4;
     println!(
         "soak: {} s, {} tasks ({} approving, {} denying), {} tools from {} libraries, a reload every {} ms, warm-up {} s",
         args.seconds,
@@ -332,7 +332,7 @@ fn run(args: &Args) -> Result<bool> {
             }));
         }
         let mut samples = vec![start_sample];
-        for (at, when) in [("warm", warm_up), ("mid", midpoint)] {
+        for (at, when) in [("warm", warm_up), ("q1", quarter(1)), ("mid", quarter(2)), ("q3", quarter(3))] {
             tokio::time::sleep_until((started + when).into()).await;
             let _paused = gate.write().await;
             let calls = tally.borrow().calls;

@@ -51,17 +51,7 @@ impl Tool for AccessMcpResource {
     fn declaration() -> ToolDeclaration {
         let parameters = PARAMETERS
             .iter()
-            .map(|&(name, description, usage)| ParamSpec {
-                name: name.to_owned(),
-                required: true,
-                kind: "string".to_owned(),
-                description: description.to_owned(),
-                enum_values: None,
-                items: None,
-                usage: Some(usage.to_owned()),
-                allow_empty: false,
-                context_requirements: Vec::new(),
-            })
+            .map(|&(name, description, usage)| ParamSpec::new(name, true, description).usage(usage))
             .collect();
         let spec = ToolSpec {
             id: "access_mcp_resource".to_owned(),

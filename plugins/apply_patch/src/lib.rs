@@ -248,17 +248,7 @@ impl Tool for ApplyPatch {
             id: "apply_patch".to_owned(),
             name: "apply_patch".to_owned(),
             description: DESCRIPTION.to_owned(),
-            parameters: vec![ParamSpec {
-                name: "input".to_owned(),
-                required: true,
-                kind: "string".to_owned(),
-                description: INPUT_DESCRIPTION.to_owned(),
-                enum_values: None,
-                items: None,
-                usage: None,
-                allow_empty: false,
-                context_requirements: Vec::new(),
-            }],
+            parameters: vec![ParamSpec::new("input", true, INPUT_DESCRIPTION)],
             context_requirements: Vec::new(),
         };
         ToolDeclaration {

@@ -51,17 +51,7 @@ pub struct ExecuteCommandArgs {
 pub struct ExecuteCommand;
 
 fn param(name: &str, required: bool, kind: &str, description: &str, usage: &str) -> ParamSpec {
-    ParamSpec {
-        name: name.to_owned(),
-        required,
-        kind: kind.to_owned(),
-        description: description.to_owned(),
-        enum_values: None,
-        items: None,
-        usage: Some(usage.to_owned()),
-        allow_empty: false,
-        context_requirements: Vec::new(),
-    }
+    ParamSpec::new(name, required, description).kind(kind).usage(usage)
 }
 
 /// Cline's empty-command error.
@@ -83,11 +73,8 @@ impl Tool for ExecuteCommand {
             parameters: vec![
                 param("command", true, "string", COMMAND_DESCRIPTION, "Your command here"),
                 param("requires_approval", true, "boolean", REQUIRES_APPROVAL_DESCRIPTION, "true or false"),
-                ParamSpec {
-                    // Cline offers the timeout only in YOLO mode.
-                    context_requirements: vec!["yolo".to_owned()],
-                    ..param("timeout", false, "integer", TIMEOUT_DESCRIPTION, "30")
-                },
+                // Cline offers the timeout only in YOLO mode.
+                param("timeout", false, "integer", TIMEOUT_DESCRIPTION, "30").requires("yolo"),
             ],
             context_requirements: Vec::new(),
         };

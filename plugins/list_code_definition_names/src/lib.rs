@@ -73,17 +73,9 @@ impl Tool for ListCodeDefinitionNames {
             id: "list_code_definition_names".to_owned(),
             name: "list_code_definition_names".to_owned(),
             description: DESCRIPTION.to_owned(),
-            parameters: vec![ParamSpec {
-                name: "path".to_owned(),
-                required: true,
-                kind: "string".to_owned(),
-                description: PATH_DESCRIPTION.to_owned(),
-                enum_values: None,
-                items: None,
-                usage: usage.then(|| "Directory path here".to_owned()),
-                allow_empty: false,
-                context_requirements: Vec::new(),
-            }],
+            parameters: vec![
+                ParamSpec::new("path", true, PATH_DESCRIPTION).usage(usage.then_some("Directory path here"))
+            ],
             context_requirements: Vec::new(),
         };
         ToolDeclaration {

@@ -76,28 +76,10 @@ impl Tool for ListFiles {
             name: "list_files".to_owned(),
             description: DESCRIPTION.to_owned(),
             parameters: vec![
-                ParamSpec {
-                    name: "path".to_owned(),
-                    required: true,
-                    kind: "string".to_owned(),
-                    description: family_path_description.to_owned(),
-                    enum_values: None,
-                    items: None,
-                    usage: usage.then(|| "Directory path here".to_owned()),
-                    allow_empty: false,
-                    context_requirements: Vec::new(),
-                },
-                ParamSpec {
-                    name: "recursive".to_owned(),
-                    required: false,
-                    kind: "boolean".to_owned(),
-                    description: RECURSIVE_DESCRIPTION.to_owned(),
-                    enum_values: None,
-                    items: None,
-                    usage: usage.then(|| "true or false (optional)".to_owned()),
-                    allow_empty: false,
-                    context_requirements: Vec::new(),
-                },
+                ParamSpec::new("path", true, family_path_description).usage(usage.then_some("Directory path here")),
+                ParamSpec::new("recursive", false, RECURSIVE_DESCRIPTION)
+                    .kind("boolean")
+                    .usage(usage.then_some("true or false (optional)")),
             ],
             context_requirements: Vec::new(),
         };

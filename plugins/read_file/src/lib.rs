@@ -91,16 +91,8 @@ impl Tool for ReadFile {
     fn declaration() -> ToolDeclaration {
         let parameters = PARAMETERS
             .iter()
-            .map(|&(name, required, kind, description, usage)| ParamSpec {
-                name: name.to_owned(),
-                required,
-                kind: kind.to_owned(),
-                description: description.to_owned(),
-                enum_values: None,
-                items: None,
-                usage: Some(usage.to_owned()),
-                allow_empty: false,
-                context_requirements: Vec::new(),
+            .map(|&(name, required, kind, description, usage)| {
+                ParamSpec::new(name, required, description).kind(kind).usage(usage)
             })
             .collect();
         let spec = ToolSpec {

@@ -121,16 +121,8 @@ impl Tool for SearchFiles {
     type Args = SearchFilesArgs;
 
     fn declaration() -> ToolDeclaration {
-        let param = |name: &str, required: bool, description: &str, usage: &str| ParamSpec {
-            name: name.to_owned(),
-            required,
-            kind: "string".to_owned(),
-            description: description.to_owned(),
-            enum_values: None,
-            items: None,
-            usage: Some(usage.to_owned()),
-            allow_empty: false,
-            context_requirements: Vec::new(),
+        let param = |name: &str, required: bool, description: &str, usage: &str| {
+            ParamSpec::new(name, required, description).usage(usage)
         };
         // Cline's three variants (generic, native GPT-5, native next-gen) share every text.
         let spec = ToolSpec {

@@ -125,19 +125,9 @@ impl Tool for UseMcpTool {
     fn declaration() -> ToolDeclaration {
         let parameters = PARAMETERS
             .iter()
-            .map(|&(name, description, usage)| ParamSpec {
-                name: name.to_owned(),
-                // Cline's spec marks `arguments` required too, but its handler calls without it; the runtime
-                // enforces what the spec requires, so here only the names are.
-                required: name != "arguments",
-                kind: "string".to_owned(),
-                description: description.to_owned(),
-                enum_values: None,
-                items: None,
-                usage: Some(usage.to_owned()),
-                allow_empty: false,
-                context_requirements: Vec::new(),
-            })
+            // Cline's spec marks `arguments` required too, but its handler calls without it; the runtime
+            // enforces what the spec requires, so here only the names are.
+            .map(|&(name, description, usage)| ParamSpec::new(name, name != "arguments", description).usage(usage))
             .collect();
         let spec = ToolSpec {
             id: "use_mcp_tool".to_owned(),

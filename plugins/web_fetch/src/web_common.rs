@@ -34,17 +34,7 @@ pub enum Failure {
 
 /// A string parameter of a web tool.
 pub fn param(name: &str, required: bool, description: &str, usage: Option<&str>) -> ParamSpec {
-    ParamSpec {
-        name: name.to_owned(),
-        required,
-        kind: "string".to_owned(),
-        description: description.to_owned(),
-        enum_values: None,
-        items: None,
-        usage: usage.map(str::to_owned),
-        allow_empty: false,
-        context_requirements: Vec::new(),
-    }
+    ParamSpec::new(name, required, description).usage(usage)
 }
 
 impl WebTool {

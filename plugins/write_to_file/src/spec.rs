@@ -26,18 +26,13 @@ const NEW_RULE_PATH: &str = "The path of the file to write to (relative to the c
 const NEW_RULE_CONTENT: &str = "The content to write to the file. ALWAYS provide the COMPLETE intended content of the file, without any truncation or omissions. You MUST include ALL parts of the file, even if they haven't been modified. The content for the Cline rule file MUST be created according to the following instructions:\n  1. Format the Cline rule file to have distinct guideline sections, each with their own markdown heading, starting with \"## Brief overview\". Under each of these headings, include bullet points fully fleshing out the details, with examples and/or trigger cases ONLY when applicable.\n  2. These guidelines can be specific to the task(s) or project worked on thus far, or cover more high-level concepts. Guidelines can include coding conventions, general design patterns, preferred tech stack including favorite libraries and language, communication style with Cline (verbose vs concise), prompting strategies, naming conventions, testing strategies, comment verbosity, time spent on architecting prior to development, and other preferences.\n  3. When creating guidelines, you should not invent preferences or make assumptions based on what you think a typical user might want. These should be specific to the conversation you had with the user. Your guidelines / rules should not be overly verbose.\n  4. Your guidelines should NOT be a recollection of the conversation up to this point in time, meaning you should NOT be including arbitrary details of the conversation.";
 
 fn param(name: &str, description: &str, usage: Option<&str>) -> ParamSpec {
-    ParamSpec {
-        name: name.to_owned(),
-        required: true,
-        kind: "string".to_owned(),
-        description: description.to_owned(),
-        enum_values: None,
-        items: None,
-        usage: usage.map(str::to_owned),
-        // An empty `content` is an empty file and an empty `diff` gets Cline's own message from the handler,
-        // so only an absent value is a missing parameter.
-        allow_empty: name == "content" || name == "diff",
-        context_requirements: Vec::new(),
+    let param = ParamSpec::new(name, true, description).usage(usage);
+    // An empty `content` is an empty file and an empty `diff` gets Cline's own message from the handler, so
+    // only an absent value is a missing parameter.
+    if name == "content" || name == "diff" {
+        param.allow_empty()
+    } else {
+        param
     }
 }
 
