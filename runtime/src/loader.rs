@@ -73,9 +73,22 @@ impl Drop for Library {
             // registered has run.
             drop(raw);
             CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
+            give_back_free_memory();
         } else {
             std::mem::forget(raw);
         }
+    }
+}
+
+/// Returns the allocator's free pages to the system. An unloaded version's handlers, caches and buffers were
+/// freed into glibc's per-thread arenas, which keep free memory for reuse; without this, a process that
+/// reloads often sees its resident memory creep up while the heap in use stays flat (measured by the soak).
+/// A reload is rare next to calls, so walking the arenas once per unload costs nothing that matters.
+fn give_back_free_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; it takes each arena's lock itself.
+    unsafe {
+        nix::libc::malloc_trim(0);
     }
 }
 

@@ -16,7 +16,6 @@ pub mod permissions;
 
 use regex::Regex;
 use serde::Deserialize;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use toolshed_plugin_api::sdk::{lenient_int, lenient_string};
 use toolshed_plugin_api::services::{
@@ -47,8 +46,46 @@ pub struct ExecuteCommandArgs {
 }
 
 /// The `execute_command` tool.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ExecuteCommand;
+#[derive(Debug)]
+pub struct ExecuteCommand {
+    patterns: Patterns,
+}
+
+/// The regular expressions the tool matches with, compiled once per handler. They live in the handler, not
+/// in statics, so their memory (a compiled regex keeps caches per thread that used it) goes with the handler
+/// when the host unloads a replaced version of this plugin.
+#[derive(Debug)]
+struct Patterns {
+    /// `@name:command`: a command for one workspace root.
+    root_prefix: Option<Regex>,
+    /// Commands Cline gives the long timeout.
+    long_running: Vec<Regex>,
+    /// Output lines that look like errors.
+    notable: Option<Regex>,
+}
+
+impl Patterns {
+    fn new() -> Self {
+        let long_running = [
+            r"(?i)\b(npm|pnpm|yarn|bun)\s+(install|ci|build|test)\b",
+            r"(?i)\b(npm|pnpm|yarn|bun)\s+run\s+(build|test|lint|typecheck|check)\b",
+            r"(?i)\b(pip|pip3|uv)\s+install\b",
+            r"(?i)\b(poetry|pipenv)\s+install\b",
+            r"(?i)\b(cargo|go|mvn|gradle|gradlew)\s+(build|test|check|install)\b",
+            r"(?i)\b(make|cmake|ctest)\b",
+            r"(?i)\b(pytest|tox|nox|jest|vitest|mocha)\b",
+            r"(?i)\b(docker|podman)\s+build\b",
+            r"(?i)\b(torchrun|deepspeed|accelerate\s+launch)\b",
+            r"(?i)\bffmpeg\b",
+            r"(?i)\bpython(?:\d+(?:\.\d+)?)?\s+.*\b(train|finetune)\b",
+        ];
+        Self {
+            root_prefix: Regex::new(r"(?s)^@(\w+):(.+)$").ok(),
+            long_running: long_running.iter().filter_map(|p| Regex::new(p).ok()).collect(),
+            notable: output::notable_pattern(),
+        }
+    }
+}
 
 fn param(name: &str, required: bool, kind: &str, description: &str, usage: &str) -> ParamSpec {
     ParamSpec::new(name, required, description).kind(kind).usage(usage)
@@ -88,7 +125,7 @@ impl Tool for ExecuteCommand {
     }
 
     fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
-        Ok(Some(ExecuteCommand))
+        Ok(Some(ExecuteCommand { patterns: Patterns::new() }))
     }
 
     fn prepare(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Prepared {
@@ -121,9 +158,10 @@ impl Tool for ExecuteCommand {
             Err(_) => return result::mistake(EMPTY_COMMAND),
         };
         let settings = settings(host);
-        let (command, cwd) = split_root_prefix(&command, call);
-        let timeout = timeout_for(&command, call, &settings);
-        let outcome = run(host, &command, cwd, timeout, Duration::from_millis(settings.notice_ms));
+        let (command, cwd) = split_root_prefix(&command, call, &self.patterns);
+        let timeout = timeout_for(&command, call, &settings, &self.patterns);
+        let notice = Duration::from_millis(settings.notice_ms);
+        let outcome = run(host, &command, cwd, timeout, notice, self.patterns.notable.clone());
         // Whatever the command did, files may have changed: the read cache starts over (as Cline does after
         // every command that ran).
         let _ = host.forget_reads(Vec::new());
@@ -166,10 +204,12 @@ fn settings(host: &HostClient<'_>) -> CommandsSettings {
 }
 
 /// Cline's multi-root prefix `@name:command` (`\w` names only) runs the rest in that root.
-fn split_root_prefix(command: &str, call: &ToolCall<ExecuteCommandArgs>) -> (String, Option<String>) {
-    static PREFIX: OnceLock<Option<Regex>> = OnceLock::new();
-    let prefix = PREFIX.get_or_init(|| Regex::new(r"(?s)^@(\w+):(.+)$").ok());
-    if let Some(captures) = prefix.as_ref().and_then(|re| re.captures(command)) {
+fn split_root_prefix(
+    command: &str,
+    call: &ToolCall<ExecuteCommandArgs>,
+    patterns: &Patterns,
+) -> (String, Option<String>) {
+    if let Some(captures) = patterns.root_prefix.as_ref().and_then(|re| re.captures(command)) {
         let (name, rest) = (&captures[1], &captures[2]);
         if let Some(root) = call.task.roots.iter().find(|r| r.name == name) {
             return (rest.trim().to_owned(), Some(root.path.clone()));
@@ -178,31 +218,14 @@ fn split_root_prefix(command: &str, call: &ToolCall<ExecuteCommandArgs>) -> (Str
     (command.to_owned(), None)
 }
 
-fn long_running() -> &'static [Regex] {
-    static PATTERNS: OnceLock<Vec<Regex>> = OnceLock::new();
-    PATTERNS.get_or_init(|| {
-        [
-            r"(?i)\b(npm|pnpm|yarn|bun)\s+(install|ci|build|test)\b",
-            r"(?i)\b(npm|pnpm|yarn|bun)\s+run\s+(build|test|lint|typecheck|check)\b",
-            r"(?i)\b(pip|pip3|uv)\s+install\b",
-            r"(?i)\b(poetry|pipenv)\s+install\b",
-            r"(?i)\b(cargo|go|mvn|gradle|gradlew)\s+(build|test|check|install)\b",
-            r"(?i)\b(make|cmake|ctest)\b",
-            r"(?i)\b(pytest|tox|nox|jest|vitest|mocha)\b",
-            r"(?i)\b(docker|podman)\s+build\b",
-            r"(?i)\b(torchrun|deepspeed|accelerate\s+launch)\b",
-            r"(?i)\bffmpeg\b",
-            r"(?i)\bpython(?:\d+(?:\.\d+)?)?\s+.*\b(train|finetune)\b",
-        ]
-        .iter()
-        .filter_map(|p| Regex::new(p).ok())
-        .collect()
-    })
-}
-
 /// The timeout: the model's positive `timeout`; else, where Cline applies timeouts (YOLO, subagent runs),
 /// the long-running default for builds, installs and tests and the short default otherwise; else none.
-fn timeout_for(command: &str, call: &ToolCall<ExecuteCommandArgs>, settings: &CommandsSettings) -> Option<Duration> {
+fn timeout_for(
+    command: &str,
+    call: &ToolCall<ExecuteCommandArgs>,
+    settings: &CommandsSettings,
+    patterns: &Patterns,
+) -> Option<Duration> {
     if let Some(seconds) = call.input.timeout.filter(|s| *s > 0) {
         return Some(Duration::from_secs(seconds.unsigned_abs()));
     }
@@ -210,7 +233,7 @@ fn timeout_for(command: &str, call: &ToolCall<ExecuteCommandArgs>, settings: &Co
         return None;
     }
     let normalised = command.split_whitespace().collect::<Vec<_>>().join(" ");
-    let long = long_running().iter().any(|re| re.is_match(&normalised));
+    let long = patterns.long_running.iter().any(|re| re.is_match(&normalised));
     Some(Duration::from_millis(if long { settings.long_timeout_ms } else { settings.default_timeout_ms }))
 }
 
@@ -226,6 +249,7 @@ fn run(
     cwd: Option<String>,
     timeout: Option<Duration>,
     notice: Duration,
+    notable: Option<Regex>,
 ) -> Outcome {
     let spawned: SpawnResponse = match host
         .call(services::PROCESS_SPAWN, &SpawnRequest { command: command.to_owned(), cwd, env: Default::default() })
@@ -233,7 +257,7 @@ fn run(
         Ok(spawned) => spawned,
         Err(e) => return result::error(format!("Error executing command: {e}")),
     };
-    let mut collector = output::Collector::new(std::env::temp_dir().join("cline"));
+    let mut collector = output::Collector::new(std::env::temp_dir().join("cline"), notable);
     let started = Instant::now();
     let mut noticed = false;
     let kill = || {
@@ -349,15 +373,18 @@ mod tests {
     #[test]
     fn timeouts_follow_clines_modes_and_patterns() {
         let plain = call(serde_json::json!({"command": "ls"}));
-        assert_eq!(timeout_for("ls", &plain, &settings(false)), None);
-        assert_eq!(timeout_for("ls", &plain, &settings(true)), Some(Duration::from_secs(30)));
-        assert_eq!(timeout_for("cargo   test --all", &plain, &settings(true)), Some(Duration::from_secs(300)));
+        assert_eq!(timeout_for("ls", &plain, &settings(false), &Patterns::new()), None);
+        assert_eq!(timeout_for("ls", &plain, &settings(true), &Patterns::new()), Some(Duration::from_secs(30)));
         assert_eq!(
-            timeout_for("python3.11 scripts/x.py --train", &plain, &settings(true)),
+            timeout_for("cargo   test --all", &plain, &settings(true), &Patterns::new()),
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(
+            timeout_for("python3.11 scripts/x.py --train", &plain, &settings(true), &Patterns::new()),
             Some(Duration::from_secs(300))
         );
         let given = call(serde_json::json!({"command": "ls", "timeout": "5"}));
-        assert_eq!(timeout_for("ls", &given, &settings(false)), Some(Duration::from_secs(5)));
+        assert_eq!(timeout_for("ls", &given, &settings(false), &Patterns::new()), Some(Duration::from_secs(5)));
     }
 
     #[test]
@@ -372,7 +399,10 @@ mod tests {
     fn root_prefixes_pick_the_root() {
         let mut c = call(serde_json::json!({"command": "x"}));
         c.task.roots = vec![toolshed_plugin_api::WorkspaceRoot { name: "api".into(), path: "/w/api".into() }];
-        assert_eq!(split_root_prefix("@api:make test", &c), ("make test".to_owned(), Some("/w/api".to_owned())));
-        assert_eq!(split_root_prefix("@web-app:ls", &c), ("@web-app:ls".to_owned(), None));
+        assert_eq!(
+            split_root_prefix("@api:make test", &c, &Patterns::new()),
+            ("make test".to_owned(), Some("/w/api".to_owned()))
+        );
+        assert_eq!(split_root_prefix("@web-app:ls", &c, &Patterns::new()), ("@web-app:ls".to_owned(), None));
     }
 }

@@ -8,7 +8,6 @@ use regex::Regex;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 /// Cline's `terminalOutputLineLimit` default.
 pub const LINE_LIMIT: usize = 500;
@@ -23,16 +22,9 @@ const MAX_LINE: usize = 8 * 1024;
 /// The longest lifted line shown.
 const MAX_LIFTED: usize = 500;
 
-fn notable() -> Option<&'static Regex> {
-    static NOTABLE: OnceLock<Option<Regex>> = OnceLock::new();
-    NOTABLE
-        .get_or_init(|| {
-            Regex::new(
-                r"(?i)\b(error|errors|fatal|panicked|traceback|exception|segmentation fault)\b|\bFAILED\b|\bFAIL\b",
-            )
-            .ok()
-        })
-        .as_ref()
+/// Lines that look like errors. Compiled by the handler, once (see `Patterns` in lib.rs).
+pub fn notable_pattern() -> Option<Regex> {
+    Regex::new(r"(?i)\b(error|errors|fatal|panicked|traceback|exception|segmentation fault)\b|\bFAILED\b|\bFAIL\b").ok()
 }
 
 struct Spill {
@@ -54,6 +46,7 @@ pub struct Collector {
     /// recent ones (older ones can never be the last inside a cut).
     first_after: [Option<(usize, String)>; 2],
     recent: VecDeque<(usize, String)>,
+    notable: Option<Regex>,
 }
 
 /// The collected output, ready for the result text.
@@ -66,8 +59,8 @@ pub struct Collected {
 }
 
 impl Collector {
-    /// A collector spilling into `spill_dir` (Cline uses `{tmpdir}/cline`).
-    pub fn new(spill_dir: PathBuf) -> Self {
+    /// A collector spilling into `spill_dir` (Cline uses `{tmpdir}/cline`), lifting lines `notable` matches.
+    pub fn new(spill_dir: PathBuf, notable: Option<Regex>) -> Self {
         Self {
             lines: Vec::new(),
             bytes: 0,
@@ -77,6 +70,7 @@ impl Collector {
             spill_dir,
             first_after: [None, None],
             recent: VecDeque::new(),
+            notable,
         }
     }
 
@@ -117,7 +111,7 @@ impl Collector {
         let line = line.trim_end().to_owned();
         let index = self.total;
         self.total += 1;
-        if notable().is_some_and(|re| re.is_match(&line)) {
+        if self.notable.as_ref().is_some_and(|re| re.is_match(&line)) {
             self.note(index, &line);
         }
         match &mut self.spill {
@@ -264,7 +258,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn collect(text: &str, dir: &std::path::Path) -> Collected {
-        let mut c = Collector::new(dir.to_owned());
+        let mut c = Collector::new(dir.to_owned(), notable_pattern());
         // Arbitrary chunking must not matter.
         for chunk in text.as_bytes().chunks(37) {
             c.push(std::str::from_utf8(chunk).unwrap_or(""));
@@ -330,7 +324,7 @@ mod tests {
     #[test]
     fn one_huge_line_is_bounded_in_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Collector::new(dir.path().to_owned());
+        let mut c = Collector::new(dir.path().to_owned(), notable_pattern());
         for _ in 0..2000 {
             c.push(&"x".repeat(1024));
         }
