@@ -80,8 +80,9 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
             }
         }
         rows.push(Row {
-            // 5a, 5b, …: one row per plugin.
-            id: format!("5{}", char::from(b'a' + (index % 26) as u8)),
+            // 5.01, 5.02, …: one row per plugin, numbered, so any number of plugins keeps the ids apart from
+            // each other and from 5r (hot reload).
+            id: format!("5.{:02}", index + 1),
             what: format!("plugin load, cold: {stem} ({} KiB)", bytes.len() / 1024),
             unit: Unit::Nanos,
             ours: Figure::with_p99(&mut ours_ns),

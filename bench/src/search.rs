@@ -42,7 +42,9 @@ const CASES: &[Case] = &[
     Case {
         id: "2a",
         what: "selective regex",
-        regex: "unsafe impl Send",
+        // `unsafe impl Send` alone stopped being selective once the `windows` crates entered the lock file
+        // (3,560 matches); this one has 47 on the corpus of 2026-11-29.
+        regex: "unsafe impl<T: Send> Send",
         file_pattern: None,
         capped: false,
         limit: Some(1.0),
