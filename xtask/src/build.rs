@@ -15,6 +15,15 @@ pub struct Built {
 
 /// Builds the workspace and copies the plugin libraries.
 pub fn plugins(release: bool) -> Result<Built> {
+    // Two runs at once (a test run and a bench, say) would clear each other's plugin directories while the
+    // other copies into them or loads from them: one run at a time, from the build to the last copy.
+    std::fs::create_dir_all(root().join("target"))?;
+    let lock_path = root().join("target/.xtask-plugins.lock");
+    let lock = std::fs::File::create(&lock_path).with_context(|| format!("creating {}", lock_path.display()))?;
+    if lock.try_lock().is_err() {
+        eprintln!("xtask: waiting for another `cargo xtask` run to finish with the plugin directories");
+        lock.lock().with_context(|| format!("locking {}", lock_path.display()))?;
+    }
     let mut args = vec!["build", "--workspace"];
     if release {
         args.push("--release");
@@ -50,12 +59,15 @@ fn variants(release: bool, fixtures: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Copies `lib<name>.so` for every crate directory under `crates` from `out` into a fresh `dest`.
-fn copy_libraries(crates: &Path, out: &Path, dest: &Path) -> Result<PathBuf> {
-    if dest.exists() {
-        std::fs::remove_dir_all(dest).with_context(|| format!("clearing {}", dest.display()))?;
+/// Copies `lib<name>.so` for every crate directory under `crates` from `out` into a fresh `dest`: into a
+/// staging directory first, put in place by renames, so `dest` is never seen half-filled.
+fn copy_libraries(crates: &Path, out: &Path, final_dest: &Path) -> Result<PathBuf> {
+    let staging = final_dest.with_extension("staging");
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).with_context(|| format!("clearing {}", staging.display()))?;
     }
-    std::fs::create_dir_all(dest)?;
+    std::fs::create_dir_all(&staging)?;
+    let dest = staging.as_path();
     let mut names: Vec<String> = std::fs::read_dir(crates)
         .with_context(|| format!("reading {}", crates.display()))?
         .filter_map(|e| e.ok())
@@ -72,7 +84,18 @@ fn copy_libraries(crates: &Path, out: &Path, dest: &Path) -> Result<PathBuf> {
         // Copy, never link: a running runtime may still have the old file mapped.
         std::fs::copy(&from, dest.join(&file)).with_context(|| format!("copying {}", from.display()))?;
     }
-    Ok(dest.to_owned())
+    let old = final_dest.with_extension("old");
+    if old.exists() {
+        std::fs::remove_dir_all(&old).with_context(|| format!("clearing {}", old.display()))?;
+    }
+    if final_dest.exists() {
+        std::fs::rename(final_dest, &old).with_context(|| format!("moving {} aside", final_dest.display()))?;
+    }
+    std::fs::rename(&staging, final_dest).with_context(|| format!("putting {} in place", final_dest.display()))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).with_context(|| format!("clearing {}", old.display()))?;
+    }
+    Ok(final_dest.to_owned())
 }
 
 /// The platform's file name of a dynamic library.
