@@ -21,6 +21,7 @@ mod read_file;
 mod reload;
 mod schema;
 mod search_files;
+mod security;
 mod serve;
 mod subagents;
 mod timeouts;

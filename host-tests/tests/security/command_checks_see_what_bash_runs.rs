@@ -1,0 +1,1 @@
+//! Class 2: command permissions judge every expansion bash would perform.
