@@ -32,6 +32,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use toml::{Table, Value};
 
+mod shape;
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+mod shape_tests;
+mod trust;
+
 /// The section names; `TOOLSHED_<SECTION>_<KEY>` uses them upper-cased.
 const SECTIONS: [&str; 10] =
     ["web", "mcp", "commands", "approval", "plugins", "timeouts", "hooks", "tasks", "skills", "subagents"];
@@ -49,25 +55,35 @@ const TRUST_HINT: &str = "add it to [plugins] trusted_workspaces in your user co
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     /// `[web]`: the web tools and the Cline API they talk to.
+    #[serde(deserialize_with = "shape::table")]
     pub web: WebConfig,
     /// `[mcp]`: where the MCP server settings live.
+    #[serde(deserialize_with = "shape::table")]
     pub mcp: McpConfig,
     /// `[commands]`: command permissions and timeouts.
+    #[serde(deserialize_with = "shape::table")]
     pub commands: CommandsConfig,
     /// `[approval]`: what runs without asking.
+    #[serde(deserialize_with = "shape::table")]
     pub approval: ApprovalConfig,
     /// `[plugins]`: plugin directories, overrides and trust.
+    #[serde(deserialize_with = "shape::table")]
     pub plugins: PluginsConfig,
     /// `[timeouts]`: every duration the runtime uses.
+    #[serde(deserialize_with = "shape::table")]
     pub timeouts: TimeoutsConfig,
     /// `[hooks]`: commands run before and after tool calls (Claude Code's hook protocol). A workspace config
     /// sets none unless the workspace is trusted: a hook is a command the user did not write.
+    #[serde(deserialize_with = "shape::table")]
     pub hooks: HooksConfig,
     /// `[tasks]`: the conversational tools' settings (the focus chain, double-check completion).
+    #[serde(deserialize_with = "shape::table")]
     pub tasks: TasksConfig,
     /// `[skills]`: where use_skill finds skills.
+    #[serde(deserialize_with = "shape::table")]
     pub skills: SkillsConfig,
     /// `[subagents]`: use_subagents' child tasks, the agent configs, and the OpenAI-compatible driver.
+    #[serde(deserialize_with = "shape::table")]
     pub subagents: SubagentsConfig,
 }
 
@@ -154,8 +170,10 @@ pub struct HooksConfig {
     /// How long a hook command may run before it is killed and ignored, in milliseconds.
     pub timeout_ms: u64,
     /// Run after a tool's validation, before approval; may refuse the call or add context.
+    #[serde(deserialize_with = "shape::tables")]
     pub pre_tool_use: Vec<HookCommand>,
     /// Run after a tool ran; may add context for the model.
+    #[serde(deserialize_with = "shape::tables")]
     pub post_tool_use: Vec<HookCommand>,
 }
 
@@ -335,7 +353,7 @@ pub struct PluginsConfig {
     pub unload: bool,
     /// Per-plugin config tables, by plugin name; see
     /// [`PluginsConfig::config_json`].
-    pub config: BTreeMap<String, Value>,
+    pub config: BTreeMap<String, Table>,
 }
 
 impl Default for PluginsConfig {
@@ -369,7 +387,7 @@ impl PluginsConfig {
                 }
             }
         }
-        self.config.get(plugin).map(to_json)
+        self.config.get(plugin).map(|table| to_json(&Value::Table(table.clone())))
     }
 }
 
@@ -609,7 +627,7 @@ impl ConfigLoader {
             None => None,
         };
 
-        let config = match &self.config_file {
+        let config_layer = match &self.config_file {
             Some(path) => {
                 let text =
                     std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
@@ -623,7 +641,7 @@ impl ConfigLoader {
         // What the user alone decided: the reference for trust and for what
         // counts as tightening.
         let mut user_side = Table::new();
-        for layer in [&user, &config].into_iter().flatten() {
+        for layer in [&user, &config_layer].into_iter().flatten() {
             merge(&mut user_side, layer.clone());
         }
         merge(&mut user_side, env.clone());
@@ -644,18 +662,50 @@ impl ConfigLoader {
                 .any(|read| canonical(read) == canonical(&path));
             if !already_read {
                 if let Some(text) = read_optional(&path)? {
-                    let mut layer = file_layer(&text, &path, home)?;
-                    restrict_workspace(&mut layer, &user_side, workspace_trusted, &path, &cwd, &mut warnings);
-                    workspace_layer = Some(layer);
+                    workspace_layer = Some((parse_layer(&text, &path)?, path, cwd));
                 }
             }
         }
 
-        let mut merged = Table::new();
-        for layer in [user, config, workspace_layer, Some(env)].into_iter().flatten() {
-            merge(&mut merged, layer);
-        }
-        Ok(LoadedConfig { config: deserialize_merged(merged)?, workspace_trusted, warnings })
+        let config = match workspace_layer {
+            // An untrusted workspace: its typed config tightens what the user decided, key by key.
+            Some(((workspace, layer), path, cwd)) if !workspace_trusted => {
+                let mut config = user_side;
+                let ignored = trust::tighten(&mut config, workspace, &layer, &path)?;
+                warnings.extend(ignored.iter().map(|key| {
+                    format!(
+                        "ignored `{key}` in {}: workspace {} is not trusted; {TRUST_HINT}",
+                        path.display(),
+                        cwd.display()
+                    )
+                }));
+                config
+            }
+            workspace => {
+                let mut merged = Table::new();
+                let workspace = workspace.map(|((_, mut layer), path, _)| {
+                    // Trust is granted only from the user side.
+                    let granted = layer
+                        .get_mut("plugins")
+                        .and_then(Value::as_table_mut)
+                        .and_then(|plugins| plugins.remove("trusted_workspaces"));
+                    if granted.is_some() {
+                        warnings.push(format!(
+                            "ignored `plugins.trusted_workspaces` in {}: a workspace cannot grant trust; set it in \
+                             your user config",
+                            path.display()
+                        ));
+                    }
+                    resolve_paths(&mut layer, path.parent(), home);
+                    layer
+                });
+                for layer in [user, config_layer, workspace, Some(env)].into_iter().flatten() {
+                    merge(&mut merged, layer);
+                }
+                deserialize_merged(merged)?
+            }
+        };
+        Ok(LoadedConfig { config, workspace_trusted, warnings })
     }
 }
 
@@ -671,19 +721,35 @@ fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
 /// Parses one file against the schema, returning it both typed and as a
 /// table.
 fn parse_layer(text: &str, path: &Path) -> Result<(Config, Table), ConfigError> {
+    let position = |err: &toml::de::Error| {
+        err.span().map(|span| {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}")
+        })
+    };
     let parse_error = |err: toml::de::Error| {
-        let message = match err.span() {
-            Some(span) => {
-                let before = &text[..span.start.min(text.len())];
-                let line = before.matches('\n').count() + 1;
-                let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
-                format!("line {line}, column {column}: {}", one_line(err.message()))
-            }
+        let message = match position(&err) {
+            Some(at) => format!("{at}: {}", one_line(err.message())),
             None => one_line(&err.to_string()),
         };
         ConfigError::Parse { path: path.to_owned(), message }
     };
-    let config: Config = toml::from_str(text).map_err(parse_error)?;
+    let document = toml::Deserializer::parse(text).map_err(parse_error)?;
+    let config: Config = serde_path_to_error::deserialize(document).map_err(|err| {
+        let key = err.path().to_string();
+        let err = err.into_inner();
+        // serde's "expected a map" is what a table is called in TOML.
+        let what = one_line(err.message()).replace("expected a map", "expected a table");
+        let message = match (key.as_str(), position(&err)) {
+            (".", Some(at)) => format!("{at}: {what}"),
+            (".", None) => what,
+            (key, Some(at)) => format!("{at}: `{key}`: {what}"),
+            (key, None) => format!("`{key}`: {what}"),
+        };
+        ConfigError::Parse { path: path.to_owned(), message }
+    })?;
     config.validate().map_err(|message| ConfigError::Invalid { origin: path.display().to_string(), message })?;
     let table: Table = toml::from_str(text).map_err(parse_error)?;
     Ok((config, table))
@@ -828,100 +894,6 @@ fn resolve_paths(table: &mut Table, base: Option<&Path>, home: Option<&Path>) {
 /// canonicalized (it does not exist).
 fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
-}
-
-/// Drops from a workspace layer what the workspace may not set, with a
-/// warning for each key dropped.
-///
-/// Trust is granted only from the user side, so `trusted_workspaces` is
-/// always dropped. An untrusted workspace keeps only what tightens the
-/// user-side policy: timeouts, stricter tool rules, auto-approval and web
-/// switched off, a lower abandon limit.
-fn restrict_workspace(
-    layer: &mut Table,
-    user_side: &Config,
-    trusted: bool,
-    file: &Path,
-    cwd: &Path,
-    warnings: &mut Vec<String>,
-) {
-    let untrusted_warning = |key: &str| {
-        format!("ignored `{key}` in {}: workspace {} is not trusted; {TRUST_HINT}", file.display(), cwd.display())
-    };
-    for (section, value) in layer.iter_mut() {
-        let Value::Table(section_table) = value else {
-            continue;
-        };
-        section_table.retain(|key, value| {
-            let name = format!("{section}.{key}");
-            if section == "plugins" && key == "trusted_workspaces" {
-                warnings.push(if trusted {
-                    format!(
-                        "ignored `{name}` in {}: a workspace cannot grant trust; set it in your user config",
-                        file.display()
-                    )
-                } else {
-                    untrusted_warning(&name)
-                });
-                return false;
-            }
-            if trusted {
-                return true;
-            }
-            if section == "approval" && key == "tools" {
-                if let Value::Table(rules) = value {
-                    rules.retain(|tool, rule| {
-                        let rule = match rule.as_str() {
-                            Some("ask") => Rule::Ask,
-                            Some("deny") => Rule::Deny,
-                            _ => Rule::Allow,
-                        };
-                        let current = user_side.approval.tools.get(tool).copied().unwrap_or(Rule::Allow);
-                        let tightens = rule != Rule::Allow && rule >= current;
-                        if !tightens {
-                            warnings.push(untrusted_warning(&format!("{name}.{tool}")));
-                        }
-                        tightens
-                    });
-                }
-                return true;
-            }
-            let tightens = match (section.as_str(), key) {
-                ("timeouts", _) | ("commands", "default_timeout_ms" | "long_timeout_ms") => true,
-                ("mcp", "startup_timeout_ms" | "call_timeout_ms" | "poll_ms") => true,
-                // How the conversation goes, not what may run; skill directories stay the user's to name.
-                ("tasks", _) => true,
-                ("skills", "enabled") => value.as_bool() == Some(false),
-                // Subagents may be switched off or cut shorter; the endpoint, key and agents stay the user's.
-                ("subagents", "enabled") => value.as_bool() == Some(false),
-                ("subagents", "max_turns" | "request_timeout_ms") => true,
-                ("approval", "auto_approve_safe" | "auto_approve_all" | "yolo")
-                | ("web", "enabled" | "feature_flag") => value.as_bool() == Some(false),
-                ("plugins", "max_abandoned") => {
-                    value.as_integer().is_some_and(|max| max <= i64::from(user_side.plugins.max_abandoned))
-                }
-                // Web requests may be made shorter, smaller, stricter; never pointed elsewhere or let
-                // further in (api_base_url, provider, backend, allowed_hosts, proxy and ca_file stay out).
-                ("web", "fetch_timeout_ms") => true,
-                ("web", "allow_private_addresses") => value.as_bool() == Some(false),
-                ("web", "max_redirects") => {
-                    value.as_integer().is_some_and(|max| max <= i64::from(user_side.web.max_redirects))
-                }
-                ("web", "max_response_bytes") => value
-                    .as_integer()
-                    .is_some_and(|max| u64::try_from(max).is_ok_and(|max| max <= user_side.web.max_response_bytes)),
-                // The list replaces the user's, so it tightens only when it keeps every host the user denied.
-                ("web", "denied_hosts") => value.as_array().is_some_and(|hosts| {
-                    user_side.web.denied_hosts.iter().all(|denied| hosts.iter().any(|h| h.as_str() == Some(denied)))
-                }),
-                _ => false,
-            };
-            if !tightens {
-                warnings.push(untrusted_warning(&name));
-            }
-            tightens
-        });
-    }
 }
 
 #[cfg(test)]
@@ -1209,7 +1181,7 @@ mod tests {
     #[test]
     fn untrusted_workspace_cannot_loosen() {
         let scratch = Scratch::new();
-        scratch.write_user("[approval.tools]\nexecute_command = \"deny\"\n");
+        scratch.write_user("[approval]\nauto_approve_safe = false\n[approval.tools]\nexecute_command = \"deny\"\n");
         let user_side = scratch.loader().load().unwrap().config;
         let cases = [
             ("approval.tools.read_file", "[approval.tools]\nread_file = \"allow\"\n"),
@@ -1234,7 +1206,9 @@ mod tests {
             ("plugins.trusted_workspaces", "[plugins]\ntrusted_workspaces = [\"/\"]\n"),
             ("plugins.max_abandoned", "[plugins]\nmax_abandoned = 100\n"),
             ("plugins.config", "[plugins.config.my_tool]\ntoken = \"x\"\n"),
-            ("commands.permissions", "[commands]\npermissions = \"{}\"\n"),
+            ("hooks.timeout_ms", "[hooks]\ntimeout_ms = 1\n"),
+            ("timeouts.watch_debounce_ms", "[timeouts]\nwatch_debounce_ms = 0\n"),
+            ("timeouts.call_ms", "[timeouts]\ncall_ms = 99999999\n"),
         ];
         for (key, text) in cases {
             scratch.write_workspace(text);
@@ -1263,12 +1237,11 @@ mod tests {
         assert_eq!((web.fetch_timeout_ms, web.max_redirects, web.max_response_bytes), (50, 2, 1000));
         assert_eq!(web.denied_hosts, vec!["a.example".to_owned(), "b.example".to_owned()]);
 
-        // Dropping a host the user denied loosens.
+        // Deny lists only grow: leaving out a host the user denied keeps it denied.
         scratch.write_workspace("[web]\ndenied_hosts = [\"b.example\"]\n");
         let loaded = scratch.loader().load().unwrap();
-        assert_eq!(loaded.config.web.denied_hosts, vec!["a.example".to_owned()]);
-        assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
-        assert!(loaded.warnings[0].contains("`web.denied_hosts`"), "{:?}", loaded.warnings);
+        assert_eq!(loaded.config.web.denied_hosts, vec!["a.example".to_owned(), "b.example".to_owned()]);
+        assert_eq!(loaded.warnings, Vec::<String>::new());
     }
 
     #[test]
