@@ -63,25 +63,65 @@ pub fn replace_in_file(data: &[u8]) {
     identity_diff(flags, original, &working);
 }
 
-/// A diff replacing a run of the file's complete lines with themselves must leave the file byte for byte.
+/// A line of the working text split into what a model reads and its break: `\n`, `\r\n` (a file of mixed
+/// breaks), or at the end of the file none or a lone `\r`.
+fn split_break(line: &str) -> (&str, &str) {
+    for end in ["\r\n", "\n", "\r"] {
+        if let Some(content) = line.strip_suffix(end) {
+            return (content, &line[content.len()..]);
+        }
+    }
+    (line, "")
+}
+
+/// A diff replacing a run of the file's lines, as a model reads them, with themselves must leave the file byte
+/// for byte: the last line without a break included, lines ending in `\r\n` in a file of mixed breaks, a
+/// last line ending in a lone `\r` (the cases the security review found: Cline adds a break to each). And a
+/// diff changing one of those lines must change that line alone, every break kept.
 fn identity_diff(flags: u8, original: &[u8], working: &str) {
-    let lines: Vec<&str> = working.split_inclusive('\n').filter(|l| l.ends_with('\n')).collect();
+    let lines: Vec<(&str, &str)> = working.split_inclusive('\n').map(split_break).collect();
     if lines.is_empty() {
         return;
     }
     let first = usize::from(flags >> 1) % lines.len();
     let count = (usize::from(flags >> 5) % 4 + 1).min(lines.len() - first);
-    let block = &lines[first..first + count];
-    // Lines that the diff format cannot carry as they are: markers, and `\r` that the diff loses with CRLF.
-    if block.iter().any(|l| l.contains('\r') || write_to_file::fuzzing::is_any_marker(l.trim_end_matches('\n'))) {
+    let block: Vec<&str> = lines[first..first + count].iter().map(|(content, _)| *content).collect();
+    // Lines that the diff format cannot carry as they are: markers, and a `\r` at the end of a diff line,
+    // which the tool's CRLF folding would take for part of a break.
+    if block.iter().any(|l| l.ends_with('\r') || write_to_file::fuzzing::is_any_marker(l)) {
         return;
     }
-    let search: String = block.concat();
+    let search = format!("{}\n", block.join("\n"));
     let text = format!("------- SEARCH\n{search}=======\n{search}+++++++ REPLACE\n");
     match diff::replace_in_file(original, &text, "claude") {
         Ok(bytes) => assert!(bytes == original, "an edit that changes nothing changed the file: {:?}", bytes),
         Err(error) => panic!("the file's own lines were not found: {error}"),
     }
+
+    const CHANGED: &str = "toolshed fuzz: a changed line";
+    let replace = format!("{CHANGED}\n{}", block[1..].iter().map(|l| format!("{l}\n")).collect::<String>());
+    let text = format!("------- SEARCH\n{search}=======\n{replace}+++++++ REPLACE\n");
+    let edits = match diff::parse(&text, working, true) {
+        Ok(edits) => edits,
+        Err(error) => panic!("the file's own lines were not found: {}", error.message),
+    };
+    let [edit] = edits.as_slice() else { panic!("one block located {} edits", edits.len()) };
+    let matched: Vec<(&str, &str)> = working[edit.start..edit.end].split_inclusive('\n').map(split_break).collect();
+    // A whitespace-tolerant match elsewhere rewrites its lines as the diff has them; only a match of these
+    // very lines has one expected result.
+    if matched.iter().map(|(content, _)| *content).ne(block.iter().copied()) {
+        return;
+    }
+    let mut expected = working[..edit.start].to_owned();
+    expected.push_str(CHANGED);
+    matched.iter().enumerate().for_each(|(i, (content, end))| {
+        if i > 0 {
+            expected.push_str(content);
+        }
+        expected.push_str(end);
+    });
+    expected.push_str(&working[edit.end..]);
+    assert_eq!(diff::apply(working, &edits), expected, "a one-line change touched other bytes");
 }
 
 /// Prints actions as V4A text, every line ending in CRLF (the parser drops one `\r` per line, so a `\r` that

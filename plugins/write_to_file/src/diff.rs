@@ -237,12 +237,8 @@ pub fn parse(diff: &str, original: &str, final_pass: bool) -> Result<Vec<Edit>, 
             let Some((start, end)) = found else {
                 return Err(fail(format!("{}\n...is malformatted.", quoted(&search)), &edits));
             };
-            push(
-                &mut edits,
-                &mut processed,
-                &search,
-                Edit { start, end, replacement: replacement.clone(), diff_end: line_end },
-            )?;
+            let fitted = fit(&original[start..end], &search, &replacement);
+            push(&mut edits, &mut processed, &search, Edit { start, end, replacement: fitted, diff_end: line_end })?;
             section = Section::Outside;
             search.clear();
             replacement.clear();
@@ -265,6 +261,7 @@ pub fn parse(diff: &str, original: &str, final_pass: bool) -> Result<Vec<Edit>, 
     if final_pass {
         match (section, found) {
             (Section::Replace, Some((start, end))) => {
+                let replacement = fit(&original[start..end], &search, &replacement);
                 let edit = Edit { start, end, replacement, diff_end: diff.len() };
                 push(&mut edits, &mut processed, &search, edit)?;
             }
@@ -278,6 +275,64 @@ pub fn parse(diff: &str, original: &str, final_pass: bool) -> Result<Vec<Edit>, 
         }
     }
     Ok(edits)
+}
+
+/// A line's break as the file has it: `\r\n`, `\n`, or at the end of the file none (or a lone `\r`).
+fn line_break(line: &str) -> &str {
+    if line.ends_with("\r\n") {
+        "\r\n"
+    } else if line.ends_with('\n') {
+        "\n"
+    } else if line.ends_with('\r') {
+        "\r"
+    } else {
+        ""
+    }
+}
+
+/// The replacement as it goes into the file in place of `matched`, the text a block's SEARCH located.
+///
+/// The diff's lines all end in `\n`, but the lines a whitespace-tolerant tier (2 or 3) matched may not: a
+/// last line without a break, `\r\n` in a file of mixed breaks, a lone `\r` at the end. Cline writes the
+/// diff's breaks over them, so even a block that replaces lines with themselves changes the file; here a
+/// block whose REPLACE is its SEARCH keeps the matched text as it is, and any other replacement takes the
+/// breaks of the lines it replaces, line for line (its last line the break of the last matched line, so a
+/// file that ends without a break still does), further lines the last real break.
+fn fit(matched: &str, search: &str, replacement: &str) -> String {
+    if replacement == search {
+        return matched.to_owned();
+    }
+    let matched: Vec<&str> = matched.split_inclusive('\n').collect();
+    let Some(last) = matched.last() else {
+        return replacement.to_owned();
+    };
+    let breaks: Vec<&str> = matched.iter().map(|line| line_break(line)).collect();
+    if breaks.iter().all(|b| *b == "\n") {
+        return replacement.to_owned();
+    }
+    let usual = breaks.iter().rev().find(|b| b.ends_with('\n')).copied().unwrap_or("\n");
+    if replacement.is_empty() {
+        return String::new();
+    }
+    let body = replacement.strip_suffix('\n').unwrap_or(replacement);
+    let lines: Vec<&str> = body.split('\n').collect();
+    let mut out = String::with_capacity(replacement.len() + lines.len());
+    for (i, line) in lines.iter().enumerate() {
+        let line_break = if i + 1 == lines.len() {
+            if replacement.ends_with('\n') {
+                line_break(last)
+            } else {
+                ""
+            }
+        } else if i + 1 < breaks.len() {
+            breaks[i]
+        } else {
+            usual
+        };
+        out.push_str(line);
+        out.push_str(line_break);
+    }
+    out
 }
 
 /// Records a located block, refusing one whose match overlaps an earlier block's.
@@ -410,6 +465,26 @@ mod tests {
         assert_eq!(error.message, "The SEARCH block:\nzzz\n...does not match anything in the file.");
         assert_eq!(error.completed.len(), 1);
         assert_eq!(error.completed[0].diff_end, "------- SEARCH\na\n=======\nA\n+++++++ REPLACE\n".len());
+    }
+
+    #[test]
+    fn replacements_keep_the_breaks_of_the_lines_they_replace() {
+        let block = |search: &str, replace: &str| format!("------- SEARCH\n{search}=======\n{replace}+++++++ REPLACE");
+        // A block replacing lines with themselves changes nothing, whatever the breaks it matched.
+        for (file, lines) in
+            [("a\nb", "b\n"), ("a\nb", "a\nb\n"), ("a\r\nb\nc", "a\nb\n"), ("a\nb\r", "b\n"), ("  x  \r\ny", "x\n")]
+        {
+            assert_eq!(run(&block(lines, lines), file), Ok(file.to_owned()), "{file:?} / {lines:?}");
+        }
+        // Other replacements take the matched lines' breaks, line for line, and keep a missing final break.
+        assert_eq!(run(&block("b\n", "c\n"), "a\nb"), Ok("a\nc".to_owned()));
+        assert_eq!(run(&block("b\n", "c\nd\n"), "a\nb"), Ok("a\nc\nd".to_owned()));
+        assert_eq!(run(&block("a\nb\n", "A\nB\n"), "a\r\nb\nc"), Ok("A\r\nB\nc".to_owned()));
+        assert_eq!(run(&block("a\nb\n", "A\nX\nB\n"), "a\r\nb\r\nc"), Ok("A\r\nX\r\nB\r\nc".to_owned()));
+        assert_eq!(run(&block("b\n", "c\n"), "a\nb\r"), Ok("a\nc\r".to_owned()));
+        assert_eq!(run(&block("b\n", ""), "a\nb"), Ok("a\n".to_owned()));
+        // An exact match is Cline's splice, unchanged.
+        assert_eq!(run(&block("b\n", "c\n"), "a\nb\n"), Ok("a\nc\n".to_owned()));
     }
 
     #[test]
