@@ -12,6 +12,7 @@ use abi_stable::{
 };
 use serde::{de::DeserializeOwned, Deserialize, Deserializer, Serialize};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
 
 /// What a factory receives when the runtime asks for a handler.
 #[derive(Debug, Clone)]
@@ -257,14 +258,7 @@ impl<'a> HostClient<'a> {
     /// `approved` is the call's [`ToolCall::approved`](crate::ToolCall): without it, a file that turns out to
     /// lie outside the workspace is refused.
     pub fn open_confirmed(&self, absolute: &str, approved: bool) -> Result<std::fs::File, OpenError> {
-        let mut options = std::fs::OpenOptions::new();
-        options.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            options.custom_flags(libc_nonblock());
-        }
-        let file = options.open(absolute).map_err(OpenError::Io)?;
+        let file = open_nonblocking(Path::new(absolute)).map_err(OpenError::Io)?;
         if let Some(real) = opened_path(&file) {
             let real = real.to_string_lossy();
             // Without links on the way, the checks saw this very path.
@@ -275,13 +269,26 @@ impl<'a> HostClient<'a> {
                 }
                 if !approved && !self.resolve_path(&real).map_err(|e| OpenError::Refused(e.message))?.inside_workspace {
                     return Err(OpenError::Refused(format!(
-                        "{absolute} now leads to {real}, outside the workspace: it changed after it was checked. \
-                         Read it again to be asked for approval."
+                        "{absolute} leads to {real}, outside the workspace, which this call was not approved to \
+                         read (a link, or one changed after it was checked). Read that file with read_file to be \
+                         asked for approval."
                     )));
                 }
             }
         }
         Ok(file)
+    }
+
+    /// Reads a whole file through [`HostClient::open_confirmed`]: a regular file only (a FIFO or a device could
+    /// block or never end), and at most `cap` bytes. The one way a tool that needs a file's bytes at once (an
+    /// outline, an image, a document, an edit) reads it, so a link swapped after the checks, a file that lies
+    /// outside the workspace, and a huge or endless file all end the same way, with a reason.
+    pub fn read_confirmed(&self, absolute: &str, approved: bool, cap: u64) -> Result<Vec<u8>, ReadError> {
+        let file = self.open_confirmed(absolute, approved).map_err(|e| match e {
+            OpenError::Io(e) => ReadError::Io(e),
+            OpenError::Refused(message) => ReadError::Refused(message),
+        })?;
+        read_capped(file, cap)
     }
 
     /// `path.check` for one path: `false` when `.clineignore` blocks it. A host without the service blocks nothing.
@@ -291,10 +298,20 @@ impl<'a> HostClient<'a> {
 
     /// `path.check` for many paths at once.
     pub fn paths_allowed(&self, paths: Vec<String>) -> Result<Vec<bool>, ServiceError> {
+        self.check_paths(paths, false)
+    }
+
+    /// `path.check` for a path a tool means to write, move or delete: `false` when `.clineignore` blocks
+    /// it or it is one of the rules files (`.clineignore` and the files it includes).
+    pub fn path_writable(&self, path: &str) -> Result<bool, ServiceError> {
+        Ok(self.check_paths(vec![path.to_owned()], true)?.first().copied().unwrap_or(true))
+    }
+
+    fn check_paths(&self, paths: Vec<String>, write: bool) -> Result<Vec<bool>, ServiceError> {
         let n = paths.len();
         match self.call::<_, crate::services::CheckResponse>(
             crate::services::PATH_CHECK,
-            &crate::services::CheckRequest { paths },
+            &crate::services::CheckRequest { paths, write },
         ) {
             Ok(resp) => Ok(resp.allowed),
             Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(vec![true; n]),
@@ -305,7 +322,17 @@ impl<'a> HostClient<'a> {
     /// `path.check_command` (Cline's `validateCommand`): the argument of a file-reading command that
     /// `.clineignore` blocks, if any. A host without the service blocks nothing.
     pub fn command_blocked_by_clineignore(&self, command: &str) -> Result<Option<String>, ServiceError> {
-        let request = crate::services::CheckCommandRequest { command: command.to_owned() };
+        self.command_blocked_by_clineignore_in(command, None)
+    }
+
+    /// [`HostClient::command_blocked_by_clineignore`] for a command that runs in `cwd` (absolute): give the
+    /// command and the directory that will really run, so the check sees what runs.
+    pub fn command_blocked_by_clineignore_in(
+        &self,
+        command: &str,
+        cwd: Option<&str>,
+    ) -> Result<Option<String>, ServiceError> {
+        let request = crate::services::CheckCommandRequest { command: command.to_owned(), cwd: cwd.map(str::to_owned) };
         match self.call::<_, crate::services::CheckCommandResponse>(crate::services::PATH_CHECK_COMMAND, &request) {
             Ok(resp) => Ok(resp.blocked),
             Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(None),
@@ -662,6 +689,87 @@ pub enum OpenError {
     Io(std::io::Error),
     /// The opened file is not one the checks allowed; the text says why, for the model.
     Refused(String),
+}
+
+/// Opens for reading without blocking on a FIFO.
+fn open_nonblocking(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc_nonblock());
+    }
+    options.open(path)
+}
+
+/// Opens `real`, a path whose links the caller already resolved and checked (an edit's target), and confirms
+/// that the opened file is still at that path: a link swapped into it since the checks is refused instead
+/// of followed. The confirmed open for callers that did their checks on the real path themselves.
+pub fn open_real(real: &Path) -> Result<std::fs::File, OpenError> {
+    let file = open_nonblocking(real).map_err(OpenError::Io)?;
+    match opened_path(&file) {
+        Some(opened) if opened != real => Err(OpenError::Refused(format!(
+            "{} changed after it was checked: it now leads to {}. Try again.",
+            real.display(),
+            opened.display()
+        ))),
+        _ => Ok(file),
+    }
+}
+
+/// Why [`HostClient::read_confirmed`] (or [`read_capped`]) gave no bytes.
+#[derive(Debug)]
+pub enum ReadError {
+    /// The open or the read failed.
+    Io(std::io::Error),
+    /// The opened file is not one the checks allowed; the text says why, for the model.
+    Refused(String),
+    /// A directory, FIFO, device or socket: nothing was read.
+    NotAFile,
+    /// Larger than the cap: nothing is returned. `size` is the size the file had (at least).
+    TooLarge {
+        /// The file's size in bytes, or how far a read got before passing the cap.
+        size: u64,
+        /// The cap it passed.
+        cap: u64,
+    },
+}
+
+impl ReadError {
+    /// The reason in words, for a note or a tool error about `path`.
+    pub fn describe(&self, path: &str) -> String {
+        match self {
+            ReadError::Io(e) => format!("{path}: {e}"),
+            ReadError::Refused(message) => message.clone(),
+            ReadError::NotAFile => format!("{path} is not a regular file."),
+            ReadError::TooLarge { size, cap } => format!(
+                "{path} is {}, over the {} limit for this tool.",
+                result::format_bytes(*size),
+                result::format_bytes(*cap)
+            ),
+        }
+    }
+}
+
+/// Reads an opened file whole when it is a regular file of at most `cap` bytes. The size is checked before
+/// reading (a sparse 1 GB file costs nothing to refuse) and again while reading, since a file can grow after
+/// its size was taken: no more than `cap + 1` bytes are ever held.
+pub fn read_capped(file: std::fs::File, cap: u64) -> Result<Vec<u8>, ReadError> {
+    use std::io::Read;
+    let metadata = file.metadata().map_err(ReadError::Io)?;
+    if !metadata.is_file() {
+        return Err(ReadError::NotAFile);
+    }
+    if metadata.len() > cap {
+        return Err(ReadError::TooLarge { size: metadata.len(), cap });
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes).map_err(ReadError::Io)?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadError::TooLarge { size: bytes.len() as u64, cap });
+    }
+    Ok(bytes)
 }
 
 /// `O_NONBLOCK`, so opening a FIFO returns at once (regular files ignore the flag).

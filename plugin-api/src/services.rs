@@ -177,8 +177,11 @@ pub const PATH_CHECK_COMMAND: &str = "path.check_command";
 /// Request of [`PATH_CHECK_COMMAND`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckCommandRequest {
-    /// The shell command.
+    /// The shell command, as it will run (an `@root:` prefix already taken off).
     pub command: String,
+    /// The absolute directory it runs in, where its relative arguments are; the primary root when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
 }
 
 /// Response of [`PATH_CHECK_COMMAND`].
@@ -194,6 +197,10 @@ pub struct CheckCommandResponse {
 pub struct CheckRequest {
     /// Paths as the model wrote them or absolute.
     pub paths: Vec<String>,
+    /// The paths are to be written, moved or deleted: the rules files themselves (`.clineignore` and the
+    /// files it includes) are refused too.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub write: bool,
 }
 
 /// Response of [`PATH_CHECK`].

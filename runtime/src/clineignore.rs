@@ -5,8 +5,12 @@
 //! differ: patterns are matched case-insensitively, a file inside an ignored directory cannot be re-included
 //! by a later `!negation`, and a directory pattern `secret/` blocks `secret/a.txt` but not the bare `secret`
 //! (every checked path is treated as a file). `!include FILE` lines are replaced by the lines of `FILE`
-//! (resolved against the root, one level, missing files skipped). When the file exists and is not empty,
-//! `.clineignore` itself is blocked wherever it appears. No file, or an empty one, blocks nothing.
+//! (resolved against the root, missing files skipped). Unlike Cline, an included file's own `!include` lines
+//! are followed too, up to [`MAX_INCLUDE_DEPTH`] levels, each file once. When the file exists and is not
+//! empty, `.clineignore` itself is blocked wherever it appears, and every rules file it pulls in (under any
+//! spelling, through a link, or a hard link to it) may not be written, moved or deleted by a tool: rewriting
+//! an included file would switch the rules off as surely as rewriting `.clineignore`. No file, or an empty
+//! one, blocks nothing.
 //!
 //! The rules are reloaded whenever `.clineignore` or an included file changes: every check compares their
 //! metadata (modification time, size, inode) with what was read, which costs one `stat` per file and batch.
@@ -18,6 +22,11 @@ use std::time::SystemTime;
 
 /// The name of the file, relative to its root.
 const FILE_NAME: &str = ".clineignore";
+/// How deep `!include` lines are followed: a chain this long is already more than anyone writes by hand.
+pub const MAX_INCLUDE_DEPTH: usize = 8;
+/// The largest rules file read. A bigger one (a link to a huge file, or one that grows) blocks everything
+/// rather than being skipped, because skipping a rules file would unblock what it names.
+const MAX_RULES_BYTES: u64 = 1024 * 1024;
 
 /// Commands whose later arguments Cline's `validateCommand` checks as paths (first token, lower-cased).
 const FILE_READING_COMMANDS: &[&str] =
@@ -38,6 +47,19 @@ pub struct Rules {
     sources: Vec<(PathBuf, Option<Stamp>)>,
     /// The matcher; `None` when nothing is blocked (no file, or an empty one).
     matcher: Option<Gitignore>,
+    /// The rules files (`.clineignore` and what it includes) a tool may not write while the rules are active.
+    protected: Vec<Protected>,
+}
+
+/// One rules file under every name a write could reach it by.
+#[derive(Debug)]
+struct Protected {
+    /// Lexically normalised, as the rules name it.
+    spelled: PathBuf,
+    /// With its links resolved (its parent's, when it does not exist).
+    real: Option<PathBuf>,
+    /// Device and inode, when it exists: a hard link is the same file under another name.
+    identity: Option<(u64, u64)>,
 }
 
 /// What identifies one version of a file on disk without reading it.
@@ -45,7 +67,7 @@ pub struct Rules {
 struct Stamp {
     modified: Option<SystemTime>,
     len: u64,
-    inode: u64,
+    identity: Option<(u64, u64)>,
 }
 
 impl ClineIgnore {
@@ -81,44 +103,53 @@ impl ClineIgnore {
 impl Rules {
     /// Reads `root/.clineignore` and the files it includes.
     fn load(root: &Path) -> Self {
-        let file = root.join(FILE_NAME);
+        let file = crate::workspace::normalize(&root.join(FILE_NAME));
         let mut sources = vec![(file.clone(), stamp(&file))];
-        let Some(text) = read_regular(&file) else {
-            return Self { sources, matcher: None };
+        let text = match read_regular(&file) {
+            Ok(Some(text)) if !text.is_empty() => text,
+            Ok(_) => return Self { sources, matcher: None, protected: Vec::new() },
+            Err(TooLarge) => return Self::deny_all_from(root, sources),
         };
-        if text.is_empty() {
-            return Self { sources, matcher: None };
+        let mut lines = Vec::new();
+        if expand(root, &text, 0, &mut sources, &mut lines).is_err() {
+            return Self::deny_all_from(root, sources);
         }
         let mut builder = GitignoreBuilder::new(root);
         // Cline's `ignore` package matches case-insensitively by default.
         builder.case_insensitive(true).ok();
-        let mut add = |line: &str| {
+        for line in lines.iter().map(String::as_str).chain([FILE_NAME]) {
             // A malformed glob is skipped rather than disabling the whole file.
             let _ = builder.add_line(None, line);
-        };
-        for line in text.lines() {
-            let Some(include) = line.trim().strip_prefix("!include ") else {
-                add(line);
-                continue;
-            };
-            // Node's `path.join(cwd, arg)`: an absolute argument is still taken below the root.
-            let included = root.join(include.trim().trim_start_matches('/'));
-            sources.push((included.clone(), stamp(&included)));
-            if let Some(content) = read_regular(&included) {
-                content.lines().for_each(&mut add);
-            }
         }
-        add(FILE_NAME);
+        let protected = protect(&sources);
         match builder.build() {
-            Ok(matcher) => Self { sources, matcher: Some(matcher) },
+            Ok(matcher) => Self { sources, matcher: Some(matcher), protected },
             // Every line that failed was skipped above, so this cannot happen in practice; fail closed.
-            Err(_) => Self { sources, matcher: Some(deny_everything(root)) },
+            Err(_) => Self { sources, matcher: Some(deny_everything(root)), protected },
         }
     }
 
     /// Rules that block every path, for when the controller itself is broken.
     fn deny_all() -> Self {
-        Self { sources: Vec::new(), matcher: Some(deny_everything(Path::new("/"))) }
+        Self { sources: Vec::new(), matcher: Some(deny_everything(Path::new("/"))), protected: Vec::new() }
+    }
+
+    /// Rules that block every path below `root`, for rules files that could not be read whole; they are
+    /// reloaded once those files change.
+    fn deny_all_from(root: &Path, sources: Vec<(PathBuf, Option<Stamp>)>) -> Self {
+        let protected = protect(&sources);
+        Self { sources, matcher: Some(deny_everything(root)), protected }
+    }
+
+    /// Whether `absolute` (lexically normalised), `real` (the same with its links resolved) or the file with
+    /// `identity` is one of the rules files, which a tool may not write while the rules are active.
+    pub fn protects(&self, absolute: &Path, real: Option<&Path>, identity: Option<(u64, u64)>) -> bool {
+        self.is_active()
+            && self.protected.iter().any(|file| {
+                let names = [Some(file.spelled.as_path()), file.real.as_deref()];
+                names.iter().flatten().any(|name| *name == absolute || Some(*name) == real)
+                    || (identity.is_some() && file.identity == identity)
+            })
     }
 
     fn is_stale(&self) -> bool {
@@ -154,12 +185,70 @@ impl Rules {
     }
 }
 
+/// Appends the lines of a rules file to `out`, replacing each `!include FILE` by FILE's lines (recursively
+/// below [`MAX_INCLUDE_DEPTH`]; each file once, so a cycle ends) and recording every included file in
+/// `sources`, whether it exists or not: a missing one may be created later.
+fn expand(
+    root: &Path,
+    text: &str,
+    depth: usize,
+    sources: &mut Vec<(PathBuf, Option<Stamp>)>,
+    out: &mut Vec<String>,
+) -> Result<(), TooLarge> {
+    for line in text.lines() {
+        let Some(include) = line.trim().strip_prefix("!include ") else {
+            out.push(line.to_owned());
+            continue;
+        };
+        if depth >= MAX_INCLUDE_DEPTH {
+            continue;
+        }
+        // Node's `path.join(cwd, arg)`: an absolute argument is still taken below the root.
+        let included = crate::workspace::normalize(&root.join(include.trim().trim_start_matches('/')));
+        if sources.iter().any(|(seen, _)| *seen == included) {
+            continue;
+        }
+        sources.push((included.clone(), stamp(&included)));
+        if let Some(content) = read_regular(&included)? {
+            expand(root, &content, depth + 1, sources, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Every name of the rules files read.
+fn protect(sources: &[(PathBuf, Option<Stamp>)]) -> Vec<Protected> {
+    sources
+        .iter()
+        .map(|(path, stamp)| Protected {
+            spelled: path.clone(),
+            real: crate::workspace::resolve_links(path),
+            identity: stamp.and_then(|s| s.identity),
+        })
+        .collect()
+}
+
+/// A rules file over [`MAX_RULES_BYTES`].
+#[derive(Debug)]
+struct TooLarge;
+
 /// A rules file's text, read only when it is a regular file. `!include ../../dev/zero` (or a FIFO, or a
 /// `.clineignore` linked to a device) would otherwise read forever and take the host down with it (found
-/// writing the clineignore fuzz target); such a file is skipped, like a missing one.
-fn read_regular(path: &Path) -> Option<String> {
-    std::fs::metadata(path).ok().filter(std::fs::Metadata::is_file)?;
-    std::fs::read_to_string(path).ok()
+/// writing the clineignore fuzz target); such a file is skipped, like a missing one. One over the size cap
+/// is an error (the caller blocks everything) rather than skipped.
+fn read_regular(path: &Path) -> Result<Option<String>, TooLarge> {
+    use std::io::Read;
+    let Some(file) = std::fs::File::open(path).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file())) else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    if file.take(MAX_RULES_BYTES + 1).read_to_end(&mut bytes).is_err() {
+        return Ok(None);
+    }
+    if bytes.len() as u64 > MAX_RULES_BYTES {
+        return Err(TooLarge);
+    }
+    Ok(String::from_utf8(bytes).ok())
 }
 
 fn deny_everything(root: &Path) -> Gitignore {
@@ -170,27 +259,70 @@ fn deny_everything(root: &Path) -> Gitignore {
 
 fn stamp(path: &Path) -> Option<Stamp> {
     let meta = std::fs::metadata(path).ok()?;
-    #[cfg(unix)]
-    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
-    #[cfg(not(unix))]
-    let inode = 0;
-    Some(Stamp { modified: meta.modified().ok(), len: meta.len(), inode })
+    Some(Stamp { modified: meta.modified().ok(), len: meta.len(), identity: identity(&meta) })
 }
 
-/// Cline's `validateCommand`: for a command whose first word is a file-reading command, the first later
-/// argument that `denied` reports, skipping options (`-x`, `/x`) and anything with a `:` (PowerShell
-/// parameters, `@root:` hints) as Cline does. Absolute paths start with `/` and are therefore never checked,
-/// as in Cline. Unlike Cline, an argument wrapped in matching quotes is checked without them.
-pub fn blocked_argument(command: &str, denied: impl Fn(&str) -> bool) -> Option<String> {
-    let mut words = command.split_whitespace();
-    let base = words.next()?.to_lowercase();
-    if !FILE_READING_COMMANDS.contains(&base.as_str()) {
-        return None;
+/// A file's device and inode, where the platform has them.
+pub fn identity(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    return Some((std::os::unix::fs::MetadataExt::dev(meta), std::os::unix::fs::MetadataExt::ino(meta)));
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
     }
-    words
-        .filter(|word| !word.starts_with('-') && !word.starts_with('/') && !word.contains(':'))
-        .find(|word| denied(unquote(word)))
-        .map(str::to_owned)
+}
+
+/// Words that run the command after them: `sudo cat x` reads `x` as `cat x` does.
+const WRAPPERS: &[&str] = &["sudo", "command", "builtin", "exec", "env", "nohup", "time", "nice", "doas"];
+
+/// Cline's `validateCommand`: for a command whose first word is a file-reading command, the first later
+/// argument that `denied` reports, skipping options (`-x`) and anything with a `:` (PowerShell parameters,
+/// `@root:` hints) as Cline does.
+///
+/// Where Cline looks only at the first word of the whole text, this looks at every simple command of a
+/// list, pipeline or substitution (`true && cat x`, `echo $(cat x)`), past variable assignments, wrappers
+/// (`sudo`, `env`, …) and a directory part (`/bin/cat`); a relative argument after `cd DIR` is checked as
+/// `DIR/arg`, where it is really read; and an absolute path is checked too (Cline skips words starting with
+/// `/` as Windows switches, which lie in no workspace root and so are never blocked). An argument wrapped in
+/// matching quotes is checked without them. `denied` gets paths relative to the command's directory, or
+/// absolute.
+pub fn blocked_argument(command: &str, denied: impl Fn(&str) -> bool) -> Option<String> {
+    let mut dir: Option<PathBuf> = None;
+    for segment in command.split(|c| matches!(c, ';' | '|' | '&' | '\n' | '(' | ')' | '`' | '{' | '}')) {
+        let mut words = segment.split(|c: char| c.is_whitespace() || c == '<' || c == '>').filter(|w| !w.is_empty());
+        let mut first = None;
+        for word in words.by_ref() {
+            let base = Path::new(unquote(word)).file_name().map(|n| n.to_string_lossy().to_lowercase());
+            let Some(base) = base else { continue };
+            if word.contains('=') || WRAPPERS.contains(&base.as_str()) || word.starts_with('-') {
+                continue;
+            }
+            first = Some(base);
+            break;
+        }
+        let Some(first) = first else { continue };
+        if first == "cd" {
+            if let Some(target) = words.next().map(unquote).filter(|t| !t.starts_with('-')) {
+                dir = Some(dir.take().map_or_else(|| PathBuf::from(target), |d| d.join(target)));
+            }
+            continue;
+        }
+        if !FILE_READING_COMMANDS.contains(&first.as_str()) {
+            continue;
+        }
+        let checked = |word: &str| {
+            let path = unquote(word);
+            match &dir {
+                Some(dir) => denied(&dir.join(path).to_string_lossy()),
+                None => denied(path),
+            }
+        };
+        if let Some(word) = words.filter(|word| !word.starts_with('-') && !word.contains(':')).find(|w| checked(w)) {
+            return Some(word.to_owned());
+        }
+    }
+    None
 }
 
 fn unquote(word: &str) -> &str {
@@ -211,6 +343,39 @@ mod tests {
         // Move the modification time clearly forward, so a rewrite within one clock tick is still seen.
         let later = SystemTime::now() + std::time::Duration::from_secs(secs);
         fs::File::options().write(true).open(path).unwrap().set_modified(later).unwrap();
+    }
+
+    #[test]
+    fn nested_includes_apply_and_every_rules_file_is_protected() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::create_dir_all(root.join("conf")).unwrap();
+        fs::write(root.join(".clineignore"), "!include conf/a.txt\n").unwrap();
+        fs::write(root.join("conf/a.txt"), "a-secret\n!include conf/b.txt\n!include conf/a.txt\n").unwrap();
+        fs::write(root.join("conf/b.txt"), "b-secret\n!include ../outside.txt\n").unwrap();
+        let ci = ClineIgnore::new(root);
+        assert!(!ci.allows(&root.join("a-secret")));
+        assert!(!ci.allows(&root.join("b-secret")));
+        let rules = ci.rules();
+        for file in [".clineignore", "conf/a.txt", "conf/b.txt"] {
+            assert!(rules.protects(&root.join(file), None, None), "{file}");
+        }
+        // A missing included file is protected too: creating it would change the rules.
+        assert!(rules.protects(&crate::workspace::normalize(&root.join("../outside.txt")), None, None));
+        assert!(!rules.protects(&root.join("conf/c.txt"), None, None));
+        // The same file by its identity (a hard link).
+        let meta = fs::metadata(root.join("conf/b.txt")).unwrap();
+        assert!(rules.protects(&root.join("elsewhere"), None, identity(&meta)));
+    }
+
+    #[test]
+    fn a_rules_file_too_large_to_read_blocks_everything() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fs::write(root.join(".clineignore"), "!include big.txt\n").unwrap();
+        fs::File::create(root.join("big.txt")).unwrap().set_len(MAX_RULES_BYTES + 1).unwrap();
+        let ci = ClineIgnore::new(root);
+        assert!(!ci.allows(&root.join("src/main.rs")));
     }
 
     #[test]
@@ -306,5 +471,26 @@ mod tests {
         assert_eq!(blocked_argument("ls secret", denied), None);
         assert_eq!(blocked_argument("cat /abs/secret -secret @w:secret", denied), None);
         assert_eq!(blocked_argument("", denied), None);
+    }
+
+    #[test]
+    fn every_simple_command_is_checked_where_it_reads() {
+        let denied = |path: &str| path.starts_with("secret") || path.starts_with("/ws/secret");
+        for command in [
+            "true && cat secret/a",
+            "echo hi; head -n 1 secret/a",
+            "echo $(cat secret/a)",
+            "ls | grep x secret/a",
+            "X=1 sudo /bin/cat secret/a",
+            "cat < secret/a",
+            "cat /ws/secret/a",
+            "(cat secret/a)",
+        ] {
+            assert!(blocked_argument(command, denied).is_some(), "{command}");
+        }
+        // After `cd`, a relative argument is read from there.
+        let under = |path: &str| path == "sub/secret/a";
+        assert_eq!(blocked_argument("cd sub && cat secret/a", under), Some("secret/a".to_owned()));
+        assert_eq!(blocked_argument("cat secret/a", under), None);
     }
 }

@@ -70,10 +70,16 @@ impl CallHost {
         match name {
             services::PATH_RESOLVE => answer(request, |req: ResolveRequest| Ok(self.task.workspace.resolve(&req.path))),
             services::PATH_CHECK => answer(request, |req: CheckRequest| {
-                Ok(CheckResponse { allowed: self.task.workspace.allows_all(&req.paths) })
+                let allowed = if req.write {
+                    self.task.workspace.writes_allowed(&req.paths)
+                } else {
+                    self.task.workspace.allows_all(&req.paths)
+                };
+                Ok(CheckResponse { allowed })
             }),
             services::PATH_CHECK_COMMAND => answer(request, |req: CheckCommandRequest| {
-                Ok(CheckCommandResponse { blocked: self.task.workspace.check_command(&req.command) })
+                let cwd = req.cwd.as_deref().map(std::path::Path::new);
+                Ok(CheckCommandResponse { blocked: self.task.workspace.check_command_in(&req.command, cwd) })
             }),
             services::READ_CACHE_RECORD => answer(request, |req: RecordReadRequest| {
                 Ok(RecordReadResponse { read_count: self.task.record_read(&req.path, req.mtime_ns) })

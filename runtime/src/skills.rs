@@ -71,10 +71,34 @@ impl SkillDirs {
         let Some(skill) = self.list(root).into_iter().find(|s| s.name == name) else {
             return Ok(None);
         };
-        let text = std::fs::read_to_string(&skill.path)?;
+        let text = read_skill_file(Path::new(&skill.path))?;
         let body = front_matter(&text).map_or(text.as_str(), |(_, body)| body).trim().to_owned();
         Ok(Some((skill, body)))
     }
+}
+
+/// The largest `SKILL.md` read: instructions for a model, far below this; a bigger file is refused.
+const MAX_SKILL_BYTES: u64 = 1024 * 1024;
+
+/// A `SKILL.md`'s text: a regular file (a FIFO would block the listing forever, a device never end) of at
+/// most [`MAX_SKILL_BYTES`].
+fn read_skill_file(path: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    // Looked at before opening: opening a FIFO for reading blocks until a writer comes.
+    if !std::fs::metadata(path)?.is_file() {
+        return Err(std::io::Error::other(format!("{} is not a regular file", path.display())));
+    }
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() || meta.len() > MAX_SKILL_BYTES {
+        return Err(std::io::Error::other(format!(
+            "{} is not a regular file of at most {MAX_SKILL_BYTES} bytes",
+            path.display()
+        )));
+    }
+    let mut text = String::new();
+    file.take(MAX_SKILL_BYTES).read_to_string(&mut text)?;
+    Ok(text)
 }
 
 fn canonical(path: &Path) -> PathBuf {
@@ -92,7 +116,7 @@ fn scan(dir: &Path, source: &str) -> Vec<SkillInfo> {
         .filter_map(|entry| {
             let folder = entry.file_name().to_string_lossy().into_owned();
             let path = entry.path().join("SKILL.md");
-            let text = std::fs::read_to_string(&path).ok()?;
+            let text = read_skill_file(&path).ok()?;
             let (fields, _) = front_matter(&text)?;
             let name = field(&fields, "name")?;
             let description = field(&fields, "description")?;

@@ -100,14 +100,41 @@ impl Workspace {
         raws.iter().map(|raw| self.allowed_by(&rules, Path::new(&self.resolve(raw).absolute))).collect()
     }
 
+    /// [`Workspace::allows_all`] for paths a tool means to write, move or delete: the rules files themselves
+    /// (`.clineignore` and every file it includes, under any name) are refused as well, since changing one
+    /// changes what is blocked.
+    pub fn writes_allowed(&self, raws: &[String]) -> Vec<bool> {
+        let rules: Vec<Arc<Rules>> = self.roots.iter().map(|root| root.ignore.rules()).collect();
+        if !rules.iter().any(|r| r.is_active()) {
+            return vec![true; raws.len()];
+        }
+        raws.iter()
+            .map(|raw| {
+                let absolute = PathBuf::from(self.resolve(raw).absolute);
+                let real = resolve_links(&absolute);
+                let identity = std::fs::metadata(&absolute).ok().and_then(|meta| clineignore::identity(&meta));
+                self.allowed_by(&rules, &absolute)
+                    && !rules.iter().any(|rules| rules.protects(&absolute, real.as_deref(), identity))
+            })
+            .collect()
+    }
+
     /// Cline's `validateCommand` (§15) over every root's rules: the first argument of a file-reading command
     /// that `.clineignore` blocks, resolved as the model's paths are.
     pub fn check_command(&self, command: &str) -> Option<String> {
+        self.check_command_in(command, None)
+    }
+
+    /// [`Workspace::check_command`] for a command that runs in `cwd` (absolute; the primary root when
+    /// `None`): its relative arguments are the files below `cwd`, so that is where they are checked. A
+    /// command sent to another root with `@name:` must be checked there, not in the primary root.
+    pub fn check_command_in(&self, command: &str, cwd: Option<&Path>) -> Option<String> {
         let rules: Vec<Arc<Rules>> = self.roots.iter().map(|root| root.ignore.rules()).collect();
         if !rules.iter().any(|r| r.is_active()) {
             return None;
         }
-        clineignore::blocked_argument(command, |arg| !self.allowed_by(&rules, Path::new(&self.resolve(arg).absolute)))
+        let base = cwd.map_or_else(|| self.primary().to_path_buf(), Path::to_path_buf);
+        clineignore::blocked_argument(command, |arg| !self.allowed_by(&rules, &normalize(&base.join(arg))))
     }
 
     /// Whether every root's rules allow `absolute`, spelled as given and with its links resolved.
@@ -156,7 +183,7 @@ impl Workspace {
 
 /// `path` with its symbolic links resolved: the canonical form of its longest existing ancestor joined with
 /// the rest. `None` when not even the filesystem root resolves.
-fn resolve_links(path: &Path) -> Option<PathBuf> {
+pub(crate) fn resolve_links(path: &Path) -> Option<PathBuf> {
     let mut existing = path;
     let mut rest = Vec::new();
     loop {

@@ -134,6 +134,10 @@ impl Tool for ExecuteCommand {
             Err(refusal) => return refusal,
         };
         let settings = settings(host);
+        // Every check below looks at what `execute` will run, where it will run it: the command after its
+        // `@root:` prefix is taken off, in that root.
+        // The approval still shows the command as the model wrote it, root prefix included.
+        let (shown, (command, cwd)) = (command.clone(), split_root_prefix(&command, call, &self.patterns));
         if let Some(json) = settings.permissions.as_deref().filter(|j| !j.trim().is_empty()) {
             let verdict = permissions::CommandPermissions::from_json(json).and_then(|rules| {
                 rules.check(&command).map_err(|denial| permissions::denial_message(&command, &denial))
@@ -142,14 +146,14 @@ impl Tool for ExecuteCommand {
                 return result::refuse(permission_denied(&message));
             }
         }
-        match host.command_blocked_by_clineignore(&command) {
+        match host.command_blocked_by_clineignore_in(&command, cwd.as_deref()) {
             Ok(Some(path)) => return result::refuse(result::clineignore_error(&path)),
             Ok(None) => {}
             Err(e) => return result::refuse(format!("Error executing command: {e}")),
         }
         let asked = call.input.requires_approval.as_deref().is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let risk = if asked { Risk::High } else { Risk::Medium };
-        result::approval("command", format!("Cline wants to execute this command: {command}"), Vec::new(), risk)
+        result::approval("command", format!("Cline wants to execute this command: {shown}"), Vec::new(), risk)
     }
 
     fn execute(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Outcome {
@@ -404,5 +408,10 @@ mod tests {
             ("make test".to_owned(), Some("/w/api".to_owned()))
         );
         assert_eq!(split_root_prefix("@web-app:ls", &c, &Patterns::new()), ("@web-app:ls".to_owned(), None));
+        // Spaces after the prefix go; the command that runs is the rest, whatever it holds.
+        assert_eq!(
+            split_root_prefix("@api:  cat a\ncat b", &c, &Patterns::new()),
+            ("cat a\ncat b".to_owned(), Some("/w/api".to_owned()))
+        );
     }
 }

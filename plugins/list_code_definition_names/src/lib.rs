@@ -6,9 +6,15 @@
 //! each file and renders its captures; files are parsed in parallel on scoped threads, one parser each, and the
 //! blocks are joined in file order.
 //!
+//! Every file is read through the host's confirmed open ([`HostClient::read_confirmed`]): a link that leads
+//! outside the workspace is skipped with a note unless the call was approved to read outside it, and so is a
+//! file larger than [`MAX_FILE_BYTES`] (Cline reads and parses files of any size; a cloned repository's 1 GB
+//! `.py` would take more than that in memory and minutes of parsing).
+//!
 //! Where this differs from Cline, on purpose: the directory's entries are taken in name order rather than the
 //! filesystem's, so the files kept at the limits are the same everywhere; Kotlin is outlined (Cline's Kotlin
-//! query does not compile); and a directory named like a source file is skipped instead of failing the call.
+//! query does not compile); a directory named like a source file is skipped instead of failing the call; and
+//! files over the size cap, or whose links lead where the call may not read, are skipped with a note.
 //!
 //! ```
 //! use toolshed_plugin_api::Tool;
@@ -26,7 +32,7 @@ use serde::Deserialize;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
-use toolshed_plugin_api::sdk::lenient_string;
+use toolshed_plugin_api::sdk::{lenient_string, ReadError};
 use toolshed_plugin_api::{
     capability, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration, ToolInit,
     ToolSpec,
@@ -44,6 +50,24 @@ const NOT_A_DIRECTORY: &str = "The provided path is a file, not a directory. To 
 const NO_DIRECTORY: &str = "This directory does not exist or you do not have permission to access it.";
 const NOTHING_FOUND: &str = "No source code definitions found.";
 
+/// The largest file outlined, unless the plugin's config sets `max_file_bytes`. Hand-written source files
+/// are far smaller; larger ones are generated or minified code, whose outline is empty or a wall of text,
+/// and tree-sitter's tree takes several times the file's size in memory (50 files are parsed per call).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+
+/// The plugin's configuration (`[plugins.config.list_code_definition_names]`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    /// The largest file outlined, in bytes.
+    #[serde(default = "default_max_file_bytes")]
+    max_file_bytes: u64,
+}
+
+fn default_max_file_bytes() -> u64 {
+    MAX_FILE_BYTES
+}
+
 /// The input of `list_code_definition_names`.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct ListCodeDefinitionNamesArgs {
@@ -60,9 +84,10 @@ impl ListCodeDefinitionNamesArgs {
 }
 
 /// The `list_code_definition_names` tool: it holds the compiled queries, shared by its calls.
-#[derive(Default)]
 pub struct ListCodeDefinitionNames {
     queries: Queries,
+    /// Files larger than this are skipped with a note.
+    max_file_bytes: u64,
 }
 
 impl Tool for ListCodeDefinitionNames {
@@ -94,8 +119,10 @@ impl Tool for ListCodeDefinitionNames {
         }
     }
 
-    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
-        Ok(Some(ListCodeDefinitionNames { queries: Queries::default() }))
+    fn new(init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        let config: Config = serde_json::from_str(if init.config.trim().is_empty() { "{}" } else { init.config })
+            .map_err(|e| format!("invalid list_code_definition_names config: {e}"))?;
+        Ok(Some(ListCodeDefinitionNames { queries: Queries::default(), max_file_bytes: config.max_file_bytes }))
     }
 
     fn prepare(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Prepared {
@@ -122,23 +149,48 @@ impl Tool for ListCodeDefinitionNames {
         let Some(path) = call.input.path() else {
             return result::missing_parameter("path");
         };
-        let dir = match host.resolve_path(path) {
-            Ok(resolved) => resolved.absolute,
+        let resolved = match host.resolve_path(path) {
+            Ok(resolved) => resolved,
             Err(e) => return result::mistake(format!("Error listing code definitions: {}", e.message)),
         };
-        let dir = Path::new(&dir);
+        let dir = Path::new(&resolved.absolute);
         if !dir.is_dir() {
             return result::mistake(if dir.exists() { NOT_A_DIRECTORY } else { NO_DIRECTORY });
         }
-        match list_definitions(dir, host, &self.queries) {
+        // The approval named this directory. For one inside the workspace that was nothing outside it (a
+        // read there needs nobody), so a file linking out is refused even when every call is approved.
+        let reads = Reads {
+            approved_outside: call.approved && !resolved.inside_workspace,
+            max_file_bytes: self.max_file_bytes,
+        };
+        match list_definitions(dir, host, &self.queries, &reads) {
             Ok(text) => result::text(text),
             Err(message) => result::mistake(format!("Error listing code definitions: {message}")),
         }
     }
 }
 
+/// How a call may read its files.
+struct Reads {
+    /// The call was approved to read outside the workspace.
+    approved_outside: bool,
+    /// Larger files are skipped with a note.
+    max_file_bytes: u64,
+}
+
+/// What became of one file.
+#[derive(Debug, Clone)]
+enum FileOutline {
+    /// Its outline.
+    Outline(String),
+    /// Nothing captured.
+    Empty,
+    /// Not read: why, for the model.
+    Skipped(String),
+}
+
 /// The whole answer for a directory: each outlined file's block in file order, or Cline's "nothing found".
-fn list_definitions(dir: &Path, host: &HostClient<'_>, queries: &Queries) -> Result<String, String> {
+fn list_definitions(dir: &Path, host: &HostClient<'_>, queries: &Queries, reads: &Reads) -> Result<String, String> {
     let files = outline::source_files(dir).map_err(|e| e.to_string())?;
     let files = if files.is_empty() {
         files
@@ -148,21 +200,44 @@ fn list_definitions(dir: &Path, host: &HostClient<'_>, queries: &Queries) -> Res
             .map_err(|e| e.message)?;
         files.into_iter().zip(allowed).filter_map(|(file, allowed)| allowed.then_some(file)).collect()
     };
-    let outlines = outline_all(&files, queries, &|| host.is_cancelled())?;
+    let read = |file: &SourceFile| -> Result<Result<Vec<u8>, String>, String> {
+        let path = file.path.to_string_lossy();
+        match host.read_confirmed(&path, reads.approved_outside, reads.max_file_bytes) {
+            Ok(bytes) => Ok(Ok(bytes)),
+            // Cline's `readFile` throws, and the call fails with it.
+            Err(ReadError::Io(e)) => Err(format!("{path}: {e}")),
+            Err(e @ ReadError::TooLarge { .. }) => Ok(Err(format!(
+                "{} Use search_files, or read_file with a line range, to look inside it.",
+                e.describe(&file.relative)
+            ))),
+            Err(e) => Ok(Err(e.describe(&file.relative))),
+        }
+    };
+    let outlines = outline_all(&files, queries, &read, &|| host.is_cancelled())?;
     let mut text = String::new();
     for (file, outline) in files.iter().zip(outlines) {
-        if let Some(outline) = outline {
-            text.push_str(&file.relative);
-            text.push('\n');
-            text.push_str(&outline);
-            text.push('\n');
+        match outline {
+            FileOutline::Outline(outline) => {
+                text.push_str(&file.relative);
+                text.push('\n');
+                text.push_str(&outline);
+                text.push('\n');
+            }
+            FileOutline::Skipped(why) => {
+                text.push_str(&file.relative);
+                text.push_str(&format!("\n(skipped: {why})\n"));
+            }
+            FileOutline::Empty => {}
         }
     }
     Ok(if text.is_empty() { NOTHING_FOUND.to_owned() } else { text })
 }
 
-/// One file's outline (`None`: nothing captured) or the error that ends the call.
-type FileOutline = Result<Option<String>, String>;
+/// One file's fate, or the error that ends the call.
+type FileAnswer = Result<FileOutline, String>;
+
+/// A file's bytes; the inner error is a note for a skipped file, the outer one ends the call.
+type ReadFn<'a> = dyn Fn(&SourceFile) -> Result<Result<Vec<u8>, String>, String> + Sync + 'a;
 
 /// Outlines every file, in parallel on at most as many scoped threads as there are cores, and returns the
 /// outlines in the files' order. The first error (an unreadable file, a cancelled call) is the answer, as an
@@ -170,21 +245,28 @@ type FileOutline = Result<Option<String>, String>;
 fn outline_all(
     files: &[SourceFile],
     queries: &Queries,
+    read: &ReadFn<'_>,
     cancelled: &(dyn Fn() -> bool + Sync),
-) -> Result<Vec<Option<String>>, String> {
-    let outline_one = |file: &SourceFile| -> FileOutline {
+) -> Result<Vec<FileOutline>, String> {
+    let outline_one = |file: &SourceFile| -> FileAnswer {
         if cancelled() {
             return Err("the call was cancelled".to_owned());
         }
-        let bytes = std::fs::read(&file.path).map_err(|e| format!("{}: {e}", file.path.display()))?;
-        outline::outline(&String::from_utf8_lossy(&bytes), file.grammar, queries)
+        let bytes = match read(file)? {
+            Ok(bytes) => bytes,
+            Err(why) => return Ok(FileOutline::Skipped(why)),
+        };
+        Ok(match outline::outline(&String::from_utf8_lossy(&bytes), file.grammar, queries)? {
+            Some(outline) => FileOutline::Outline(outline),
+            None => FileOutline::Empty,
+        })
     };
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(files.len());
     if threads <= 1 {
         return files.iter().map(outline_one).collect();
     }
     let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<FileOutline>>> = Mutex::new(vec![None; files.len()]);
+    let results: Mutex<Vec<Option<FileAnswer>>> = Mutex::new(vec![None; files.len()]);
     std::thread::scope(|scope| {
         for _ in 0..threads {
             scope.spawn(|| loop {

@@ -15,6 +15,10 @@ use std::path::Path;
 
 /// Cline stops a sheet at this row number.
 const MAX_ROWS: u32 = 50_000;
+/// The largest document read: Cline's limit for reading a file into context (20 × 1000 × 1024 bytes), which
+/// Cline itself does not apply to documents; a document is read whole before its text is extracted, so a
+/// cloned repository's sparse 1 GB `.pdf` would otherwise take 1 GB of memory.
+pub const MAX_DOCUMENT_BYTES: u64 = 20 * 1000 * 1024;
 
 /// A document format, chosen by the lower-cased extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,9 +46,13 @@ impl Document {
     }
 
     /// The document's text, or the error read_file reports (it adds `Error reading file: `).
-    pub fn extract(self, mut file: std::fs::File, path: &Path) -> Result<String, String> {
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+    pub fn extract(self, file: std::fs::File, path: &Path) -> Result<String, String> {
+        let bytes = toolshed_plugin_api::sdk::read_capped(file, MAX_DOCUMENT_BYTES).map_err(|e| match e {
+            toolshed_plugin_api::sdk::ReadError::TooLarge { .. } => {
+                "File is too large to read into context.".to_owned()
+            }
+            other => other.describe(&path.display().to_string()),
+        })?;
         match self {
             Self::Pdf => pdf_text(&bytes),
             Self::Docx => docx_text(&bytes).map_err(|e| format!("Failed to extract text from Word document: {e}")),
@@ -77,8 +85,13 @@ fn docx_text(bytes: &[u8]) -> Result<String, String> {
     archive
         .by_name("word/document.xml")
         .map_err(|e| format!("word/document.xml: {e}"))?
+        // A small archive can inflate to gigabytes (a zip bomb): the XML is held to the document cap too.
+        .take(MAX_DOCUMENT_BYTES * 4)
         .read_to_string(&mut xml)
         .map_err(|e| format!("word/document.xml: {e}"))?;
+    if xml.len() as u64 >= MAX_DOCUMENT_BYTES * 4 {
+        return Err("word/document.xml is too large to read into context.".to_owned());
+    }
     let mut reader = quick_xml::Reader::from_str(&xml);
     let mut text = String::new();
     let mut in_text = false;

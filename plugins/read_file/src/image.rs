@@ -1,11 +1,14 @@
 //! Images for models that accept them: Cline's `extractImageContent`, with its size limit and messages.
 
 use base64::Engine as _;
-use std::io::Read;
 use toolshed_plugin_api::{result, Block};
 
 /// The largest width or height Cline sends, in pixels.
 const MAX_SIDE: usize = 7500;
+/// The largest image read: Cline's 20 MB limit for a file attached to a message (20 × 1000 × 1024 bytes).
+/// The dimensions are read from the bytes, so the file is read first; a sparse 1 GB `.png` is refused
+/// before that.
+pub const MAX_IMAGE_BYTES: u64 = 20 * 1000 * 1024;
 
 /// The media type of an image extension (lower-cased, with its dot), or `None` when it is not an image Cline
 /// reads.
@@ -19,9 +22,15 @@ pub fn media_type(extension: &str) -> Option<&'static str> {
 }
 
 /// Reads an opened image file as a base64 image block, after checking its dimensions.
-pub fn read_image(mut file: std::fs::File, media_type: &str) -> Result<Block, String> {
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(|e| format!("Error reading image: {e}"))?;
+pub fn read_image(file: std::fs::File, media_type: &str) -> Result<Block, String> {
+    let bytes = toolshed_plugin_api::sdk::read_capped(file, MAX_IMAGE_BYTES).map_err(|e| match e {
+        toolshed_plugin_api::sdk::ReadError::TooLarge { size, cap } => format!(
+            "Error reading image: the image is {}, over the {} limit.",
+            result::format_bytes(size),
+            result::format_bytes(cap)
+        ),
+        other => format!("Error reading image: {}", other.describe("the image")),
+    })?;
     image_block(&bytes, media_type)
 }
 
