@@ -101,6 +101,11 @@ fn main() -> ExitCode {
     // SAFETY: nothing else is running yet, and the default action needs no handler code.
     let _ =
         unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
+    // A write past the file-size limit (RLIMIT_FSIZE) must fail with EFBIG, which an edit turns into a clear
+    // error with the file put back, rather than kill the process halfway through writing a file in place.
+    // SAFETY: as above; ignoring needs no handler code.
+    let _ =
+        unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGXFSZ, nix::sys::signal::SigHandler::SigIgn) };
     let cli = Cli::parse();
     let filter = match cli.verbose {
         0 => "warn",
