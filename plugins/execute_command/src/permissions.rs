@@ -122,11 +122,13 @@ pub struct Denial {
     pub segment: Option<String>,
     /// The deny pattern that matched, for `denied` and `segment_denied`.
     pub pattern: Option<String>,
+    /// For `unverifiable`: which construct the check could not prove inert, and what to write instead.
+    pub detail: Option<String>,
 }
 
 impl Denial {
     fn bare(reason: &'static str) -> Self {
-        Self { reason, segment: None, pattern: None }
+        Self { reason, segment: None, pattern: None, detail: None }
     }
 }
 
@@ -183,9 +185,15 @@ impl CommandPermissions {
                 .name("command-permissions".into())
                 .stack_size(PARSE_STACK_BYTES)
                 .spawn_scoped(scope, || {
-                    let mut walker = Walker { openers_left: MAX_OPENERS };
+                    let mut walker = Walker::new();
                     let parsed = walker.program(command).map_err(|Unparsable| Denial::bare("parse_error"))?;
-                    rules.validate(&parsed)
+                    // Cline's verdicts come first, so a command the rules refuse anyway keeps Cline's reason;
+                    // a command they would allow still needs every construct in it to be provably inert.
+                    rules.validate(&parsed)?;
+                    match walker.unverifiable {
+                        Some(detail) => Err(Denial { detail: Some(detail), ..Denial::bare("unverifiable") }),
+                        None => Ok(()),
+                    }
                 });
             match worker {
                 Ok(handle) => handle.join().unwrap_or_else(|_| Err(Denial::bare("parse_error"))),
@@ -210,6 +218,9 @@ pub fn denial_message(command: &str, denial: &Denial) -> String {
             let _ = write!(text, "Reason: {}", denial.reason);
             if let Some(pattern) = denial.pattern.as_deref().filter(|p| !p.is_empty()) {
                 let _ = write!(text, " (matched pattern: {pattern})");
+            }
+            if let Some(detail) = denial.detail.as_deref() {
+                let _ = write!(text, ". {detail}");
             }
         }
     }
@@ -242,7 +253,7 @@ impl Rules {
 
     fn check_segment(&self, segment: &str) -> Result<(), Denial> {
         if let Some(pattern) = self.deny.iter().find(|p| glob_matches(p, segment)) {
-            return Err(Denial { reason: "denied", segment: None, pattern: Some(pattern.clone()) });
+            return Err(Denial { reason: "denied", segment: None, pattern: Some(pattern.clone()), detail: None });
         }
         if self.allow.is_empty() || self.allow.iter().any(|p| glob_matches(p, segment)) {
             Ok(())
@@ -340,9 +351,32 @@ struct Walker {
     /// Openers that the rest of the command may still use; shared by all nested levels, because their
     /// recursion adds up along a chain of substitutions.
     openers_left: usize,
+    /// The first construct found that the check cannot prove inert, worded for the model (see `unverifiable`).
+    unverifiable: Option<String>,
+}
+
+/// One argument of a simple command, as the builtin rules need it.
+struct Arg<'a> {
+    /// The text after quote removal, expansions dropped (as in the segment).
+    text: String,
+    /// No expansion of any kind in it, so `text` is exactly what the builtin receives.
+    literal: bool,
+    /// The parsed assignment, when brush read the word as one (`declare x=1`).
+    assignment: Option<&'a ast::Assignment>,
 }
 
 impl Walker {
+    fn new() -> Self {
+        Self { openers_left: MAX_OPENERS, unverifiable: None }
+    }
+
+    /// Records a construct the check cannot verify: `what` names it (with its text), `fix` says what to
+    /// write instead. Only the first is kept, so the model fixes the command from left to right.
+    fn unverifiable(&mut self, what: &str, fix: &str) {
+        if self.unverifiable.is_none() {
+            self.unverifiable = Some(format!("Command uses {what}, which the permission check cannot verify; {fix}."));
+        }
+    }
     fn program(&mut self, text: &str) -> Result<Parsed, Unparsable> {
         // brush-parser 0.3 loops forever, allocating, when the input ends while a here-document with an empty
         // delimiter (`cat <<'' `) is pending. Such a document ends at the first empty line, so two trailing
@@ -390,14 +424,42 @@ impl Walker {
         match command {
             ast::Command::Simple(simple) => {
                 let mut words = Vec::new();
+                let mut name = None;
+                if let Some(word) = &simple.word_or_name {
+                    self.command_name(&word.value)?;
+                    name = Some(self.word(out, &word.value)?);
+                }
                 for item in simple.prefix.iter().flat_map(|prefix| &prefix.0) {
+                    if let ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, _raw) = item {
+                        // `IFS= read -r line` only changes how that `read` splits its input.
+                        if !(is_ifs(assignment) && name.as_deref() == Some("read")) {
+                            self.assigned_name(assignment);
+                        }
+                    }
                     self.item(out, &mut words, item)?;
                 }
-                if let Some(name) = &simple.word_or_name {
-                    words.push(self.word(out, &name.value)?);
-                }
+                words.extend(name.clone());
+                let mut args = Vec::new();
                 for item in simple.suffix.iter().flat_map(|suffix| &suffix.0) {
-                    self.item(out, &mut words, item)?;
+                    match item {
+                        ast::CommandPrefixOrSuffixItem::Word(word) => {
+                            let (text, literal) = self.word_info(out, &word.value)?;
+                            words.push(text.clone());
+                            args.push(Arg { text, literal, assignment: None });
+                        }
+                        ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, _raw) => {
+                            let text = self.assignment(out, assignment)?;
+                            words.push(text.clone());
+                            args.push(Arg { text, literal: true, assignment: Some(assignment) });
+                        }
+                        ast::CommandPrefixOrSuffixItem::IoRedirect(_)
+                        | ast::CommandPrefixOrSuffixItem::ProcessSubstitution(..) => {
+                            self.item(out, &mut words, item)?;
+                        }
+                    }
+                }
+                if let Some(name) = &name {
+                    self.builtin(name, &args);
                 }
                 // Cline keeps a segment whose words all expanded to nothing (`$FOO` is the segment ``).
                 if !words.is_empty() {
@@ -412,6 +474,12 @@ impl Walker {
                 out.subshells.push(inner);
             }
             ast::Command::Function(function) => {
+                // A function can take the name of an allowed command (or builtin) and be run by anything
+                // that names it, so what a later word runs is no longer what the segment says.
+                self.unverifiable(
+                    &format!("a function definition `{}`", shorten(&function.fname.value)),
+                    "run the commands directly instead of defining a function",
+                );
                 let ast::FunctionBody(body, redirects) = &function.body;
                 let mut inner = self.compound(body)?;
                 if let Some(redirects) = redirects {
@@ -436,10 +504,12 @@ impl Walker {
         let mut inner = Parsed::default();
         match compound {
             ast::CompoundCommand::Arithmetic(arithmetic) => {
+                self.arithmetic(&arithmetic.expr.value, "((", "))");
                 self.text_substitutions(&mut inner, &arithmetic.expr.value)?
             }
             ast::CompoundCommand::ArithmeticForClause(clause) => {
                 for expr in [&clause.initializer, &clause.condition, &clause.updater].into_iter().flatten() {
+                    self.arithmetic(&expr.value, "for ((", "))");
                     self.text_substitutions(&mut inner, &expr.value)?;
                 }
                 self.list(&mut inner, &clause.body.list)?;
@@ -447,6 +517,7 @@ impl Walker {
             ast::CompoundCommand::BraceGroup(group) => self.list(&mut inner, &group.list)?,
             ast::CompoundCommand::Subshell(subshell) => self.list(&mut inner, &subshell.list)?,
             ast::CompoundCommand::ForClause(clause) => {
+                self.assigned(&clause.variable_name, "for");
                 for value in clause.values.iter().flatten() {
                     self.word(&mut inner, &value.value)?;
                 }
@@ -507,6 +578,7 @@ impl Walker {
         let mut text = match &assignment.name {
             ast::AssignmentName::VariableName(name) => name.clone(),
             ast::AssignmentName::ArrayElementName(name, index) => {
+                self.subscript(name, index);
                 self.text_substitutions(out, index)?;
                 format!("{name}[{index}]")
             }
@@ -519,7 +591,14 @@ impl Walker {
                 for (index, value) in elements {
                     let value = self.word(out, &value.value)?;
                     rendered.push(match index {
-                        Some(index) => format!("[{}]={value}", self.word(out, &index.value)?),
+                        Some(index) => {
+                            let name = match &assignment.name {
+                                ast::AssignmentName::VariableName(name)
+                                | ast::AssignmentName::ArrayElementName(name, _) => name,
+                            };
+                            self.subscript(name, &index.value);
+                            format!("[{}]={value}", self.word(out, &index.value)?)
+                        }
                         None => value,
                     });
                 }
@@ -606,11 +685,48 @@ impl Walker {
                 text.push_str(" )");
             }
             ast::ExtendedTestExpr::UnaryTest(predicate, word) => {
-                let _ = write!(text, "{predicate} {}", self.word(out, &word.value)?);
+                let (operand, literal) = self.word_info(out, &word.value)?;
+                if matches!(
+                    predicate,
+                    ast::UnaryPredicate::ShellVariableIsSetAndAssigned
+                        | ast::UnaryPredicate::ShellVariableIsSetAndNameRef
+                ) && !(literal && name_is_inert(&operand))
+                {
+                    self.unverifiable(
+                        &format!(
+                            "`[[ {predicate} {} ]]`, which evaluates the subscript of the name it is given",
+                            shorten(&word.value)
+                        ),
+                        "test a plain variable name, written literally",
+                    );
+                }
+                let _ = write!(text, "{predicate} {operand}");
             }
             ast::ExtendedTestExpr::BinaryTest(predicate, left, right) => {
-                let left = self.word(out, &left.value)?;
-                let _ = write!(text, "{left} {predicate} {}", self.word(out, &right.value)?);
+                let (left_text, left_literal) = self.word_info(out, &left.value)?;
+                let (right_text, right_literal) = self.word_info(out, &right.value)?;
+                let arithmetic = matches!(
+                    predicate,
+                    ast::BinaryPredicate::ArithmeticEqualTo
+                        | ast::BinaryPredicate::ArithmeticNotEqualTo
+                        | ast::BinaryPredicate::ArithmeticLessThan
+                        | ast::BinaryPredicate::ArithmeticLessThanOrEqualTo
+                        | ast::BinaryPredicate::ArithmeticGreaterThan
+                        | ast::BinaryPredicate::ArithmeticGreaterThanOrEqualTo
+                );
+                let inert = |text: &str, literal: bool| literal && arithmetic_is_literal(text);
+                if arithmetic && !(inert(&left_text, left_literal) && inert(&right_text, right_literal)) {
+                    self.unverifiable(
+                        &format!(
+                            "the arithmetic comparison `[[ {} {predicate} {} ]]`, which evaluates names and expanded \
+                             values as arithmetic (an array subscript there runs commands)",
+                            shorten(&left.value),
+                            shorten(&right.value)
+                        ),
+                        "compare literal numbers, or compare strings with `==`",
+                    );
+                }
+                let _ = write!(text, "{left_text} {predicate} {right_text}");
             }
         }
         Ok(())
@@ -618,10 +734,336 @@ impl Walker {
 
     /// A word's text after quote removal, with every substitution in it added to `out` as a subshell.
     fn word(&mut self, out: &mut Parsed, raw: &str) -> Result<String, Unparsable> {
+        self.word_info(out, raw).map(|(text, _literal)| text)
+    }
+
+    /// [`Walker::word`], and whether the word is literal: no expansion of any kind (a tilde included), so the
+    /// text is exactly the word bash passes on.
+    fn word_info(&mut self, out: &mut Parsed, raw: &str) -> Result<(String, bool), Unparsable> {
         let pieces = word::parse(raw, &parser_options()).map_err(|_| Unparsable)?;
         let mut text = String::new();
         self.pieces(out, &mut text, raw, &pieces)?;
-        Ok(text)
+        Ok((text, pieces_are_literal(&pieces)))
+    }
+
+    /// The command word decides what runs, so it must be written out: an expansion, a glob or a brace
+    /// expansion there makes the program something the segment text does not name (`${X:-id }echo hi` is the
+    /// segment `echo hi` but runs `id`). ANSI-C quoting is refused too: brush keeps its escapes undecoded, so
+    /// `$'\x65val'` would not be recognised as `eval`.
+    fn command_name(&mut self, raw: &str) -> Result<(), Unparsable> {
+        let pieces = word::parse(raw, &parser_options()).map_err(|_| Unparsable)?;
+        let expanded = !pieces_are_literal_but_tildes(&pieces);
+        let globbing = raw != "["
+            && pieces
+                .iter()
+                .any(|piece| matches!(&piece.piece, WordPiece::Text(text) if text.contains(['*', '?', '[', '{'])));
+        let ansi_c = pieces.iter().any(|piece| matches!(piece.piece, WordPiece::AnsiCQuotedText(_)));
+        if expanded {
+            self.unverifiable(
+                &format!("a command name built by expansion `{}`", shorten(raw)),
+                "write the command name literally",
+            );
+        } else if globbing {
+            self.unverifiable(
+                &format!("a command name with glob or brace characters `{}`", shorten(raw)),
+                "write the command name literally, or quote those characters",
+            );
+        } else if ansi_c {
+            self.unverifiable(
+                &format!("a command name in ANSI-C quotes `{}`", shorten(raw)),
+                "write the command name literally",
+            );
+        }
+        Ok(())
+    }
+
+    /// A parameter expansion is inert when it only reads: a plain `$X`/`${X}`, a length, a default or
+    /// alternative value that is not assigned, pattern removal and replacement, case changes, a substring at
+    /// literal offsets. Everything that assigns, evaluates a value as code or arithmetic, or looks a name up
+    /// indirectly is refused. The operands' own substitutions are found by `text_substitutions`.
+    fn parameter(&mut self, expr: &word::ParameterExpr, source: &str) {
+        use word::{ParameterExpr as P, ParameterTransformOp as T};
+        let shown = shorten(source);
+        let (parameter, indirect) = match expr {
+            P::Parameter { parameter, indirect }
+            | P::UseDefaultValues { parameter, indirect, .. }
+            | P::AssignDefaultValues { parameter, indirect, .. }
+            | P::IndicateErrorIfNullOrUnset { parameter, indirect, .. }
+            | P::UseAlternativeValue { parameter, indirect, .. }
+            | P::ParameterLength { parameter, indirect }
+            | P::RemoveSmallestSuffixPattern { parameter, indirect, .. }
+            | P::RemoveLargestSuffixPattern { parameter, indirect, .. }
+            | P::RemoveSmallestPrefixPattern { parameter, indirect, .. }
+            | P::RemoveLargestPrefixPattern { parameter, indirect, .. }
+            | P::Substring { parameter, indirect, .. }
+            | P::Transform { parameter, indirect, .. }
+            | P::UppercaseFirstChar { parameter, indirect, .. }
+            | P::UppercasePattern { parameter, indirect, .. }
+            | P::LowercaseFirstChar { parameter, indirect, .. }
+            | P::LowercasePattern { parameter, indirect, .. }
+            | P::ReplaceSubstring { parameter, indirect, .. } => (parameter, *indirect),
+            P::VariableNames { .. } | P::MemberKeys { .. } => {
+                self.unverifiable(&format!("indirect expansion `{shown}`"), "name the variables directly");
+                return;
+            }
+        };
+        if indirect {
+            // The value names another parameter, and a name with a subscript evaluates it (`a[$(id)]` runs id).
+            self.unverifiable(&format!("indirect expansion `{shown}`"), "name the variable directly");
+        }
+        if let word::Parameter::NamedWithIndex { name, index } = parameter {
+            self.subscript(name, index);
+        }
+        match expr {
+            P::AssignDefaultValues { .. } => {
+                self.unverifiable(&format!("parameter assignment `{shown}`"), "write the value literally");
+            }
+            P::Transform { op, .. } => match op {
+                T::PromptExpand
+                | T::ExpandEscapeSequences
+                | T::ToAssignmentLogic
+                | T::ToAttributeFlags
+                | T::PossiblyQuoteWithArraysExpanded { .. } => {
+                    self.unverifiable(
+                        &format!("the parameter transformation `{shown}`"),
+                        "use the plain value `${NAME}`",
+                    );
+                }
+                T::CapitalizeInitial | T::Quoted | T::ToLowerCase | T::ToUpperCase => {}
+            },
+            P::Substring { offset, length, .. } => {
+                for expr in std::iter::once(offset).chain(length) {
+                    if !arithmetic_is_literal(&expr.value) {
+                        self.unverifiable(
+                            &format!("the substring `{shown}`, whose offset or length is arithmetic over names or expansions"),
+                            "write the offset and length as literal numbers",
+                        );
+                    }
+                }
+            }
+            P::Parameter { .. }
+            | P::UseDefaultValues { .. }
+            | P::IndicateErrorIfNullOrUnset { .. }
+            | P::UseAlternativeValue { .. }
+            | P::ParameterLength { .. }
+            | P::RemoveSmallestSuffixPattern { .. }
+            | P::RemoveLargestSuffixPattern { .. }
+            | P::RemoveSmallestPrefixPattern { .. }
+            | P::RemoveLargestPrefixPattern { .. }
+            | P::UppercaseFirstChar { .. }
+            | P::UppercasePattern { .. }
+            | P::LowercaseFirstChar { .. }
+            | P::LowercasePattern { .. }
+            | P::ReplaceSubstring { .. }
+            | P::VariableNames { .. }
+            | P::MemberKeys { .. } => {}
+        }
+    }
+
+    /// Arithmetic evaluates every name it meets, and the value of a name as arithmetic again, where an array
+    /// subscript runs its command substitutions (`X='a[$(id)]'; echo $((X))` runs `id`); the output of a
+    /// `$(…)` is evaluated the same way. So only numbers and operators are inert.
+    fn arithmetic(&mut self, expr: &str, open: &str, close: &str) {
+        if !arithmetic_is_literal(expr) {
+            self.unverifiable(
+                &format!("arithmetic `{open}{}{close}` over names or expansions", shorten(expr)),
+                "write literal numbers, or compute the value in a separate command",
+            );
+        }
+    }
+
+    /// An indexed array's subscript is arithmetic (see `arithmetic`).
+    fn subscript(&mut self, name: &str, index: &str) {
+        if !arithmetic_is_literal(index) {
+            self.unverifiable(
+                &format!(
+                    "the array subscript `{}[{}]`, which is evaluated as arithmetic",
+                    shorten(name),
+                    shorten(index)
+                ),
+                "use a literal number as the subscript",
+            );
+        }
+    }
+
+    /// A prefix or standalone assignment: the subscript is checked where it is rendered; here the name.
+    fn assigned_name(&mut self, assignment: &ast::Assignment) {
+        if let ast::AssignmentName::VariableName(name) = &assignment.name {
+            self.assigned(name, "=");
+        }
+    }
+
+    /// Variables that change what later commands run or how they are parsed: the search path, word splitting,
+    /// files bash sources, prompt strings bash expands (`PS4` under `set -x`), shell options, the dynamic
+    /// loader, and bash's own tables (`BASH_ALIASES`, `BASH_CMDS`).
+    fn assigned(&mut self, name: &str, how: &str) {
+        if is_special_variable(name) {
+            self.unverifiable(
+                &format!("an assignment to `{name}` (by `{how}`), which changes how the shell runs later commands"),
+                "leave that variable as it is",
+            );
+        }
+    }
+
+    /// Builtins that run text as code, change what a name runs, or assign through names they are given.
+    fn builtin(&mut self, name: &str, args: &[Arg<'_>]) {
+        match name {
+            "eval" | "exec" | "source" | "." | "trap" | "command" | "builtin" | "alias" | "enable" | "hash" | "fc"
+            | "compgen" | "complete" | "compopt" | "bind" | "let" | "mapfile" | "readarray" | "shopt" | "coproc"
+            | "select" => {
+                self.unverifiable(
+                    &format!("the `{name}` builtin, which can run code or change what a command name runs"),
+                    "run the commands directly",
+                );
+            }
+            "declare" | "typeset" | "local" | "readonly" | "export" => self.declaration(name, args),
+            "printf" => {
+                // `printf -v NAME` assigns; only the first argument can be that option.
+                let Some(first) = args.first() else { return };
+                let target = if !first.literal {
+                    Some(None)
+                } else if first.text == "-v" {
+                    Some(args.get(1))
+                } else if let Some(rest) = first.text.strip_prefix("-v") {
+                    self.assigned_target(name, rest, true);
+                    None
+                } else {
+                    None
+                };
+                if let Some(target) = target {
+                    match target {
+                        Some(arg) => self.assigned_target(name, &arg.text, arg.literal),
+                        None => self.assigned_target(name, "", false),
+                    }
+                }
+            }
+            "read" => self.read(args),
+            "getopts" => match args.get(1) {
+                Some(arg) => self.assigned_target(name, &arg.text, arg.literal),
+                None => {}
+            },
+            "unset" => {
+                for arg in args {
+                    if !(arg.literal && (arg.text.starts_with('-') || is_identifier(&arg.text))) {
+                        self.assigned_target(name, &arg.text, false);
+                    }
+                }
+            }
+            "wait" | "test" | "[" => {
+                // `wait -p NAME` assigns, `test -v NAME` evaluates NAME's subscript. An argument that is not
+                // literal could turn out to be that option, so whatever follows it must be inert too.
+                let option = if name == "wait" { "-p" } else { "-v" };
+                for pair in args.windows(2) {
+                    let could_be_option = !pair[0].literal
+                        || pair[0].text == option
+                        || (name == "wait" && pair[0].text.starts_with('-') && pair[0].text.contains('p'))
+                        || (name != "wait" && pair[0].text == "-R");
+                    if could_be_option && !(pair[1].literal && !pair[1].text.contains('[')) {
+                        self.unverifiable(
+                            &format!(
+                                "`{name} {option}` with the name `{}`, whose subscript would be evaluated",
+                                shorten(&pair[1].text)
+                            ),
+                            "give it a plain variable name, written literally",
+                        );
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// `declare` and its kin assign through their arguments at run time, quoted or not, so each must be a
+    /// literal option without attributes that evaluate (`-n` namerefs, `-i` integers, `-a`/`-A` arrays,
+    /// whose compound values carry subscripts) or a plain, unspecial name with an optional value.
+    fn declaration(&mut self, name: &str, args: &[Arg<'_>]) {
+        for arg in args {
+            if let Some(assignment) = arg.assignment {
+                match &assignment.name {
+                    ast::AssignmentName::VariableName(variable) => self.assigned(variable, name),
+                    // The subscript was checked when the word was rendered.
+                    ast::AssignmentName::ArrayElementName(..) => {}
+                }
+                if matches!(assignment.value, ast::AssignmentValue::Array(_)) {
+                    self.unverifiable(
+                        &format!("`{name}` with the array value `{}`", shorten(&arg.text)),
+                        "assign the elements with literal subscripts in separate words",
+                    );
+                }
+                continue;
+            }
+            if !arg.literal {
+                self.unverifiable(
+                    &format!("`{name}` with the expanded argument `{}`", shorten(&arg.text)),
+                    "write the names and options literally",
+                );
+                continue;
+            }
+            if let Some(flags) = arg.text.strip_prefix(['-', '+']) {
+                if flags.chars().any(|c| !matches!(c, 'r' | 'x' | 'g' | 'p' | 'f' | 'F' | 't' | 'l' | 'u')) {
+                    self.unverifiable(
+                        &format!(
+                            "`{name} {}`, whose attributes make later assignments evaluate code or arithmetic",
+                            shorten(&arg.text)
+                        ),
+                        "declare plain variables (`-r`, `-x` and `-g` are fine)",
+                    );
+                }
+                continue;
+            }
+            let variable = arg.text.split_once('=').map_or(arg.text.as_str(), |(left, _)| left);
+            let variable = variable.strip_suffix('+').unwrap_or(variable);
+            self.assigned_target(name, variable, true);
+        }
+    }
+
+    /// `read`: `-a` fills an array, and each name must be plain (`read 'a[$(id)]'` runs `id`).
+    fn read(&mut self, args: &[Arg<'_>]) {
+        let mut rest = args.iter();
+        let mut options = true;
+        while let Some(arg) = rest.next() {
+            if !arg.literal {
+                self.assigned_target("read", &arg.text, false);
+                continue;
+            }
+            if options && arg.text == "--" {
+                options = false;
+                continue;
+            }
+            match arg.text.strip_prefix('-').filter(|_| options) {
+                Some(flags) if !flags.is_empty() => {
+                    // Options with a value take the rest of the word, or else the next word.
+                    if let Some(at) = flags.find(['a', 'd', 'i', 'n', 'N', 'p', 't', 'u']) {
+                        if flags[at..].starts_with('a') {
+                            self.unverifiable("`read -a`, which reads into an array", "read into plain variables");
+                        }
+                        if at + 1 == flags.len() {
+                            rest.next();
+                        }
+                    }
+                }
+                _ => {
+                    options = false;
+                    self.assigned_target("read", &arg.text, true);
+                }
+            }
+        }
+    }
+
+    /// A name a builtin assigns to: it must be written literally, be a plain identifier (a subscript there is
+    /// evaluated) and not a special variable.
+    fn assigned_target(&mut self, builtin: &str, name: &str, literal: bool) {
+        if !literal || !is_identifier(name) {
+            self.unverifiable(
+                &format!(
+                    "`{builtin}` assigning to `{}`, which is not a plain variable name written literally",
+                    shorten(name)
+                ),
+                "assign to a plain variable name",
+            );
+        } else {
+            self.assigned(name, builtin);
+        }
     }
 
     fn pieces(
@@ -638,13 +1080,23 @@ impl Walker {
                     self.pieces(out, text, raw, inner)?;
                 }
                 WordPiece::TildePrefix(user) => {
+                    // brush-parser takes everything up to the next `/`, `:` or `;` as the tilde prefix, quotes
+                    // and substitutions included, so `~$(id)` hid `$(id)` (which bash runs). Only a prefix that
+                    // is a user name (or `+`, `-`, a directory-stack index) is known to be inert.
+                    if !user.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')) {
+                        self.unverifiable(
+                            &format!("the tilde prefix `~{}`, which is not a plain user name", shorten(user)),
+                            "write the path without `~`, or quote the `~`",
+                        );
+                    }
                     text.push('~');
                     text.push_str(user);
                 }
                 WordPiece::EscapeSequence(s) => text.push_str(s.strip_prefix('\\').unwrap_or(s)),
-                WordPiece::ParameterExpansion(_) => {
+                WordPiece::ParameterExpansion(expr) => {
                     // Expands to nothing, as in Cline, but `${x:-$(cmd)}` and `${a[$(cmd)]}` still run `cmd`.
                     let source = raw.get(piece.start_index..piece.end_index).ok_or(Unparsable)?;
+                    self.parameter(expr, source);
                     self.text_substitutions(out, source.strip_prefix('$').unwrap_or(source))?;
                 }
                 WordPiece::CommandSubstitution(command) | WordPiece::BackquotedCommandSubstitution(command) => {
@@ -653,6 +1105,7 @@ impl Walker {
                     text.push('$');
                 }
                 WordPiece::ArithmeticExpression(expr) => {
+                    self.arithmetic(&expr.value, "$((", "))");
                     self.text_substitutions(out, &expr.value)?;
                     text.push('$');
                 }
@@ -673,6 +1126,102 @@ impl Walker {
     }
 }
 
+/// At most 60 characters of a construct's text, for a denial message.
+fn shorten(text: &str) -> String {
+    if text.chars().count() <= 60 {
+        text.to_owned()
+    } else {
+        text.chars().take(57).chain("...".chars()).collect()
+    }
+}
+
+fn is_ifs(assignment: &ast::Assignment) -> bool {
+    matches!(&assignment.name, ast::AssignmentName::VariableName(name) if name == "IFS")
+}
+
+/// Whether a piece expands (parameters, substitutions, arithmetic, a tilde).
+fn is_expansion(piece: &WordPiece) -> bool {
+    match piece {
+        WordPiece::Text(_)
+        | WordPiece::SingleQuotedText(_)
+        | WordPiece::AnsiCQuotedText(_)
+        | WordPiece::EscapeSequence(_) => false,
+        WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
+            inner.iter().any(|piece| is_expansion(&piece.piece))
+        }
+        WordPiece::TildePrefix(_)
+        | WordPiece::ParameterExpansion(_)
+        | WordPiece::CommandSubstitution(_)
+        | WordPiece::BackquotedCommandSubstitution(_)
+        | WordPiece::ArithmeticExpression(_) => true,
+    }
+}
+
+fn pieces_are_literal(pieces: &[WordPieceWithSource]) -> bool {
+    !pieces.iter().any(|piece| is_expansion(&piece.piece))
+}
+
+/// Literal apart from a leading tilde (`~/bin/tool`), whose prefix the word walk checks.
+fn pieces_are_literal_but_tildes(pieces: &[WordPieceWithSource]) -> bool {
+    !pieces.iter().any(|piece| !matches!(piece.piece, WordPiece::TildePrefix(_)) && is_expansion(&piece.piece))
+}
+
+/// Arithmetic that names nothing: numbers (`42`, `0x1f`, `16#ff`, `64#@_`), operators, parentheses and
+/// spaces. A `$`, a backtick, a quote, a subscript or a name make it unverifiable.
+fn arithmetic_is_literal(expr: &str) -> bool {
+    let mut chars = expr.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            while chars.next_if(|&d| d.is_ascii_alphanumeric() || matches!(d, '_' | '#' | '@')).is_some() {}
+        } else if !(c.is_ascii_whitespace() || "+-*/%<>=!&|^~?:,()".contains(c)) {
+            return false;
+        }
+    }
+    true
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A name whose subscript, if any, is a literal number (`x`, `a[0]`, `a[@]`).
+fn name_is_inert(text: &str) -> bool {
+    match text.split_once('[') {
+        None => is_identifier(text),
+        Some((name, rest)) => {
+            is_identifier(name)
+                && rest
+                    .strip_suffix(']')
+                    .is_some_and(|index| matches!(index, "@" | "*") || arithmetic_is_literal(index))
+        }
+    }
+}
+
+/// See [`Walker::assigned`].
+fn is_special_variable(name: &str) -> bool {
+    const NAMES: &[&str] = &[
+        "IFS",
+        "PATH",
+        "ENV",
+        "BASH_ENV",
+        "PROMPT_COMMAND",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS3",
+        "PS4",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "POSIXLY_CORRECT",
+        "CDPATH",
+        "GLOBIGNORE",
+        "EXECIGNORE",
+    ];
+    NAMES.contains(&name) || name.starts_with("BASH_") || name.starts_with("LD_")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -684,8 +1233,10 @@ mod tests {
         Allowed,
         /// Reason code, failing segment, matched pattern.
         Denied(&'static str, Option<&'static str>, Option<&'static str>),
+        /// `unverifiable`, with this text in the detail.
+        Unverifiable(&'static str),
     }
-    use Want::{Allowed, Denied};
+    use Want::{Allowed, Denied, Unverifiable};
 
     fn check(config: &str, command: &str) -> Result<(), Denial> {
         CommandPermissions::from_json(config).expect("test configs are valid").check(command)
@@ -695,9 +1246,20 @@ mod tests {
         for &(config, command, want) in cases {
             let expected = match want {
                 Allowed => Ok(()),
-                Denied(reason, segment, pattern) => {
-                    Err(Denial { reason, segment: segment.map(str::to_owned), pattern: pattern.map(str::to_owned) })
+                Unverifiable(fragment) => {
+                    let denial = check(config, command).expect_err(command);
+                    assert_eq!(denial.reason, "unverifiable", "config {config} command {command:?}: {denial:?}");
+                    let detail = denial.detail.unwrap_or_default();
+                    assert!(detail.contains(fragment), "command {command:?}: {detail:?} lacks {fragment:?}");
+                    assert!(detail.contains("cannot verify"), "{detail}");
+                    continue;
                 }
+                Denied(reason, segment, pattern) => Err(Denial {
+                    reason,
+                    segment: segment.map(str::to_owned),
+                    pattern: pattern.map(str::to_owned),
+                    detail: None,
+                }),
             };
             assert_eq!(check(config, command), expected, "config {config} command {command:?}");
         }
@@ -984,7 +1546,8 @@ mod tests {
             (ECHO, "echo ${a[$(rm -rf /)]}", Denied("no_match_deny_default", None, None)),
             (ECHO, "echo $((1 + $(rm -rf /)))", Denied("no_match_deny_default", None, None)),
             (r#"{"allow": ["echo $"]}"#, "echo $((1+2))", Allowed),
-            (r#"{"allow": ["echo *", "id -u"]}"#, "echo $(( $(id -u) + 1 ))", Allowed),
+            // The output of a substitution inside arithmetic is evaluated as arithmetic, so it is unverifiable.
+            (r#"{"allow": ["echo *", "id -u"]}"#, "echo $(( $(id -u) + 1 ))", Unverifiable("arithmetic")),
             // A backtick hidden from Cline's scan inside `"$(…)"` is still found by the parser.
             (ECHO, r#"echo "$(echo '")' `rm -rf /` '")')""#, Denied("no_match_deny_default", None, None)),
             // A newline that the scan sees as quoted still separates the commands of a substitution.
@@ -1038,8 +1601,10 @@ mod tests {
             ),
             (r#"{"deny": ["rm *"]}"#, "case x in x) rm y;; esac", Denied("denied", None, Some("rm *"))),
             (r#"{"deny": ["rm *"]}"#, "f() { rm -rf /; }; f", Denied("denied", None, Some("rm *"))),
-            (r#"{"allow": ["echo *"]}"#, "(( x = 1 + 2 ))", Allowed),
-            (r#"{"allow": ["echo *"]}"#, "for ((i = 0; i < 3; i++)); do echo $i; done", Allowed),
+            // Arithmetic over names is unverifiable (see `arithmetic`); over numbers it is inert.
+            (r#"{"allow": ["echo *"]}"#, "(( x = 1 + 2 ))", Unverifiable("arithmetic `((x = 1 + 2))`")),
+            (r#"{"allow": ["echo *"]}"#, "(( 1 + 2 ))", Allowed),
+            (r#"{"allow": ["echo *"]}"#, "for ((i = 0; i < 3; i++)); do echo $i; done", Unverifiable("for ((")),
             (r#"{"allow": ["[[ -f x ]]", "make"]}"#, "[[ -f x ]] && make", Allowed),
             (r#"{"allow": ["[[ * ]]"]}"#, "[[ $(rm -rf /) == y ]]", Denied("no_match_deny_default", None, None)),
             // Redirects inside a subshell, or on one.
@@ -1073,7 +1638,7 @@ mod tests {
         // `|&` runs two commands; both are checked.
         assert_eq!(
             check(r#"{"allow": ["ls *"], "allowRedirects": true}"#, "ls a |& rm x"),
-            Err(Denial { reason: "segment_no_match", segment: Some("rm x".into()), pattern: None })
+            Err(Denial { reason: "segment_no_match", segment: Some("rm x".into()), pattern: None, detail: None })
         );
         // Here-documents need a newline, so they only get past the scan inside a quoted substitution,
         // and brush cannot parse that: denied either way.
@@ -1084,9 +1649,7 @@ mod tests {
         // An unquoted delimiter makes the body expand, so its substitutions are commands; brush-parser
         // cannot parse that inside a quoted substitution, so the check sees it only through the parser.
         assert_eq!(check(allow_redirects, "echo \"$(cat <<EOF\n$(id)\nEOF\n)\""), Err(Denial::bare("parse_error")));
-        let body = |text: &str| {
-            Walker { openers_left: MAX_OPENERS }.program(text).map_err(|Unparsable| text.to_owned()).expect("parses")
-        };
+        let body = |text: &str| Walker::new().program(text).map_err(|Unparsable| text.to_owned()).expect("parses");
         assert_eq!(body("cat <<EOF\n$(rm x)\nEOF\n").subshells.len(), 1);
         assert_eq!(body("cat <<EOF\n$(rm x)\nEOF\n").subshells[0].segments, ["rm x"]);
         assert!(body("cat <<'EOF'\n$(rm x)\nEOF\n").subshells.is_empty());
@@ -1215,15 +1778,20 @@ mod tests {
         let command = "gh pr view 123 && rm -rf /";
         let cases = [
             (
-                Denial { reason: "segment_denied", segment: Some("rm -rf /".into()), pattern: Some("rm *".into()) },
+                Denial {
+                    reason: "segment_denied",
+                    segment: Some("rm -rf /".into()),
+                    pattern: Some("rm *".into()),
+                    detail: None,
+                },
                 r#"Command "gh pr view 123 && rm -rf /" was denied by CLINE_COMMAND_PERMISSIONS. Segment "rm -rf /" segment_denied."#,
             ),
             (
-                Denial { reason: "segment_no_match", segment: Some("rm -rf /".into()), pattern: None },
+                Denial { reason: "segment_no_match", segment: Some("rm -rf /".into()), pattern: None, detail: None },
                 r#"Command "gh pr view 123 && rm -rf /" was denied by CLINE_COMMAND_PERMISSIONS. Segment "rm -rf /" segment_no_match."#,
             ),
             (
-                Denial { reason: "denied", segment: None, pattern: Some("gh *".into()) },
+                Denial { reason: "denied", segment: None, pattern: Some("gh *".into()), detail: None },
                 r#"Command "gh pr view 123 && rm -rf /" was denied by CLINE_COMMAND_PERMISSIONS. Reason: denied (matched pattern: gh *)"#,
             ),
             (
@@ -1243,7 +1811,7 @@ mod tests {
                 r#"Command "gh pr view 123 && rm -rf /" was denied by CLINE_COMMAND_PERMISSIONS. Reason: parse_error"#,
             ),
             (
-                Denial { reason: "segment_no_match", segment: Some(String::new()), pattern: None },
+                Denial { reason: "segment_no_match", segment: Some(String::new()), pattern: None, detail: None },
                 r#"Command "gh pr view 123 && rm -rf /" was denied by CLINE_COMMAND_PERMISSIONS. Reason: segment_no_match"#,
             ),
         ];
@@ -1265,7 +1833,8 @@ mod tests {
         // Each kind of nesting, exactly as deep as the limits let it go: accepted, and no stack overflow.
         let deepest = [
             // Parentheses (subshells, process substitutions, `[[ ( … ) ]]`) have their own, lower limit.
-            format!("{}ls{}", "(".repeat(MAX_PAREN_DEPTH), ")".repeat(MAX_PAREN_DEPTH)),
+            // Two `(` in a row, even spaced, are arithmetic to brush (over the name `ls`: unverifiable).
+            format!("{}ls{}", "( true; ".repeat(MAX_PAREN_DEPTH), " )".repeat(MAX_PAREN_DEPTH)),
             format!("cat {}x{}", "<(cat ".repeat(MAX_PAREN_DEPTH), ")".repeat(MAX_PAREN_DEPTH)),
             format!("{}ls{}", "{ ".repeat(n), "; }".repeat(n)),
             format!("{}ls{}", "if true; then ".repeat(n), "; fi".repeat(n)),
@@ -1281,7 +1850,7 @@ mod tests {
             format!("echo {}x{}", "$( ( echo ".repeat(d), " ) )".repeat(d)),
         ];
         for command in &deepest {
-            assert_eq!(check(allow_all, command), Ok(()), "{}", &command[..40]);
+            assert_eq!(check(allow_all, command), Ok(()), "{}", command.chars().take(40).collect::<String>());
         }
         // Found by the command_permissions fuzz target: nested `(` around a syntax error took exponential time.
         let m = MAX_PAREN_DEPTH + 1;
