@@ -201,7 +201,7 @@ impl Tool for SearchFiles {
         };
         let mut parts = Vec::with_capacity(existing.len());
         for target in &existing {
-            match search_one(target, &checked, host) {
+            match search_one(target, &checked, call.approved, host) {
                 Ok(part) => parts.push(part),
                 Err(error) => return Outcome::Error(error),
             }
@@ -323,17 +323,39 @@ fn existing(targets: &Targets) -> Result<Vec<Target>, ToolError> {
 }
 
 /// Searches one target and renders its text.
-fn search_one(target: &Target, checked: &Checked<'_>, host: &HostClient<'_>) -> Result<format::RootResults, ToolError> {
+fn search_one(
+    target: &Target,
+    checked: &Checked<'_>,
+    approved: bool,
+    host: &HostClient<'_>,
+) -> Result<format::RootResults, ToolError> {
+    // The walk starts from the target's real location, checked now: a link on the way to it (or one swapped
+    // in since `prepare` looked) cannot take a search that needed nobody's approval out of the workspace.
+    // Below it the walk follows no links, so what it reads lies below this checked directory.
+    let walk_root = std::fs::canonicalize(&target.absolute).unwrap_or_else(|_| target.absolute.clone());
+    if walk_root != target.absolute && !approved {
+        let inside = host.resolve_path(&walk_root.to_string_lossy()).map(|r| r.inside_workspace).unwrap_or(false);
+        if !inside {
+            return Err(ToolError {
+                message: format!(
+                    "Error searching files: {} leads to {}, outside the workspace, which this call was not approved to search. Search it again to be asked for approval.",
+                    target.absolute.display(),
+                    walk_root.display()
+                ),
+                mistake: false,
+            });
+        }
+    }
     let pattern = match checked.file_pattern {
         Some(glob) => Some(
-            search::file_pattern(&target.absolute, glob)
+            search::file_pattern(&walk_root, glob)
                 .map_err(|e| mistake(format!("The file_pattern '{glob}' is not a valid glob: {e}")))?,
         ),
         None => None,
     };
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let query = search::Query {
-        root: &target.absolute,
+        root: &walk_root,
         matcher: &checked.matcher,
         file_pattern: pattern.as_ref(),
         limit: format::MAX_RESULTS,
@@ -361,7 +383,12 @@ fn search_one(target: &Target, checked: &Checked<'_>, host: &HostClient<'_>) -> 
     let groups: Vec<format::Group<'_>> = found
         .files
         .iter()
-        .map(|file| format::Group { path: relative(&target.root, &file.path), hits: &file.hits })
+        .map(|file| {
+            // Shown where the model asked, not where the walk really ran.
+            let shown =
+                file.path.strip_prefix(&walk_root).map_or_else(|_| file.path.clone(), |rel| target.absolute.join(rel));
+            format::Group { path: relative(&target.root, &shown), hits: &file.hits }
+        })
         .collect();
     Ok(format::RootResults {
         name: target.root_name.clone(),
