@@ -672,11 +672,12 @@ async fn ask(
         );
         return Err((denied_message, Some(note), None));
     };
+    // The prompt is shown to a person: the tool's message and paths come from the model and the workspace.
     let prompt = ApprovalPrompt {
-        tool: tool_use.name.clone(),
-        kind: request.kind,
-        message: request.message,
-        paths: request.paths,
+        tool: crate::shown::escape_line(&tool_use.name).into_owned(),
+        kind: crate::shown::escape_line(&request.kind).into_owned(),
+        message: crate::shown::escape(&request.message).into_owned(),
+        paths: request.paths.iter().map(|path| crate::shown::escape_line(path).into_owned()).collect(),
         risk: request.risk,
     };
     let asking = approver.ask(prompt);

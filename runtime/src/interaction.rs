@@ -280,8 +280,13 @@ pub(crate) fn dispatch(call: &CallHost, name: &str, request: &str) -> Result<Str
             let Some(interaction) = host.interaction.clone() else {
                 return reply(&AskResponse::default());
             };
-            let question =
-                Question { task_id: task.info.task_id.clone(), kind: req.kind, text: req.text, options: req.options };
+            // The question and its options come from the model and are shown to a person.
+            let question = Question {
+                task_id: task.info.task_id.clone(),
+                kind: crate::shown::escape_line(&req.kind).into_owned(),
+                text: crate::shown::escape(&req.text).into_owned(),
+                options: req.options.iter().map(|option| crate::shown::escape(option).into_owned()).collect(),
+            };
             let answer = host.wait(call, host.ask_timeout, move || interaction.ask(question))?.flatten();
             let Some(answer) = answer else {
                 return reply(&AskResponse::default());

@@ -84,6 +84,7 @@ mod pool;
 mod process;
 mod runtime;
 pub mod serve;
+pub mod shown;
 mod skills;
 mod spec;
 pub mod stream;

@@ -2,9 +2,10 @@
 
 use anyhow::Context as _;
 use clap::{Parser, Subcommand};
-use std::io::Read as _;
+use std::io::{IsTerminal as _, Read as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolshed::shown::{escape, escape_line};
 use toolshed::{ConfigLoader, Provider, Runtime, SpecContext, TaskContext, TerminalApprover, ToolUse};
 
 #[derive(Parser, Debug)]
@@ -121,7 +122,7 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("toolshed: {error:#}");
+            eprintln!("toolshed: {}", escape(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }
@@ -134,7 +135,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     };
     let loaded = ConfigLoader::new().config_file(cli.config.clone()).workspace(Some(cwd.clone())).load()?;
     for warning in &loaded.warnings {
-        tracing::warn!("{warning}");
+        tracing::warn!("{}", escape_line(warning));
     }
     let config = loaded.config;
 
@@ -184,8 +185,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                     let aliases = if tool.aliases.is_empty() { "-".to_owned() } else { tool.aliases.join(",") };
                     let caps = if tool.capabilities.is_empty() { "-".to_owned() } else { tool.capabilities.join(",") };
                     println!(
-                        "{:<28} {:<20} {:<10} aliases={aliases} capabilities={caps}",
-                        tool.name, tool.plugin, tool.version
+                        "{:<28} {:<20} {:<10} aliases={} capabilities={}",
+                        escape_line(&tool.name),
+                        escape_line(&tool.plugin),
+                        escape_line(&tool.version),
+                        escape_line(&aliases),
+                        escape_line(&caps)
                     );
                 }
             }
@@ -241,9 +246,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             let task = runtime.task(context.with_images(images));
             let executor = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
             let result = executor.block_on(task.execute(ToolUse::from_text("cli", tool, input)));
-            println!("{}", result.to_model_text());
+            // Exactly what the model sees, for scripts; on a terminal, a file's escape sequences are shown, not run.
+            let text = result.to_model_text();
+            if std::io::stdout().is_terminal() {
+                println!("{}", escape(&text));
+            } else {
+                println!("{text}");
+            }
             if let Some(note) = &result.note {
-                eprintln!("toolshed: {note}");
+                eprintln!("toolshed: {}", escape(note));
             }
             Ok(if result.is_error() { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
@@ -283,18 +294,18 @@ fn watch(config: toolshed::Config, dirs: Vec<PathBuf>) -> anyhow::Result<ExitCod
             toolshed::RegisterEvent::Registered { names, file } => {
                 loaded.entry(file.clone()).or_default().extend(names.iter().cloned())
             }
-            toolshed::RegisterEvent::Refused { reason, .. } => writeln!(out, "failed {reason}")?,
+            toolshed::RegisterEvent::Refused { reason, .. } => writeln!(out, "failed {}", escape_line(&reason))?,
             toolshed::RegisterEvent::Declined { .. } => {}
         }
     }
     for error in runtime.load_errors() {
-        writeln!(out, "failed {error}")?;
+        writeln!(out, "failed {}", escape_line(&error.to_string()))?;
     }
     for (file, mut tools) in loaded {
         tools.sort();
-        writeln!(out, "loaded {} tools={}", file.display(), tools.join(","))?;
+        writeln!(out, "loaded {} tools={}", escape_line(&file.display().to_string()), escape_line(&tools.join(",")))?;
     }
-    let watched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    let watched: Vec<String> = dirs.iter().map(|d| escape_line(&d.display().to_string()).into_owned()).collect();
     writeln!(out, "watching {}", watched.join(" "))?;
     out.flush()?;
     let executor = tokio::runtime::Builder::new_current_thread().build()?;
@@ -326,11 +337,11 @@ fn watch(config: toolshed::Config, dirs: Vec<PathBuf>) -> anyhow::Result<ExitCod
 
 fn report_load_errors(runtime: &Runtime) {
     for error in runtime.load_errors() {
-        eprintln!("toolshed: plugin not loaded: {error}");
+        eprintln!("toolshed: plugin not loaded: {}", escape_line(&error.to_string()));
     }
     for event in runtime.register_events() {
         if let toolshed::RegisterEvent::Refused { reason, .. } = event {
-            eprintln!("toolshed: tool not registered: {reason}");
+            eprintln!("toolshed: tool not registered: {}", escape_line(&reason));
         }
     }
 }

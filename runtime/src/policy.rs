@@ -170,7 +170,8 @@ impl Approver for TerminalApprover {
         let spawned = std::thread::Builder::new().name("toolshed-ask".to_owned()).spawn(move || {
             use std::io::Write;
             let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{} [y]es / [n]o / [a]lways: ", prompt.message);
+            // Escaped again: a host may build its own prompt and hand it to this approver.
+            let _ = write!(err, "{} [y]es / [n]o / [a]lways: ", crate::shown::escape(&prompt.message));
             let _ = err.flush();
             let mut line = String::new();
             let reply = match std::io::stdin().read_line(&mut line) {

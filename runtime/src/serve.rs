@@ -46,7 +46,11 @@ impl Approver for ElicitingApprover {
                 return deny;
             }
             let params: ElicitRequestParams = match serde_json::from_value(json!({
-                "message": format!("{}\n\nAllow {}?", prompt.message, prompt.tool),
+                "message": format!(
+                    "{}\n\nAllow {}?",
+                    crate::shown::escape(&prompt.message),
+                    crate::shown::escape_line(&prompt.tool)
+                ),
                 "requestedSchema": {"type": "object", "properties": {}}
             })) {
                 Ok(params) => params,

@@ -300,11 +300,12 @@ impl TaskShared {
     /// Hands a `say` message to the host's event sink.
     pub fn say(&self, tool: &str, request: toolshed_plugin_api::services::SayRequest) {
         if let Some(sink) = &self.events {
+            // UI events are shown to a person; a tool's text (command output, a diff) may hold terminal controls.
             sink(&UiEvent {
                 task_id: self.info.task_id.clone(),
                 tool: tool.to_owned(),
-                kind: request.kind,
-                text: request.text,
+                kind: crate::shown::escape_line(&request.kind).into_owned(),
+                text: crate::shown::escape(&request.text).into_owned(),
                 partial: request.partial,
             });
         }

@@ -87,28 +87,36 @@ impl PluginEvent {
     }
 }
 
-/// One line, as `toolshed watch` prints it.
+/// One line, as `toolshed watch` prints it. File names and reasons come from the plugin directory and the
+/// plugins themselves, so they are escaped for the terminal (`shown::escape_line`).
 impl fmt::Display for PluginEvent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let list = |names: &[String]| if names.is_empty() { "-".to_owned() } else { names.join(",") };
+        use crate::shown::escape_line as shown;
+        let list =
+            |names: &[String]| if names.is_empty() { "-".to_owned() } else { shown(&names.join(",")).into_owned() };
+        let path = |file: &std::path::Path| shown(&file.display().to_string()).into_owned();
         match self {
             Self::Loaded { file, plugin, version, hash, tools } => write!(
                 f,
-                "loaded {} plugin={plugin} version={version} hash={} tools={}",
-                file.display(),
+                "loaded {} plugin={} version={} hash={} tools={}",
+                path(file),
+                shown(plugin),
+                shown(version),
                 short(hash),
                 list(tools)
             ),
             Self::Reloaded { file, plugin, version, hash, tools, removed } => write!(
                 f,
-                "reloaded {} plugin={plugin} version={version} hash={} tools={} removed={}",
-                file.display(),
+                "reloaded {} plugin={} version={} hash={} tools={} removed={}",
+                path(file),
+                shown(plugin),
+                shown(version),
                 short(hash),
                 list(tools),
                 list(removed)
             ),
-            Self::Unloaded { file, tools } => write!(f, "unloaded {} tools={}", file.display(), list(tools)),
-            Self::Failed { file, reason } => write!(f, "failed {}: {reason}", file.display()),
+            Self::Unloaded { file, tools } => write!(f, "unloaded {} tools={}", path(file), list(tools)),
+            Self::Failed { file, reason } => write!(f, "failed {}: {}", path(file), shown(reason)),
         }
     }
 }
