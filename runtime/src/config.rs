@@ -47,6 +47,9 @@ const SECTIONS: [&str; 10] =
 /// plugin directory.
 const NOT_CONFIG_VARS: [&str; 2] = ["TOOLSHED_WEB_TOKEN", "TOOLSHED_PLUGINS"];
 
+/// Cline's command-permission variable, read as the user's `[commands] permissions`.
+const PERMISSIONS_VAR: &str = "CLINE_COMMAND_PERMISSIONS";
+
 /// The hint every "ignored because untrusted" warning ends with.
 const TRUST_HINT: &str = "add it to [plugins] trusted_workspaces in your user config";
 
@@ -610,7 +613,9 @@ impl ConfigLoader {
     pub fn env(mut self, vars: impl IntoIterator<Item = (String, String)>) -> Self {
         self.env = vars
             .into_iter()
-            .filter(|(var, _)| var.starts_with("TOOLSHED_") && !NOT_CONFIG_VARS.contains(&var.as_str()))
+            .filter(|(var, _)| {
+                (var.starts_with("TOOLSHED_") && !NOT_CONFIG_VARS.contains(&var.as_str())) || var == PERMISSIONS_VAR
+            })
             .collect();
         // Sorted, so that which bad variable is reported first does not
         // depend on the order the environment happens to list them in.
@@ -767,6 +772,16 @@ fn file_layer(text: &str, path: &Path, home: Option<&Path>) -> Result<Table, Con
 fn env_layer(vars: &[(String, String)], home: Option<&Path>) -> Result<Table, ConfigError> {
     let mut layer = Table::new();
     for (var, raw) in vars {
+        // Cline's variable is the user's `[commands] permissions`, above every file (blank is unset, as in
+        // Cline), so an untrusted workspace's tightening applies to it too.
+        if var == PERMISSIONS_VAR {
+            if !raw.trim().is_empty() {
+                let mut commands = Table::new();
+                commands.insert("permissions".to_owned(), Value::String(raw.clone()));
+                merge(&mut layer, Table::from_iter([("commands".to_owned(), Value::Table(commands))]));
+            }
+            continue;
+        }
         let Some(rest) = var.strip_prefix("TOOLSHED_") else {
             continue;
         };
@@ -1358,6 +1373,25 @@ mod tests {
             Some(serde_json::json!({ "limit": 3, "names": ["a"], "nested": { "on": true } }))
         );
         assert_eq!(config.plugins.config_json("other"), None);
+    }
+
+    #[test]
+    fn clines_permission_variable_is_the_users_setting_and_a_workspace_tightens_it() {
+        let scratch = Scratch::new();
+        scratch.write_user("[commands]\npermissions = '{\"allow\":[\"ls *\"]}'\n");
+        scratch.write_workspace("[commands]\npermissions = '{\"deny\":[\"git push*\"]}'\n");
+        let var = env(&[("CLINE_COMMAND_PERMISSIONS", r#"{"allow":["git *"]}"#)]);
+        let loaded = scratch.loader().env(var).load().unwrap();
+        assert_eq!(
+            loaded.config.commands.permissions.as_deref(),
+            Some(r#"{"allow":["git *"],"deny":["git push*"],"allowRedirects":false}"#)
+        );
+        // Blank is unset, as in Cline: the files decide.
+        let loaded = scratch.loader().env(env(&[("CLINE_COMMAND_PERMISSIONS", " ")])).load().unwrap();
+        assert_eq!(
+            loaded.config.commands.permissions.as_deref(),
+            Some(r#"{"allow":["ls *"],"deny":["git push*"],"allowRedirects":false}"#)
+        );
     }
 
     #[test]

@@ -353,10 +353,13 @@ impl RuntimeBuilder {
             host: Arc::new(HostServices {
                 processes: ProcessManager::new(config.timeouts.kill_grace()),
                 commands: CommandsSettings {
-                    // As in Cline, the environment variable wins over the configuration file.
-                    permissions: std::env::var("CLINE_COMMAND_PERMISSIONS")
-                        .ok()
-                        .or_else(|| config.commands.permissions.clone()),
+                    // The config loader reads Cline's variable as the user's setting (so a workspace can tighten
+                    // it); a host that builds its config by hand still gets the variable when it set nothing.
+                    permissions: config
+                        .commands
+                        .permissions
+                        .clone()
+                        .or_else(|| std::env::var("CLINE_COMMAND_PERMISSIONS").ok().filter(|v| !v.trim().is_empty())),
                     default_timeout_ms: config.commands.default_timeout_ms,
                     long_timeout_ms: config.commands.long_timeout_ms,
                     yolo: config.approval.yolo,
