@@ -39,8 +39,8 @@ mod shape_tests;
 mod trust;
 
 /// The section names; `TOOLSHED_<SECTION>_<KEY>` uses them upper-cased.
-const SECTIONS: [&str; 10] =
-    ["web", "mcp", "commands", "approval", "plugins", "timeouts", "hooks", "tasks", "skills", "subagents"];
+const SECTIONS: [&str; 11] =
+    ["web", "mcp", "commands", "approval", "plugins", "timeouts", "hooks", "tasks", "skills", "subagents", "serve"];
 
 /// Variables that share the `TOOLSHED_<SECTION>` prefix but are not config
 /// keys: the web bearer token (a secret, read where it is used) and the
@@ -88,6 +88,30 @@ pub struct Config {
     /// `[subagents]`: use_subagents' child tasks, the agent configs, and the OpenAI-compatible driver.
     #[serde(deserialize_with = "shape::table")]
     pub subagents: SubagentsConfig,
+    /// `[serve]`: `toolshed serve --http`'s limits against floods of connections and large bodies.
+    #[serde(deserialize_with = "shape::table")]
+    pub serve: ServeConfig,
+}
+
+/// `[serve]`: `toolshed serve --http`'s limits. A workspace may only lower them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// Connections served at once; one more is answered 503 and closed.
+    pub max_connections: u32,
+    /// How long a connection may stay open without a request that carries the token, in milliseconds.
+    pub auth_timeout_ms: u64,
+    /// The largest request body, in bytes; a larger one is answered 413.
+    pub max_body_bytes: u64,
+    /// After a failed accept (out of descriptors, say), how long to wait before the next, in milliseconds;
+    /// it doubles while accepts keep failing, up to 1 s or this value if larger.
+    pub accept_backoff_ms: u64,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self { max_connections: 64, auth_timeout_ms: 10_000, max_body_bytes: 4 * 1024 * 1024, accept_backoff_ms: 50 }
+    }
 }
 
 /// `[subagents]`: use_subagents' child tasks, the configured agents, and the OpenAI-compatible driver.
@@ -281,11 +305,14 @@ pub struct CommandsConfig {
     pub default_timeout_ms: u64,
     /// How long a command marked long-running may run, in milliseconds.
     pub long_timeout_ms: u64,
+    /// Keep a command's background jobs running after its main process exits, until the task ends; by
+    /// default they are killed with the rest of its process tree then.
+    pub keep_background: bool,
 }
 
 impl Default for CommandsConfig {
     fn default() -> Self {
-        Self { permissions: None, default_timeout_ms: 30_000, long_timeout_ms: 300_000 }
+        Self { permissions: None, default_timeout_ms: 30_000, long_timeout_ms: 300_000, keep_background: false }
     }
 }
 

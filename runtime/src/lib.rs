@@ -108,6 +108,7 @@ pub use loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
 pub use policy::{
     Answer, ApprovalPrompt, Approver, BoxFuture, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
 };
+pub use process::kill_descendants;
 pub use runtime::{PartialToolUse, Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
 pub use spec::{
     provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, PromptVariant, Provider, Spec, SpecContext, SpecParam,

@@ -107,6 +107,11 @@ fn main() -> ExitCode {
     // SAFETY: as above; ignoring needs no handler code.
     let _ =
         unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGXFSZ, nix::sys::signal::SigHandler::SigIgn) };
+    // Blocked before any thread starts, so every thread inherits the mask and one thread takes the signals
+    // (children get a clean mask from `std::process::Command`).
+    if let Err(e) = stop_signals().thread_block() {
+        eprintln!("toolshed: cannot block SIGINT and SIGTERM: {e}");
+    }
     let cli = Cli::parse();
     let filter = match cli.verbose {
         0 => "warn",
@@ -138,6 +143,9 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         tracing::warn!("{}", escape_line(warning));
     }
     let config = loaded.config;
+    if !matches!(cli.command, Command::Watch) {
+        stop_on_signal(config.timeouts.kill_grace());
+    }
 
     let mut dirs = cli.plugins.clone();
     if dirs.is_empty() {
@@ -198,6 +206,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
         Command::Serve(args) => {
             let mut config = config;
+            let limits = config.serve.clone();
             for tool in &args.allow {
                 config.approval.tools.insert(tool.clone(), toolshed::config::Rule::Allow);
             }
@@ -210,7 +219,8 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             report_load_errors(&runtime);
             let runtime = std::sync::Arc::new(runtime);
             let task = runtime.task(context);
-            let options = toolshed::serve::ServeOptions { http: args.http, token: args.token, public: args.public };
+            let options =
+                toolshed::serve::ServeOptions { http: args.http, token: args.token, public: args.public, limits };
             let executor = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
             executor.block_on(toolshed::serve::run(std::sync::Arc::clone(&runtime), task, options))?;
             Ok(ExitCode::SUCCESS)
@@ -258,6 +268,31 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
             Ok(if result.is_error() { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
+    }
+}
+
+/// The signals that stop every subcommand: Ctrl-C, `kill`, and a closed terminal.
+fn stop_signals() -> nix::sys::signal::SigSet {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut signals = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        signals.add(signal);
+    }
+    signals
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: stop every process this one started (commands and what they left behind,
+/// MCP servers, hooks) — SIGTERM, then SIGKILL after `grace` — and exit as that signal would (128 + its
+/// number). The default action would leave them all running with parent 1.
+fn stop_on_signal(grace: std::time::Duration) {
+    let spawned = std::thread::Builder::new().name("signals".to_owned()).spawn(move || {
+        if let Ok(signal) = stop_signals().wait() {
+            toolshed::kill_descendants(grace);
+            std::process::exit(128 + signal as i32);
+        }
+    });
+    if let Err(e) = spawned {
+        eprintln!("toolshed: cannot watch for signals: {e}");
     }
 }
 

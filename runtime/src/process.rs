@@ -1,19 +1,36 @@
 //! The `process.*` host services: shell commands in their own process groups, output interleaved in arrival
-//! order, read in bounded chunks, and killed as a group — on request, on task cancellation, and at shutdown.
+//! order, read in bounded chunks, and killed as a whole tree — when the command's main process exits (unless
+//! `[commands] keep_background`), on request, on task cancellation or end, and at shutdown.
 //!
 //! Plugins never spawn or reap children themselves: each cdylib has its own `std`, and SIGCHLD handling or a
 //! second async runtime inside a plugin would fight the host's.
+//!
+//! A process group alone does not hold a command: `setsid`, `setpgid` and double forks leave it, and an orphan
+//! is reparented away from the tree. So the runtime and every command's shell are child subreapers
+//! (`PR_SET_CHILD_SUBREAPER`): an orphan of a command goes to its shell while the shell lives, then to the
+//! runtime, never to init. A command's processes are then found in [`table`] as the shell's descendants, its
+//! group, the runtime's reparented children carrying the command's `TOOLSHED_PROCESS` marker, and the
+//! processes seen in the tree before (by pid and start time).
+//!
+//! Reaping is the delicate part: a subreaper inherits zombies, but other code in this process (tokio's child
+//! handles, `std::process::Child`, a host's own children) waits for its children by pid, and a stray
+//! `waitpid(-1)` would steal their exit statuses. So only processes identified as a command's orphans are
+//! reaped here, each by its own pid; and each shell is waited for with `WNOWAIT` first and reaped only once
+//! its tree is gone, so neither its pid nor its group id can be reused while anything may still signal them.
+
+mod table;
 
 use dashmap::DashMap;
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
 /// Output held per process before its reader stops reading (the child then blocks on a full pipe): the
@@ -24,9 +41,26 @@ const BUFFER_CAP: usize = 1024 * 1024;
 /// the process counts as done.
 const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
 
+/// While a command runs, how often a read records the processes in its tree, so one that later drops both
+/// the marker and the group (`env -i setsid …`) is still known by pid and start time.
+const SURVEY_EVERY: Duration = Duration::from_millis(200);
+
+/// Between two looks at the process table while waiting for a tree to die.
+const SURVEY_STEP: Duration = Duration::from_millis(5);
+
+/// After SIGKILL, how long a tree gets to disappear (the kernel needs a moment; a process in
+/// uninterruptible sleep needs longer) before the stop gives up on it and leaves it to the next one.
+const KILL_SETTLE: Duration = Duration::from_secs(2);
+
+/// The environment variable that marks every process a command starts: `<runtime pid>:<manager>:<id>`.
+const MARKER: &str = "TOOLSHED_PROCESS";
+
 /// Cline's environment for commands: no pagers, no interactive editors.
 const EXTRA_ENV: &[(&str, &str)] =
     &[("TERM", "xterm-256color"), ("PAGER", "cat"), ("GIT_PAGER", "cat"), ("MANPAGER", "cat"), ("SYSTEMD_PAGER", "")];
+
+/// Gives every manager of this process its own marker values.
+static NEXT_MANAGER: AtomicU64 = AtomicU64::new(1);
 
 /// Why a process service failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,39 +93,186 @@ struct Buffer {
     eof: bool,
     status: Option<ExitStatus>,
     exited_at: Option<Instant>,
+    /// Someone asked for the whole tree to stop (kill, task end, shutdown).
+    stopping: bool,
+    /// The tree is gone and the shell reaped.
+    finished: bool,
 }
 
 struct Proc {
     task_id: String,
+    /// The shell's pid, which is also its group's id.
     pgid: i32,
+    /// `TOOLSHED_PROCESS=…` as it appears in the environment of the command's processes.
+    marker: String,
     buffer: Mutex<Buffer>,
     changed: Condvar,
+    /// The command's processes seen so far (never the shell): pid → start time.
+    members: Mutex<HashMap<i32, u64>>,
+    last_survey: Mutex<Option<Instant>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    match mutex.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+fn me() -> i32 {
+    std::process::id() as i32
 }
 
 impl Proc {
     fn lock(&self) -> MutexGuard<'_, Buffer> {
-        match self.buffer.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
+        lock(&self.buffer)
+    }
+
+    /// The command's processes in `table`, other than the shell: its group, the processes below the shell,
+    /// the runtime's reparented children that carry its marker or were seen in the tree before, and
+    /// everything below those. Records them all for later surveys.
+    fn survey(&self, table: &[table::Entry]) -> Vec<table::Entry> {
+        let me = me();
+        let mut members = lock(&self.members);
+        let mut roots: HashSet<i32> = HashSet::from([self.pgid]);
+        for entry in table {
+            if entry.pid == self.pgid {
+                continue;
+            }
+            let seen = members.get(&entry.pid) == Some(&entry.start);
+            // Only the runtime's own children are read for the marker: anywhere else the marker proves nothing
+            // (a nested toolshed passes its own down), and those are below a root already if they are ours.
+            if seen
+                || entry.pgrp == self.pgid
+                || (entry.ppid == me && !entry.zombie && table::environ_has(entry.pid, &self.marker))
+            {
+                roots.insert(entry.pid);
+            }
+        }
+        let tree = table::with_descendants(table, &roots);
+        let found: Vec<table::Entry> =
+            table.iter().filter(|e| e.pid != self.pgid && tree.contains(&e.pid)).copied().collect();
+        members.clear();
+        members.extend(found.iter().map(|e| (e.pid, e.start)));
+        found
+    }
+
+    /// Sends `signal` (none: only looks) to the group and to every process of the tree, and reaps the
+    /// tree's zombies the runtime inherited. Returns whether any process of the tree is left.
+    fn signal_tree(&self, signal: Option<Signal>) -> bool {
+        let me = me();
+        // The group id cannot name another group: the shell is not reaped before its tree is gone.
+        let _ = killpg(Pid::from_raw(self.pgid), signal);
+        let mut left = false;
+        for entry in self.survey(&table::snapshot()) {
+            if !entry.zombie {
+                let _ = kill(Pid::from_raw(entry.pid), signal);
+                left = true;
+            } else if entry.ppid == me {
+                // An orphan of this command that the runtime inherited: nobody else waits for it.
+                let _ = waitpid(Pid::from_raw(entry.pid), Some(WaitPidFlag::WNOHANG));
+            } else {
+                // Its parent, itself in the tree, reaps it or dies and leaves it to us.
+                left = true;
+            }
+        }
+        left
+    }
+
+    /// Stops every process of the tree but the shell's own: SIGTERM, up to `grace` for them to go, then
+    /// SIGKILL until they are gone (bounded by [`KILL_SETTLE`]).
+    fn end_tree(&self, grace: Duration) {
+        if !self.signal_tree(Some(Signal::SIGTERM)) {
+            return;
+        }
+        let deadline = Instant::now() + grace;
+        while Instant::now() < deadline {
+            std::thread::sleep(SURVEY_STEP);
+            if !self.signal_tree(None) {
+                return;
+            }
+        }
+        self.kill_tree();
+    }
+
+    /// SIGKILL to the tree until it is gone, bounded by [`KILL_SETTLE`].
+    fn kill_tree(&self) {
+        let deadline = Instant::now() + KILL_SETTLE;
+        while self.signal_tree(Some(Signal::SIGKILL)) && Instant::now() < deadline {
+            std::thread::sleep(SURVEY_STEP);
         }
     }
 
-    fn signal(&self, signal: Signal) {
-        // The group may be gone already; that is the outcome we want.
-        let _ = killpg(Pid::from_raw(self.pgid), signal);
+    /// Asks the waiter to finish the tree and waits up to `wait` until it has.
+    fn wait_finished(&self, wait: Duration) {
+        let deadline = Instant::now() + wait;
+        let mut buffer = self.lock();
+        while !buffer.finished {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            buffer = match self.changed.wait_timeout(buffer, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
     }
+
+    fn set_stopping(&self) {
+        self.lock().stopping = true;
+        self.changed.notify_all();
+    }
+
+    /// Stops the whole tree, the shell included: SIGTERM, up to `grace` for it to go, SIGKILL; returns once
+    /// the tree is gone and the shell reaped, or the bounds ran out.
+    fn stop(&self, grace: Duration) {
+        self.set_stopping();
+        if self.lock().finished {
+            return;
+        }
+        self.signal_tree(Some(Signal::SIGTERM));
+        // Once the shell is gone, its waiter ends the rest of the tree within the same grace period.
+        self.wait_finished(grace);
+        if self.lock().finished {
+            return;
+        }
+        let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
+        self.kill_tree();
+        self.wait_finished(KILL_SETTLE);
+    }
+}
+
+/// How the manager treats a command's other processes once its main process exits.
+#[derive(Debug, Clone, Copy)]
+struct Settings {
+    kill_grace: Duration,
+    keep_background: bool,
 }
 
 /// Every process the runtime started, by id.
 pub(crate) struct ProcessManager {
     next: AtomicU64,
+    /// Processes whose output is still to be read.
     procs: DashMap<u64, Arc<Proc>>,
-    kill_grace: Duration,
+    /// Processes whose tree is not finished yet (a superset of `procs`).
+    trees: Arc<DashMap<u64, Arc<Proc>>>,
+    settings: Settings,
+    /// This manager's part of the marker value.
+    marker_prefix: String,
 }
 
 impl ProcessManager {
-    pub fn new(kill_grace: Duration) -> Self {
-        Self { next: AtomicU64::new(1), procs: DashMap::new(), kill_grace }
+    pub fn new(kill_grace: Duration, keep_background: bool) -> Self {
+        become_subreaper();
+        let manager = NEXT_MANAGER.fetch_add(1, Ordering::Relaxed);
+        Self {
+            next: AtomicU64::new(1),
+            procs: DashMap::new(),
+            trees: Arc::new(DashMap::new()),
+            settings: Settings { kill_grace, keep_background },
+            marker_prefix: format!("{}:{manager}", std::process::id()),
+        }
     }
 
     /// Starts `$SHELL -c command` in `cwd`.
@@ -106,6 +287,8 @@ impl ProcessManager {
         let (reader, writer) =
             std::io::pipe().map_err(|e| ProcessError::Spawn(format!("cannot create a pipe: {e}")))?;
         let stderr = writer.try_clone().map_err(|e| ProcessError::Spawn(format!("cannot create a pipe: {e}")))?;
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let marker_value = format!("{}:{id}", self.marker_prefix);
         let mut cmd = Command::new(&shell);
         cmd.arg("-c").arg(command).current_dir(cwd).stdin(Stdio::null()).stdout(writer).stderr(stderr);
         for (key, value) in EXTRA_ENV {
@@ -115,22 +298,32 @@ impl ProcessManager {
             cmd.env("EDITOR", "cat");
         }
         cmd.envs(env);
+        // Last, so no requested variable replaces it.
+        cmd.env(MARKER, &marker_value);
         // Its own group, so the whole tree (grandchildren included) is stopped with one signal.
         cmd.process_group(0);
+        // SAFETY: prctl is async-signal-safe and the closure allocates nothing. The shell becomes a subreaper
+        // (kept across exec), so orphans inside the command stay below it while it runs.
+        unsafe {
+            cmd.pre_exec(|| nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from));
+        }
         let spawned = cmd.spawn();
         // Drop our copies of the pipe's write end now, or the reader would never see end of file.
         drop(cmd);
-        let mut child =
+        let child =
             spawned.map_err(|e| ProcessError::Spawn(format!("cannot start {shell} in {}: {e}", cwd.display())))?;
         let pid = child.id();
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
         let proc = Arc::new(Proc {
             task_id: task_id.to_owned(),
             pgid: pid as i32,
+            marker: format!("{MARKER}={marker_value}"),
             buffer: Mutex::new(Buffer::default()),
             changed: Condvar::new(),
+            members: Mutex::new(HashMap::new()),
+            last_survey: Mutex::new(None),
         });
         self.procs.insert(id, Arc::clone(&proc));
+        self.trees.insert(id, Arc::clone(&proc));
 
         let reading = Arc::clone(&proc);
         let reader_thread = std::thread::Builder::new().name(format!("proc-{id}-out")).spawn(move || {
@@ -155,15 +348,12 @@ impl ProcessManager {
             reading.changed.notify_all();
         });
         let waiting = Arc::clone(&proc);
-        let waiter_thread = std::thread::Builder::new().name(format!("proc-{id}-wait")).spawn(move || {
-            let status = child.wait();
-            let mut buffer = waiting.lock();
-            buffer.status = Some(status.unwrap_or_else(|_| ExitStatus::from_raw(1 << 8)));
-            buffer.exited_at = Some(Instant::now());
-            waiting.changed.notify_all();
-        });
+        let (trees, settings) = (Arc::clone(&self.trees), self.settings);
+        let waiter_thread = std::thread::Builder::new()
+            .name(format!("proc-{id}-wait"))
+            .spawn(move || watch_shell(child, &waiting, settings, || drop(trees.remove(&id))));
         if reader_thread.is_err() || waiter_thread.is_err() {
-            proc.signal(Signal::SIGKILL);
+            proc.signal_tree(Some(Signal::SIGKILL));
             return Err(ProcessError::Spawn("cannot start the threads that watch the process".to_owned()));
         }
         Ok((id, pid))
@@ -203,6 +393,7 @@ impl ProcessManager {
         let bytes: Vec<u8> = buffer.data.drain(..take).collect();
         proc.changed.notify_all();
         let done = buffer.data.is_empty() && is_done(&buffer);
+        let running = buffer.status.is_none();
         let (exit_code, signal) = match buffer.status {
             Some(status) if done => (status.code(), status.signal().map(signal_name)),
             _ => (None, None),
@@ -211,41 +402,152 @@ impl ProcessManager {
         if done {
             self.procs.remove(&id);
         }
+        if running {
+            let mut last = lock(&proc.last_survey);
+            if last.is_none_or(|at| at.elapsed() >= SURVEY_EVERY) {
+                *last = Some(Instant::now());
+                drop(last);
+                proc.survey(&table::snapshot());
+            }
+        }
         Ok(Some(Chunk { output: String::from_utf8_lossy(&bytes).into_owned(), done, exit_code, signal }))
     }
 
-    /// SIGTERM to the group now, SIGKILL after the grace period if it is still there.
+    /// Stops the command's whole tree: SIGTERM, the grace period, SIGKILL. Returns once it is gone (or the
+    /// bounds ran out), so a call that kills its command ends after its processes.
     pub fn kill(&self, id: u64) -> Result<(), ProcessError> {
-        let proc = self.procs.get(&id).map(|p| Arc::clone(&p)).ok_or(ProcessError::Unknown(id))?;
-        self.terminate(proc);
+        let proc = self.trees.get(&id).map(|p| Arc::clone(&p)).ok_or(ProcessError::Unknown(id))?;
+        proc.stop(self.settings.kill_grace);
         Ok(())
     }
 
-    fn terminate(&self, proc: Arc<Proc>) {
-        proc.signal(Signal::SIGTERM);
-        let grace = self.kill_grace;
-        let _ = std::thread::Builder::new().name("proc-kill".to_owned()).spawn(move || {
-            std::thread::sleep(grace);
-            // Grandchildren may outlive the shell, so the group is killed even when the shell has exited.
-            proc.signal(Signal::SIGKILL);
-        });
-    }
-
-    /// Stops every process of a task (the task was cancelled).
+    /// Stops every process of a task (the task was cancelled or ended), kept background jobs included,
+    /// without waiting.
     pub fn kill_task(&self, task_id: &str) {
         let procs: Vec<Arc<Proc>> =
-            self.procs.iter().filter(|p| p.task_id == task_id).map(|p| Arc::clone(p.value())).collect();
+            self.trees.iter().filter(|p| p.task_id == task_id).map(|p| Arc::clone(p.value())).collect();
         for proc in procs {
-            self.terminate(proc);
+            proc.set_stopping();
+            let grace = self.settings.kill_grace;
+            let stopping = Arc::clone(&proc);
+            if std::thread::Builder::new().name("proc-kill".to_owned()).spawn(move || stopping.stop(grace)).is_err() {
+                proc.kill_tree();
+            }
         }
     }
 
-    /// Kills every process at once (the runtime is shutting down).
+    /// Kills every process at once and waits (boundedly) until they are gone: the runtime is shutting down.
     pub fn kill_all(&self) {
-        for proc in self.procs.iter() {
-            proc.signal(Signal::SIGKILL);
+        let procs: Vec<Arc<Proc>> = self.trees.iter().map(|p| Arc::clone(p.value())).collect();
+        for proc in &procs {
+            proc.set_stopping();
+        }
+        let deadline = Instant::now() + KILL_SETTLE;
+        loop {
+            let mut left = false;
+            for proc in &procs {
+                left |= proc.signal_tree(Some(Signal::SIGKILL));
+            }
+            if !left || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(SURVEY_STEP);
+        }
+        for proc in &procs {
+            proc.wait_finished(deadline.saturating_duration_since(Instant::now()));
         }
         self.procs.clear();
+    }
+}
+
+/// The waiter of one shell: notes its exit without reaping it, ends the rest of its tree (now, or when asked
+/// to when background jobs are kept), then reaps it.
+fn watch_shell(mut child: Child, proc: &Proc, settings: Settings, forget: impl FnOnce()) {
+    let status = exit_status(child.id() as i32);
+    if !settings.keep_background {
+        // The result waits for this, so a finished call has no process left.
+        proc.end_tree(settings.kill_grace);
+    }
+    {
+        let mut buffer = proc.lock();
+        buffer.status = Some(status);
+        buffer.exited_at = Some(Instant::now());
+        proc.changed.notify_all();
+        while settings.keep_background && !buffer.stopping {
+            buffer = match proc.changed.wait(buffer) {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+        }
+    }
+    if settings.keep_background {
+        proc.end_tree(settings.kill_grace);
+    }
+    // Only now may the shell's pid (and group id) go back to the kernel.
+    let _ = child.wait();
+    proc.lock().finished = true;
+    proc.changed.notify_all();
+    forget();
+}
+
+/// Waits for `pid` to exit and returns its status, leaving it a zombie (`WNOWAIT`).
+fn exit_status(pid: i32) -> ExitStatus {
+    loop {
+        match waitid(Id::Pid(Pid::from_raw(pid)), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
+            Ok(WaitStatus::Exited(_, code)) => return ExitStatus::from_raw((code & 0xff) << 8),
+            Ok(WaitStatus::Signaled(_, signal, core)) => {
+                return ExitStatus::from_raw(signal as i32 | if core { 0x80 } else { 0 })
+            }
+            Err(nix::errno::Errno::EINTR) | Ok(_) => continue,
+            Err(_) => return ExitStatus::from_raw(1 << 8),
+        }
+    }
+}
+
+/// Makes this process a child subreaper, once: orphans of commands come back to it instead of init.
+fn become_subreaper() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if let Err(e) = nix::sys::prctl::set_child_subreaper(true) {
+            tracing::warn!("cannot become a child subreaper ({e}): a command's escaped processes may outlive it");
+        }
+    });
+}
+
+/// Stops every descendant of this process — commands, their escaped orphans, MCP servers, hooks — with
+/// SIGTERM, then SIGKILL after `grace`, and reaps the zombies left to it. For a process about to exit (the
+/// `toolshed` command on SIGTERM or SIGINT): it reaps every zombie child, whoever meant to wait for it.
+pub fn kill_descendants(grace: Duration) {
+    let me = me();
+    let round = |signal: Option<Signal>| {
+        let snapshot = table::snapshot();
+        let tree = table::with_descendants(&snapshot, &HashSet::from([me]));
+        let mut left = false;
+        for entry in snapshot.iter().filter(|e| e.pid != me && tree.contains(&e.pid)) {
+            if !entry.zombie {
+                let _ = kill(Pid::from_raw(entry.pid), signal);
+                left = true;
+            } else if entry.ppid == me {
+                let _ = waitpid(Pid::from_raw(entry.pid), Some(WaitPidFlag::WNOHANG));
+            } else {
+                left = true;
+            }
+        }
+        left
+    };
+    if !round(Some(Signal::SIGTERM)) {
+        return;
+    }
+    let deadline = Instant::now() + grace;
+    while Instant::now() < deadline {
+        std::thread::sleep(SURVEY_STEP);
+        if !round(None) {
+            return;
+        }
+    }
+    let deadline = Instant::now() + KILL_SETTLE;
+    while round(Some(Signal::SIGKILL)) && Instant::now() < deadline {
+        std::thread::sleep(SURVEY_STEP);
     }
 }
 
@@ -307,7 +609,7 @@ mod tests {
 
     #[test]
     fn exit_codes_signals_and_interleaving() {
-        let manager = ProcessManager::new(Duration::from_millis(100));
+        let manager = ProcessManager::new(Duration::from_millis(100), false);
         let (out, last) = run(&manager, "echo out; echo err >&2; echo out2; exit 3");
         assert_eq!(out, "out\nerr\nout2\n");
         assert_eq!((last.exit_code, last.signal), (Some(3), None));
@@ -317,7 +619,7 @@ mod tests {
 
     #[test]
     fn utf8_is_never_split_across_reads() {
-        let manager = ProcessManager::new(Duration::from_millis(100));
+        let manager = ProcessManager::new(Duration::from_millis(100), false);
         let (out, _) = run(&manager, "for i in $(seq 1 3000); do printf 'héllo wörld ✓ '; done");
         assert_eq!(out, "héllo wörld ✓ ".repeat(3000));
         let data: VecDeque<u8> = "a✓".bytes().collect();
@@ -325,20 +627,56 @@ mod tests {
         assert_eq!(take_utf8_prefix(&data, 4, false), 4);
     }
 
+    /// Whether no process has the pid any more (a zombie still has it).
+    fn gone(pid: i32) -> bool {
+        nix::sys::signal::kill(Pid::from_raw(pid), None).is_err()
+    }
+
+    fn pids(text: &str) -> Vec<i32> {
+        text.split_whitespace().filter_map(|w| w.parse().ok()).collect()
+    }
+
     #[test]
-    fn kill_stops_the_whole_group() {
-        let manager = ProcessManager::new(Duration::from_millis(100));
+    fn kill_stops_the_whole_tree_before_it_returns() {
+        let manager = ProcessManager::new(Duration::from_millis(100), false);
         let dir = std::env::temp_dir();
-        let (id, _) = manager.spawn("t", "sleep 30 & echo $!; wait", &dir, &BTreeMap::new()).unwrap();
-        let first = manager.read(id, Duration::from_secs(5), 1024, &|| false).unwrap().unwrap();
-        let grandchild: i32 = first.output.trim().parse().unwrap();
+        let command = "sleep 30 & echo $!; setsid sleep 30 & echo $!; ( ( sleep 30 & echo $! ) & ); wait";
+        let (id, _) = manager.spawn("t", command, &dir, &BTreeMap::new()).unwrap();
+        let mut output = String::new();
+        while pids(&output).len() < 3 {
+            output.push_str(&manager.read(id, Duration::from_secs(5), 1024, &|| false).unwrap().unwrap().output);
+        }
         manager.kill(id).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(10);
-        // Gone (or a zombie about to be reaped by init): signal 0 fails once it is reaped.
-        while nix::sys::signal::kill(Pid::from_raw(grandchild), None).is_ok()
-            && !std::fs::read_to_string(format!("/proc/{grandchild}/stat")).is_ok_and(|s| s.contains(") Z "))
-        {
-            assert!(Instant::now() < deadline, "grandchild {grandchild} survived");
+        for pid in pids(&output) {
+            assert!(gone(pid), "{pid} survived the kill: {output}");
+        }
+    }
+
+    #[test]
+    fn background_jobs_end_with_the_shell_unless_kept() {
+        // The third drops the marker and leaves group and session: it is known because a read saw it in the
+        // tree while the shell still ran.
+        let command = "sleep 30 & echo $!; setsid sleep 30 & echo $!; \
+            ( ( env -u TOOLSHED_PROCESS setsid sleep 30 & echo $! ) & ); nohup sleep 30 >/dev/null 2>&1 & echo $!; \
+            sleep 1";
+        let manager = ProcessManager::new(Duration::from_millis(100), false);
+        let (out, last) = run(&manager, command);
+        assert_eq!(last.exit_code, Some(0));
+        assert_eq!(pids(&out).len(), 4, "{out}");
+        for pid in pids(&out) {
+            assert!(gone(pid), "{pid} outlived its command: {out}");
+        }
+
+        let manager = ProcessManager::new(Duration::from_millis(100), true);
+        let (out, _) = run(&manager, command);
+        for pid in pids(&out) {
+            assert!(!gone(pid), "{pid} was kept: {out}");
+        }
+        manager.kill_task("t");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !pids(&out).into_iter().all(gone) {
+            let left: Vec<i32> = pids(&out).into_iter().filter(|p| !gone(*p)).collect();
+            assert!(Instant::now() < deadline, "the task's kept jobs {left:?} survived its end: {out}");
             std::thread::sleep(Duration::from_millis(20));
         }
     }

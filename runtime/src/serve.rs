@@ -5,6 +5,12 @@
 //! (`[approval] tools`). Over HTTP a bearer token is required on every request, the listener binds to
 //! loopback unless told otherwise, and browser `Origin`s other than loopback ones are refused (rmcp checks
 //! `Host` and `Origin`; this module checks the token).
+//!
+//! A flood must not end or starve the server (`[serve]`): a failed accept (`EMFILE` when descriptors run out)
+//! is logged and retried after a growing backoff; at most `max_connections` are served at once, and one more
+//! is answered 503 and closed; a connection that has sent no request with the token within `auth_timeout_ms`
+//! is closed; and a body over `max_body_bytes` is answered 413 (by its `Content-Length` before anything
+//! else, or once reading it passes the limit).
 
 use crate::policy::{Answer, ApprovalPrompt, Approver, BoxFuture, Reply};
 use crate::{Provider, Runtime, TaskHandle, ToolSchemas, ToolUse};
@@ -19,8 +25,9 @@ use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt as _};
 use serde_json::{json, Value};
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use toolshed_plugin_api::Block;
 
 tokio::task_local! {
@@ -79,6 +86,8 @@ pub struct ServeOptions {
     pub token: Option<String>,
     /// Allows a non-loopback HTTP address.
     pub public: bool,
+    /// The HTTP server's limits (`[serve]`).
+    pub limits: crate::config::ServeConfig,
 }
 
 /// Why serving failed or could not start.
@@ -236,28 +245,115 @@ async fn serve_http(server: ToolshedServer, address: &str, options: &ServeOption
     // Tests and wrappers read the bound address (port 0 picks one) from this line.
     eprintln!("toolshed: serving MCP on http://{local}/mcp");
     let token: Arc<str> = Arc::from(token.as_str());
+    let limits = Arc::new(options.limits.clone());
+    let connections = Arc::new(tokio::sync::Semaphore::new(limits.max_connections as usize));
+    let first_backoff = Duration::from_millis(limits.accept_backoff_ms.max(1));
+    let mut backoff = first_backoff;
+    let mut failing = false;
     loop {
-        let (stream, _) = listener.accept().await.map_err(|e| ServeError::Io(e.to_string()))?;
-        let (service, token) = (service.clone(), Arc::clone(&token));
-        tokio::spawn(async move {
-            let handler = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let (service, token) = (service.clone(), Arc::clone(&token));
-                async move {
-                    if request.uri().path() != "/mcp" {
-                        return Ok::<_, Infallible>(plain(404, "not found: the MCP endpoint is /mcp"));
-                    }
-                    if !authorized(request.headers(), &token) {
-                        return Ok(plain(401, "a valid bearer token is required"));
-                    }
-                    Ok(service.handle(request).await)
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => {
+                if failing {
+                    tracing::warn!("accepting connections again");
                 }
+                (failing, backoff) = (false, first_backoff);
+                stream
+            }
+            Err(e) => {
+                // Out of descriptors, out of memory, a connection reset before it was accepted: the next
+                // accept may well succeed, so the server waits and tries again instead of ending.
+                if !failing {
+                    tracing::warn!(
+                        "cannot accept a connection ({e}); retrying in {} ms and backing off",
+                        backoff.as_millis()
+                    );
+                }
+                failing = true;
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(first_backoff.max(Duration::from_secs(1)));
+                continue;
+            }
+        };
+        let Ok(permit) = Arc::clone(&connections).try_acquire_owned() else {
+            // Answered at once and closed, without a task: a flood costs one descriptor per connection only
+            // for as long as this takes. The response fits any socket buffer, so the write cannot block.
+            let _ = stream.try_write(TOO_MANY);
+            continue;
+        };
+        let (service, token, limits) = (service.clone(), Arc::clone(&token), Arc::clone(&limits));
+        tokio::spawn(async move {
+            let _permit = permit;
+            let authenticated = Arc::new(AtomicBool::new(false));
+            let seen = Arc::clone(&authenticated);
+            let auth_timeout = Duration::from_millis(limits.auth_timeout_ms);
+            let handler = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
+                let (service, token, limits, seen) =
+                    (service.clone(), Arc::clone(&token), Arc::clone(&limits), Arc::clone(&seen));
+                async move { Ok::<_, Infallible>(answer(request, &service, &token, &limits, &seen).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
-            if let Err(e) = hyper::server::conn::http1::Builder::new().serve_connection(io, handler).await {
+            let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
+            tokio::pin!(connection);
+            let ended = tokio::select! {
+                ended = &mut connection => Some(ended),
+                () = tokio::time::sleep(auth_timeout) => None,
+            };
+            let ended = match ended {
+                Some(ended) => ended,
+                // Never authenticated: dropping the connection closes it, a request in flight included.
+                None if !authenticated.load(Ordering::Relaxed) => {
+                    tracing::debug!("closing an MCP HTTP connection that sent no token within {auth_timeout:?}");
+                    return;
+                }
+                None => connection.await,
+            };
+            if let Err(e) = ended {
                 tracing::debug!("MCP HTTP connection ended: {e}");
             }
         });
     }
+}
+
+/// The answer to a connection over the cap.
+const TOO_MANY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 67\r\nRetry-After: 1\r\nConnection: close\r\n\r\ntoo many connections: the server's [serve] max_connections are open";
+
+/// One request: the endpoint, the body's declared size, the token, then the body read up to the limit
+/// before rmcp sees it.
+async fn answer(
+    request: hyper::Request<hyper::body::Incoming>,
+    service: &rmcp::transport::streamable_http_server::StreamableHttpService<
+        ToolshedServer,
+        rmcp::transport::streamable_http_server::session::local::LocalSessionManager,
+    >,
+    token: &str,
+    limits: &crate::config::ServeConfig,
+    authenticated: &AtomicBool,
+) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    if request.uri().path() != "/mcp" {
+        return plain(404, "not found: the MCP endpoint is /mcp".to_owned());
+    }
+    let too_large =
+        || plain(413, format!("the request body is larger than the server's limit of {} bytes", limits.max_body_bytes));
+    let declared = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limits.max_body_bytes) {
+        return too_large();
+    }
+    if !authorized(request.headers(), token) {
+        return plain(401, "a valid bearer token is required".to_owned());
+    }
+    authenticated.store(true, Ordering::Relaxed);
+    let (parts, body) = request.into_parts();
+    let limit = usize::try_from(limits.max_body_bytes).unwrap_or(usize::MAX);
+    let body = match http_body_util::Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return too_large(),
+        Err(e) => return plain(400, format!("cannot read the request body: {e}")),
+    };
+    service.handle(hyper::Request::from_parts(parts, Full::new(body))).await
 }
 
 /// Whether the request carries `Authorization: Bearer {token}`, compared in constant time.
@@ -271,8 +367,8 @@ fn authorized(headers: &hyper::HeaderMap, token: &str) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-fn plain(status: u16, text: &'static str) -> hyper::Response<BoxBody<Bytes, Infallible>> {
-    let mut response = hyper::Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+fn plain(status: u16, text: String) -> hyper::Response<BoxBody<Bytes, Infallible>> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(text)).boxed());
     *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::BAD_REQUEST);
     if status == 401 {
         response

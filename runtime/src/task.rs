@@ -332,6 +332,13 @@ impl TaskShared {
     }
 }
 
+impl Drop for TaskShared {
+    fn drop(&mut self) {
+        // The task has ended: background jobs its commands were allowed to keep end with it.
+        self.host.processes.kill_task(&self.info.task_id);
+    }
+}
+
 fn mode_code(mode: Mode) -> u8 {
     match mode {
         Mode::Act => 0,

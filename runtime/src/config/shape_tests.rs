@@ -54,6 +54,8 @@ const ROWS: &[Row] = &[
     row("commands", "default_timeout_ms", "", "99999999", "30000", true),
     row("commands", "long_timeout_ms", "", "10", "10", false),
     row("commands", "long_timeout_ms", "", "99999999", "300000", true),
+    row("commands", "keep_background", "true", "false", "false", false),
+    row("commands", "keep_background", "", "true", "false", true),
     row("hooks", "timeout_ms", "", "5", "60000", true),
     row("hooks", "pre_tool_use", "", r#"[{ command = "./x.sh" }]"#, "[]", true),
     row("hooks", "post_tool_use", "", r#"[{ command = "./x.sh" }]"#, "[]", true),
@@ -92,6 +94,14 @@ const ROWS: &[Row] = &[
     row("timeouts", "call_ms", "", "99999999", "600000", true),
     row("timeouts", "prepare_ms", "", "5", "5", false),
     row("timeouts", "prepare_ms", "", "99999999", "30000", true),
+    row("serve", "max_connections", "", "4", "4", false),
+    row("serve", "max_connections", "", "100000", "64", true),
+    row("serve", "auth_timeout_ms", "", "5", "5", false),
+    row("serve", "auth_timeout_ms", "", "99999999", "10000", true),
+    row("serve", "max_body_bytes", "", "10", "10", false),
+    row("serve", "max_body_bytes", "", "99999999999", "4194304", true),
+    row("serve", "accept_backoff_ms", "", "5", "5", false),
+    row("serve", "accept_backoff_ms", "", "99999999", "50", true),
     row("timeouts", "shutdown_ms", "", "5", "5", false),
     row("timeouts", "shutdown_ms", "", "99999999", "2000", true),
     row("timeouts", "list_files_ms", "", "5", "5", false),
@@ -157,12 +167,13 @@ fn fields<T: for<'de> Deserialize<'de>>() -> &'static [&'static str] {
 
 /// Every (section, key) of the schema.
 fn schema_keys() -> BTreeSet<(&'static str, &'static str)> {
-    let sections: [(&str, &[&str]); 10] = [
+    let sections: [(&str, &[&str]); 11] = [
         ("approval", fields::<ApprovalConfig>()),
         ("commands", fields::<CommandsConfig>()),
         ("hooks", fields::<HooksConfig>()),
         ("mcp", fields::<McpConfig>()),
         ("plugins", fields::<PluginsConfig>()),
+        ("serve", fields::<ServeConfig>()),
         ("skills", fields::<SkillsConfig>()),
         ("subagents", fields::<SubagentsConfig>()),
         ("tasks", fields::<TasksConfig>()),

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use toml::Table;
 
 use super::{
-    ApprovalConfig, CommandsConfig, Config, ConfigError, HooksConfig, McpConfig, PluginsConfig, Rule, SkillsConfig,
-    SubagentsConfig, TasksConfig, TimeoutsConfig, WebConfig,
+    ApprovalConfig, CommandsConfig, Config, ConfigError, HooksConfig, McpConfig, PluginsConfig, Rule, ServeConfig,
+    SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, WebConfig,
 };
 
 /// Tightens `base` (what the user alone decided) with an untrusted workspace's `workspace` config, whose
@@ -37,18 +37,19 @@ pub(super) fn tighten(
     layer: &Table,
     file: &Path,
 ) -> Result<Vec<String>, ConfigError> {
-    let Config { web, mcp, commands, approval, plugins, timeouts, hooks, tasks, skills, subagents } = workspace;
+    let Config { web, mcp, commands, approval, plugins, timeouts, hooks, tasks, skills, subagents, serve } = workspace;
     let section = |name| Section { name, keys: layer.get(name).and_then(toml::Value::as_table), ignored: Vec::new() };
     let mut sections =
-        ["approval", "commands", "hooks", "mcp", "plugins", "skills", "subagents", "tasks", "timeouts", "web"]
+        ["approval", "commands", "hooks", "mcp", "plugins", "serve", "skills", "subagents", "tasks", "timeouts", "web"]
             .map(section);
-    let [s_approval, s_commands, s_hooks, s_mcp, s_plugins, s_skills, s_subagents, s_tasks, s_timeouts, s_web] =
+    let [s_approval, s_commands, s_hooks, s_mcp, s_plugins, s_serve, s_skills, s_subagents, s_tasks, s_timeouts, s_web] =
         &mut sections;
     approval_section(s_approval, &mut base.approval, approval);
     commands_section(s_commands, &mut base.commands, commands, file)?;
     hooks_section(s_hooks, hooks);
     mcp_section(s_mcp, &mut base.mcp, mcp);
     plugins_section(s_plugins, &mut base.plugins, plugins);
+    serve_section(s_serve, &mut base.serve, serve);
     skills_section(s_skills, &mut base.skills, skills);
     subagents_section(s_subagents, &mut base.subagents, subagents);
     tasks_section(s_tasks, &mut base.tasks, tasks);
@@ -81,9 +82,11 @@ fn commands_section(
     ws: CommandsConfig,
     file: &Path,
 ) -> Result<(), ConfigError> {
-    let CommandsConfig { permissions, default_timeout_ms, long_timeout_ms } = ws;
+    let CommandsConfig { permissions, default_timeout_ms, long_timeout_ms, keep_background } = ws;
     s.shrink("default_timeout_ms", &mut base.default_timeout_ms, default_timeout_ms);
     s.shrink("long_timeout_ms", &mut base.long_timeout_ms, long_timeout_ms);
+    // Keeping background jobs lets a command's processes outlive it.
+    s.off("keep_background", &mut base.keep_background, keep_background);
     if let (true, Some(text)) = (s.has("permissions"), permissions) {
         let workspace = Permissions::parse(&text).map_err(|message| ConfigError::Invalid {
             origin: file.display().to_string(),
@@ -130,6 +133,14 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
     s.shrink("max_abandoned", &mut base.max_abandoned, max_abandoned);
     s.never("unload");
     s.never("config");
+}
+
+fn serve_section(s: &mut Section<'_>, base: &mut ServeConfig, ws: ServeConfig) {
+    let ServeConfig { max_connections, auth_timeout_ms, max_body_bytes, accept_backoff_ms } = ws;
+    s.shrink("max_connections", &mut base.max_connections, max_connections);
+    s.shrink("auth_timeout_ms", &mut base.auth_timeout_ms, auth_timeout_ms);
+    s.shrink("max_body_bytes", &mut base.max_body_bytes, max_body_bytes);
+    s.shrink("accept_backoff_ms", &mut base.accept_backoff_ms, accept_backoff_ms);
 }
 
 fn skills_section(s: &mut Section<'_>, base: &mut SkillsConfig, ws: SkillsConfig) {
