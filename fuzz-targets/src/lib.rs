@@ -17,11 +17,13 @@
 //! ```
 
 mod edits;
+mod exec;
 mod input;
 mod paths;
 mod stream;
 
 pub use edits::{apply_patch, replace_in_file};
+pub use exec::command_permissions_exec;
 pub use input::{command_permissions, tool_input};
 pub use paths::{clineignore, path_hints};
 pub use stream::{partial_json, xml_tool_use};
@@ -35,6 +37,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("replace_in_file", replace_in_file),
     ("apply_patch", apply_patch),
     ("command_permissions", command_permissions),
+    ("command_permissions_exec", command_permissions_exec),
     ("clineignore", clineignore),
     ("path_hints", path_hints),
     ("partial_json", partial_json),

@@ -18,6 +18,7 @@ const TARGETS: &[&str] = &[
     "replace_in_file",
     "apply_patch",
     "command_permissions",
+    "command_permissions_exec",
     "clineignore",
     "path_hints",
     "partial_json",
@@ -49,6 +50,9 @@ pub fn run(args: &[String]) -> Result<()> {
         selected = TARGETS.to_vec();
     }
     let cargo_fuzz = install()?;
+    if selected.contains(&"command_permissions_exec") {
+        crate::peers::strace()?;
+    }
     let root = root();
     let target_dir = root.join("target/fuzz");
     // One build of every selected target, then the binaries run directly: `cargo fuzz run` would check the

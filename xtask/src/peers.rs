@@ -22,6 +22,7 @@ pub struct Peers {
 
 /// Installs what is missing and returns the paths.
 pub fn install() -> Result<Peers> {
+    strace()?;
     let base = root().join("target/test-peers");
     let node = base.join("node");
     let installed = |package: &str| {
@@ -51,4 +52,26 @@ pub fn install() -> Result<Peers> {
             .context("installing the Python `mcp` test client (needs PyPI)")?;
     }
     Ok(Peers { node, python })
+}
+
+/// strace, which the differential command-permission target (`fuzz-targets/src/exec.rs`) runs every allowed
+/// command under, from the system's packages when it is missing: its replay is part of the suite.
+pub fn strace() -> Result<()> {
+    let present = |name: &str| std::process::Command::new(name).arg("-V").output().is_ok_and(|o| o.status.success());
+    if present("strace") {
+        return Ok(());
+    }
+    // As root (containers, CI) apt-get runs directly; otherwise through sudo.
+    let root_user = std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let (program, prefix): (&str, &[&str]) = if root_user { ("apt-get", &[]) } else { ("sudo", &["apt-get"]) };
+    let run = |args: &[&str]| {
+        let mut all = prefix.to_vec();
+        all.extend(args);
+        cmd(program, &all, &[])
+    };
+    if run(&["install", "-y", "strace"]).is_err() {
+        run(&["update"]).context("apt-get update, to install strace")?;
+        run(&["install", "-y", "strace"]).context("installing strace (apt-get install -y strace)")?;
+    }
+    Ok(())
 }

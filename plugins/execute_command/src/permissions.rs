@@ -1566,6 +1566,177 @@ mod tests {
         ]);
     }
 
+    /// One case (or a few) per kind of expansion in the bash manual's list, and per parameter operator and
+    /// builtin that assigns or evaluates: what bash would run must be visible to the check, or the command is
+    /// `unverifiable`. `X` holds code in these cases (`X='a[$(id)]'`), so evaluating it would run `id`.
+    #[test]
+    fn expansion_kinds() {
+        let all = r#"{"allow": ["*"], "deny": ["id *", "id"]}"#;
+        let tests = r#"{"allow": ["echo *", "printf *", "true", "[[ * ]]", "test *", "[ * ]"]}"#;
+        run_table(&[
+            // Brace expansion: inert in arguments, but it can make the command name.
+            (ECHO, "echo {a,b} {1..3}", Allowed),
+            (all, "{id,x}", Unverifiable("glob or brace")),
+            // Tilde expansion: a user name, `+`, `-` or a stack index is inert; brush swallowed the rest.
+            (ECHO, "echo ~ ~/x ~root ~+ ~- ~+1 ~user.name-x/y", Allowed),
+            (ECHO, "echo ~$(id)", Unverifiable("the tilde prefix `~$(id)`, which is not a plain user name")),
+            (ECHO, "echo ~\"$(id)\"/x", Unverifiable("tilde prefix")),
+            (ECHO, "echo ~${X@P}", Unverifiable("tilde prefix")),
+            (all, "X=~$(id) echo", Unverifiable("tilde prefix")),
+            // Parameter expansion: reads and the operators that only read are inert.
+            (ECHO, "echo $X ${X} \"$X\" ${#X} ${X:-d} ${X-d} ${X:+a} ${X+a} ${X:?no} ${X#a} ${X##a} ${X%a}", Allowed),
+            (ECHO, "echo ${X%%a} ${X/a/b} ${X//a} ${X^} ${X^^} ${X,} ${X,,} ${X@Q} ${X@U} ${X@u} ${X@L}", Allowed),
+            (ECHO, "echo ${X:1} ${X:1:2} ${X: -1} ${a[0]} ${a[@]} ${a[*]} ${#a[@]} $1 $@ $# $? $$ $!", Allowed),
+            (ECHO, "echo ${X:=\\$(id)} ${X@P}", Unverifiable("parameter assignment `${X:=\\$(id)}`")),
+            (ECHO, "echo ${X=a}", Unverifiable("parameter assignment")),
+            (ECHO, "echo ${X@P}", Unverifiable("parameter transformation `${X@P}`")),
+            (ECHO, "echo ${X@E}", Unverifiable("parameter transformation")),
+            (ECHO, "echo ${X@A}", Unverifiable("parameter transformation")),
+            (ECHO, "echo ${X@K}", Unverifiable("parameter transformation")),
+            (ECHO, "echo ${X@k}", Unverifiable("parameter transformation")),
+            (ECHO, "echo ${X:-${Y@P}}", Unverifiable("parameter transformation")),
+            (ECHO, "echo ${!X}", Unverifiable("indirect expansion `${!X}`")),
+            (ECHO, "echo ${!X:-d}", Unverifiable("indirect expansion")),
+            (ECHO, "echo ${!HO*} ${!HO@}", Unverifiable("indirect expansion")),
+            (ECHO, "echo ${!a[@]}", Unverifiable("indirect expansion")),
+            (ECHO, "echo ${a[X]}", Unverifiable("the array subscript `a[X]`")),
+            (ECHO, "echo ${a[$X]}", Unverifiable("array subscript")),
+            (r#"{"allow": ["echo *", "echo"]}"#, "echo ${a[$(echo 1)]}", Unverifiable("array subscript")),
+            (ECHO, "echo ${#a[X]}", Unverifiable("array subscript")),
+            (ECHO, "echo ${X:Y}", Unverifiable("substring")),
+            (ECHO, "echo ${X:0:Y}", Unverifiable("substring")),
+            // Command substitution: its commands are checked like any other.
+            (r#"{"allow": ["echo *", "true"]}"#, "echo $(true) \"$(true)\"", Allowed),
+            (ECHO, "echo $(id)", Denied("no_match_deny_default", None, None)),
+            // Arithmetic expansion: numbers are inert; names, expansions and substitutions are evaluated.
+            (ECHO, "echo $((1 + 2 * 3)) $((16#ff)) $((0x1f)) $(( (1 << 4) % 3 ))", Allowed),
+            (ECHO, "echo ${X:=a[\\$(id)]} $((X))", Unverifiable("parameter assignment")),
+            (ECHO, "echo $((X))", Unverifiable("arithmetic `$((X))`")),
+            (ECHO, "echo $(( $X ))", Unverifiable("arithmetic")),
+            (ECHO, "echo $((a[0]))", Unverifiable("arithmetic")),
+            (r#"{"allow": ["echo *", "echo"]}"#, "echo $(( $(echo 1) ))", Unverifiable("arithmetic")),
+            (ECHO, "(( X ))", Unverifiable("arithmetic `((X))`")),
+            (ECHO, "for ((i = 0; i < 3; i++)); do echo $i; done", Unverifiable("arithmetic `for ((")),
+            // Process substitution: its commands are checked, and it counts as a redirect.
+            (r#"{"allow": ["cat *", "echo *"], "allowRedirects": true}"#, "cat <(echo a)", Allowed),
+            (
+                r#"{"allow": ["cat *"], "allowRedirects": true}"#,
+                "cat <(id)",
+                Denied("no_match_deny_default", None, None),
+            ),
+            // Word splitting and filename expansion: inert in arguments, never in the command name.
+            (ECHO, "echo $X *.txt ?.md [ab]*", Allowed),
+            (
+                r#"{"allow": ["echo *", "* echo hi"]}"#,
+                "${X:-id }echo hi",
+                Unverifiable("a command name built by expansion"),
+            ),
+            (all, "$(echo id)", Unverifiable("a command name built by expansion")),
+            (all, "\"$CMD\" x", Unverifiable("a command name built by expansion")),
+            (all, "/usr/bin/i? -u", Unverifiable("glob or brace")),
+            (all, "i[d]", Unverifiable("glob or brace")),
+            (all, "[ -f x ]", Allowed),
+            (all, "~/bin/tool x", Allowed),
+            // Quote removal: inert, but ANSI-C quotes in a command name are not decoded by brush.
+            (ECHO, "echo 'a'\"b\"\\c $'\\x41'", Allowed),
+            (all, "$'\\x69d'", Unverifiable("ANSI-C")),
+            // `[[ … ]]`: arithmetic comparisons and `-v` evaluate names.
+            (tests, "[[ 1 -eq 1 ]] && [[ -v X ]] && [[ -v a[0] ]] && [[ $X == a* ]]", Allowed),
+            (tests, "[[ X -eq 1 ]]", Unverifiable("arithmetic comparison")),
+            (tests, "[[ $X -lt 1 ]]", Unverifiable("arithmetic comparison")),
+            (tests, "[[ -v $X ]]", Unverifiable("`[[ -v $X ]]`")),
+            (tests, "[[ -v a[X] ]]", Unverifiable("`[[ -v a[X] ]]`")),
+            (tests, "[[ -R X ]]", Allowed),
+            (tests, "test -v 'a[$(id)]'", Unverifiable("`test -v`")),
+            (tests, "[ -v \"$X\" ]", Unverifiable("`[ -v`")),
+            (tests, "test \"$X\" 'a[1]'", Unverifiable("`test -v`")),
+            (tests, "test -n \"$X\" && [ \"$X\" = y ]", Allowed),
+            // Function definitions.
+            (all, "f() { echo; }; f", Unverifiable("a function definition `f`")),
+            (all, "function echo { true; }", Unverifiable("a function definition `echo`")),
+            // Builtins that run code or change what a name runs.
+            (all, "eval echo", Unverifiable("the `eval` builtin")),
+            (all, "exec echo", Unverifiable("the `exec` builtin")),
+            (all, "source x.sh", Unverifiable("the `source` builtin")),
+            (all, ". x.sh", Unverifiable("the `.` builtin")),
+            (all, "trap 'echo' EXIT", Unverifiable("the `trap` builtin")),
+            (all, "command echo", Unverifiable("the `command` builtin")),
+            (all, "builtin echo", Unverifiable("the `builtin` builtin")),
+            (all, "\\eval echo", Unverifiable("the `eval` builtin")),
+            (all, "e'va'l echo", Unverifiable("the `eval` builtin")),
+            (all, "let x=1", Unverifiable("the `let` builtin")),
+            (all, "mapfile -C cb X", Unverifiable("the `mapfile` builtin")),
+            (all, "readarray X", Unverifiable("the `readarray` builtin")),
+            (all, "alias e=id", Unverifiable("the `alias` builtin")),
+            (all, "shopt -s expand_aliases", Unverifiable("the `shopt` builtin")),
+            (all, "hash -p /usr/bin/id echo", Unverifiable("the `hash` builtin")),
+            (all, "enable -f x.so x", Unverifiable("the `enable` builtin")),
+            (all, "fc -s", Unverifiable("the `fc` builtin")),
+            (all, "compgen -W '$(id)'", Unverifiable("the `compgen` builtin")),
+            (all, "complete -C id x", Unverifiable("the `complete` builtin")),
+            (all, "bind -x x", Unverifiable("the `bind` builtin")),
+            // Declarations: plain names and values are inert; subscripts, namerefs, integers, arrays are not.
+            (all, "declare X=1; local Y; export Z=$HOME; readonly W; typeset -r V=2; declare -x -g U", Allowed),
+            (all, "declare -n r=X", Unverifiable("`declare -n`")),
+            (all, "declare -i n=1", Unverifiable("`declare -i`")),
+            (all, "declare -a a", Unverifiable("`declare -a`")),
+            (all, "declare -A h", Unverifiable("`declare -A`")),
+            (all, "typeset -n r", Unverifiable("`typeset -n`")),
+            (all, "local -n r", Unverifiable("`local -n`")),
+            (all, "export -n X", Unverifiable("`export -n`")),
+            (all, "readonly -a a", Unverifiable("`readonly -a`")),
+            (all, "declare 'a[$(id)]=1'", Unverifiable("`declare` assigning to `a[$(id)]`")),
+            (all, "declare a[X]=1", Unverifiable("array subscript")),
+            (all, "declare a=(1 2)", Unverifiable("array value")),
+            (all, "declare \"$X\"", Unverifiable("expanded argument")),
+            // Assigning builtins: only plain names, written literally.
+            (all, "printf -v X %s x; printf -vY %s y; printf %s -v", Allowed),
+            (all, "printf -v 'a[$(id)]' %s x", Unverifiable("`printf` assigning to `a[$(id)]`")),
+            (all, "printf -v\"$X\" %s", Unverifiable("`printf` assigning")),
+            (all, "printf \"$F\" x", Unverifiable("`printf` assigning")),
+            (all, "read -r line; read -p prompt -t 1 X Y", Allowed),
+            (all, "read -a X", Unverifiable("`read -a`")),
+            (all, "read -ra X", Unverifiable("`read -a`")),
+            (all, "read 'a[$(id)]'", Unverifiable("`read` assigning")),
+            (all, "read \"$X\"", Unverifiable("`read` assigning")),
+            (all, "getopts ab opt", Allowed),
+            (all, "getopts ab 'a[X]'", Unverifiable("`getopts` assigning")),
+            (all, "unset X Y; unset -f f", Allowed),
+            (all, "unset 'a[$(id)]'", Unverifiable("`unset` assigning")),
+            (all, "wait; wait $!", Allowed),
+            (all, "wait -p 'a[X]'", Unverifiable("`wait -p`")),
+            (all, "wait $! 'a[X]'", Unverifiable("`wait -p`")),
+            // Variables that change how later commands run.
+            (all, "X=1; Y=$HOME true; a[0]=1", Allowed),
+            (all, "IFS=x", Unverifiable("an assignment to `IFS`")),
+            (all, "IFS= read -r line", Allowed),
+            (all, "IFS=, echo", Unverifiable("an assignment to `IFS`")),
+            (all, "PATH=/tmp true", Unverifiable("an assignment to `PATH`")),
+            (all, "BASH_ENV=x bash -c true", Unverifiable("an assignment to `BASH_ENV`")),
+            (all, "ENV=x sh", Unverifiable("an assignment to `ENV`")),
+            (all, "PROMPT_COMMAND=id", Unverifiable("an assignment to `PROMPT_COMMAND`")),
+            (all, "PS4='$(id)'", Unverifiable("an assignment to `PS4`")),
+            (all, "export SHELLOPTS=xtrace", Unverifiable("an assignment to `SHELLOPTS`")),
+            (all, "read PS4", Unverifiable("an assignment to `PS4`")),
+            (all, "printf -v BASH_ENV x", Unverifiable("an assignment to `BASH_ENV`")),
+            (all, "for IFS in x; do true; done", Unverifiable("an assignment to `IFS`")),
+            (all, "LD_PRELOAD=x.so true", Unverifiable("an assignment to `LD_PRELOAD`")),
+            (all, "a[X]=1", Unverifiable("array subscript")),
+            (all, "a=([X]=1)", Unverifiable("array subscript")),
+            // Rules still come first: a command the lists refuse keeps Cline's reason.
+            (ECHO, "eval id", Denied("no_match_deny_default", None, None)),
+        ]);
+        // The model-visible text names the construct and what to do instead.
+        let command = "echo ~$(id)";
+        let denial = check(ECHO, command).expect_err("unverifiable");
+        assert_eq!(
+            denial_message(command, &denial),
+            "Command \"echo ~$(id)\" was denied by CLINE_COMMAND_PERMISSIONS. Reason: unverifiable. Command uses the \
+             tilde prefix `~$(id)`, which is not a plain user name, which the permission check cannot verify; write \
+             the path without `~`, or quote the `~`."
+        );
+    }
+
     #[test]
     fn compound_commands() {
         run_table(&[
