@@ -16,6 +16,7 @@
 //! host's runtime and the worker waits for it, polling the call's cancellation: a cancelled or timed-out call
 //! stops its request (the future is aborted, the connection closed).
 
+use ipnet::IpNet;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::Url;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -23,6 +24,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use toolshed_plugin_api::services::{HttpErrorKind, HttpFailure, HttpReply, HttpRequest, HttpResponse, WebSettings};
 use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
+use url::Host;
 
 /// Cline's `CLINE_ACCOUNT_AUTH_ERROR_MESSAGE`: what a request to the API says without a token.
 pub(crate) const NO_TOKEN_MESSAGE: &str = "Unauthorized: Please sign in to Cline before trying again.";
@@ -30,17 +32,65 @@ pub(crate) const NO_TOKEN_MESSAGE: &str = "Unauthorized: Please sign in to Cline
 /// How often a waiting worker looks at its call's cancellation flag.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
-/// Why an address is not public, or `None` when it is. IPv4 addresses embedded in IPv6 ones (mapped,
-/// NAT64, 6to4) are judged as the IPv4 address they reach.
+/// The IPv4 addresses an IPv6 address carries, each a place a packet to it can end up: IPv4-mapped
+/// (`::ffff:0:0/96`), IPv4-compatible (`::/96`), SIIT-translated (`::ffff:0:0:0/96`), NAT64 (`64:ff9b::/96`,
+/// and the local-use `64:ff9b:1::/48` in each RFC 6052 layout), 6to4 (`2002::/16`), Teredo (`2001::/32`: the
+/// server and the obfuscated client) and ISATAP interface identifiers (`::5efe:a.b.c.d`).
+fn embedded_v4(ip: Ipv6Addr) -> Vec<Ipv4Addr> {
+    let s = ip.segments();
+    let join = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
+    let low = join(s[6], s[7]);
+    let mut out = Vec::new();
+    if s[..5] == [0; 5] && (s[5] == 0xffff || s[5] == 0) {
+        out.push(low);
+    }
+    if s[..4] == [0; 4] && s[4] == 0xffff && s[5] == 0 {
+        out.push(low);
+    }
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        out.push(low);
+    }
+    if s[..3] == [0x64, 0xff9b, 1] {
+        let byte = |segment: u16, high: bool| u32::from(if high { segment >> 8 } else { segment & 0xff });
+        let octets = |a: u32, b: u32, c: u32, d: u32| Ipv4Addr::from((a << 24) | (b << 16) | (c << 8) | d);
+        // /48: bits 48..64 and 72..88; /56: 56..64 and 72..96; /64: 72..104; /96: the last 32 bits.
+        out.push(octets(byte(s[3], true), byte(s[3], false), byte(s[4], false), byte(s[5], true)));
+        out.push(octets(byte(s[3], false), byte(s[4], false), byte(s[5], true), byte(s[5], false)));
+        out.push(octets(byte(s[4], false), byte(s[5], true), byte(s[5], false), byte(s[6], true)));
+        out.push(low);
+    }
+    if s[0] == 0x2002 {
+        out.push(join(s[1], s[2]));
+    }
+    if s[..2] == [0x2001, 0] {
+        out.push(join(s[2], s[3]));
+        out.push(join(!s[6], !s[7]));
+    }
+    if s[4] & 0xfdff == 0 && s[5] == 0x5efe {
+        out.push(low);
+    }
+    out
+}
+
+/// Every form of an address to judge: the address itself and each IPv4 address it carries.
+fn forms(ip: IpAddr) -> Vec<IpAddr> {
+    match ip {
+        IpAddr::V4(_) => vec![ip],
+        IpAddr::V6(v6) => std::iter::once(ip).chain(embedded_v4(v6).into_iter().map(IpAddr::V4)).collect(),
+    }
+}
+
+/// Why an address is not public, or `None` when it is. An IPv6 address is judged as itself and as every
+/// IPv4 address it carries (see [`embedded_v4`]): `[::127.0.0.1]` is loopback, `[64:ff9b::a00:1]` private.
 pub(crate) fn non_public(ip: IpAddr) -> Option<&'static str> {
     match ip {
         IpAddr::V4(v4) => non_public_v4(v4),
-        IpAddr::V6(v6) => non_public_v6(v6),
+        IpAddr::V6(v6) => non_public_v6(v6).or_else(|| embedded_v4(v6).into_iter().find_map(non_public_v4)),
     }
 }
 
 fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
-    let [a, b, ..] = ip.octets();
+    let [a, b, c, _] = ip.octets();
     if ip.is_unspecified() || a == 0 {
         Some("unspecified")
     } else if ip.is_loopback() {
@@ -53,24 +103,18 @@ fn non_public_v4(ip: Ipv4Addr) -> Option<&'static str> {
         Some("shared (CGNAT)")
     } else if ip.is_broadcast() || ip.is_multicast() || a >= 240 {
         Some("multicast or reserved")
+    } else if matches!((a, b, c), (192, 0, 0) | (192, 0, 2) | (198, 51, 100) | (203, 0, 113))
+        || (a == 198 && (b & 0xfe) == 18)
+    {
+        // IETF protocol assignments, documentation and benchmarking ranges: never a public site.
+        Some("multicast or reserved")
     } else {
         None
     }
 }
 
 fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return non_public_v4(v4);
-    }
     let segments = ip.segments();
-    // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) reach the IPv4 address they carry.
-    if segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-        let [.., hi, lo] = segments;
-        return non_public_v4(Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo)));
-    }
-    if segments[0] == 0x2002 {
-        return non_public_v4(Ipv4Addr::from((u32::from(segments[1]) << 16) | u32::from(segments[2])));
-    }
     if ip.is_unspecified() {
         Some("unspecified")
     } else if ip.is_loopback() {
@@ -79,36 +123,83 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
         Some("unique-local")
     } else if segments[0] & 0xffc0 == 0xfe80 || segments[0] & 0xffc0 == 0xfec0 {
         Some("link-local")
-    } else if ip.is_multicast() {
+    } else if segments[..3] == [0x64, 0xff9b, 1] {
+        // Local-use NAT64 reaches whatever the local translator serves.
+        Some("private (local NAT64)")
+    } else if ip.is_multicast() || segments[..4] == [0x100, 0, 0, 0] || segments[..2] == [0x2001, 0xdb8] {
         Some("multicast or reserved")
     } else {
         None
     }
 }
 
-/// One `allowed_hosts` / `denied_hosts` entry: a host name, an IP address, or `*.domain` for the domain's
-/// subdomains.
+/// One `allowed_hosts` / `denied_hosts` entry: a host name, `*.domain` for the domain's subdomains, an IP
+/// address in any spelling a URL may use, or a network in CIDR form.
 #[derive(Debug, Clone, PartialEq, Eq)]
-struct HostRule {
-    host: String,
-    subdomains: bool,
+enum HostRule {
+    Name { host: String, subdomains: bool },
+    Addr(IpAddr),
+    Net(IpNet),
 }
 
 impl HostRule {
     fn parse(entry: &str) -> Self {
         let entry = entry.trim().to_ascii_lowercase();
-        let entry = entry.trim_start_matches('[').trim_end_matches(']').trim_end_matches('.');
-        match entry.strip_prefix("*.") {
-            Some(domain) => Self { host: domain.to_owned(), subdomains: true },
-            None => Self { host: entry.to_owned(), subdomains: false },
+        let bare = entry.trim_start_matches('[').trim_end_matches('.');
+        let bare = bare.split_once(']').map_or(bare, |(ip, _)| ip);
+        if let Some(domain) = bare.strip_prefix("*.") {
+            return Self::Name { host: domain.to_owned(), subdomains: true };
+        }
+        if let Ok(ip) = bare.parse::<IpAddr>() {
+            return Self::Addr(ip);
+        }
+        if let Ok(net) = bare.parse::<IpNet>() {
+            // A network of IPv4-mapped addresses is that IPv4 network.
+            if let IpNet::V6(v6) = net {
+                if let (Some(v4), Some(len)) = (v6.network().to_ipv4_mapped(), v6.prefix_len().checked_sub(96)) {
+                    if let Ok(v4) = ipnet::Ipv4Net::new(v4, len) {
+                        return Self::Net(IpNet::V4(v4.trunc()));
+                    }
+                }
+            }
+            return Self::Net(net.trunc());
+        }
+        // Other spellings of an address (`2130706433`, `0x7f.1`, `127.1`) as the URL parser reads them, which
+        // is what a URL's host becomes; a name as it does too (IDNA).
+        let url = Url::parse(&format!("http://{bare}/")).ok();
+        match url.as_ref().and_then(Url::host) {
+            Some(Host::Ipv4(v4)) => Self::Addr(IpAddr::V4(v4)),
+            Some(Host::Ipv6(v6)) => Self::Addr(IpAddr::V6(v6)),
+            Some(Host::Domain(name)) => Self::Name { host: name.trim_end_matches('.').to_owned(), subdomains: false },
+            None => Self::Name { host: bare.to_owned(), subdomains: false },
         }
     }
 
-    fn matches(&self, host: &str) -> bool {
-        if self.subdomains {
-            host.strip_suffix(self.host.as_str()).is_some_and(|rest| rest.ends_with('.'))
-        } else {
-            host == self.host
+    /// Whether the host a URL names is this entry: the same name, a subdomain, or an address reaching the
+    /// same place.
+    fn matches(&self, host: &Target) -> bool {
+        match (self, host) {
+            (Self::Name { host: rule, subdomains }, Target::Name(name)) => {
+                if *subdomains {
+                    name.strip_suffix(rule.as_str()).is_some_and(|rest| rest.ends_with('.'))
+                } else {
+                    name == rule
+                }
+            }
+            (Self::Addr(_) | Self::Net(_), Target::Ip(ip)) => self.matches_ip(*ip),
+            (Self::Name { .. }, Target::Ip(_)) | (Self::Addr(_) | Self::Net(_), Target::Name(_)) => false,
+        }
+    }
+
+    /// Whether an address is this entry's, in any of its forms.
+    fn matches_ip(&self, ip: IpAddr) -> bool {
+        match self {
+            Self::Addr(rule) => {
+                let rule = forms(*rule);
+                forms(ip).iter().any(|form| rule.contains(form))
+            }
+            Self::Net(net) => forms(ip).iter().any(|form| net.contains(form)),
+            Self::Name { .. } => false,
         }
     }
 }
@@ -117,13 +208,43 @@ impl HostRule {
 pub(crate) fn host_entry_problem(entry: &str) -> Option<String> {
     let bare = entry.trim();
     let unbracketed = bare.trim_start_matches('[').trim_end_matches(']');
-    let is_ip = unbracketed.parse::<IpAddr>().is_ok();
-    if bare.is_empty() || bare.contains('/') || (!is_ip && bare.contains(':')) {
+    let is_ip = unbracketed.parse::<IpAddr>().is_ok() || unbracketed.parse::<IpNet>().is_ok();
+    if bare.is_empty() || (!is_ip && (bare.contains('/') || bare.contains(':'))) {
         return Some(format!(
-            "{entry:?} is not a host; give a host name, an IP address or *.domain, without scheme or port"
+            "{entry:?} is not a host; give a host name, an IP address, a network (10.0.0.0/8) or *.domain, without scheme or port"
         ));
     }
     None
+}
+
+/// A URL's host: a name (lower-cased, no final dot) or an address, as the URL parser normalised it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Target {
+    Name(String),
+    Ip(IpAddr),
+}
+
+impl Target {
+    fn of(url: &Url) -> Option<Target> {
+        Some(match url.host()? {
+            Host::Ipv4(v4) => Target::Ip(IpAddr::V4(v4)),
+            Host::Ipv6(v6) => Target::Ip(IpAddr::V6(v6)),
+            Host::Domain(name) => Target::Name(name.trim_end_matches('.').to_ascii_lowercase()),
+        })
+    }
+
+    fn name(name: &str) -> Target {
+        Target::Name(name.trim_end_matches('.').to_ascii_lowercase())
+    }
+}
+
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Name(name) => f.write_str(name),
+            Target::Ip(ip) => write!(f, "{ip}"),
+        }
+    }
 }
 
 /// The host's address policy for direct fetches.
@@ -136,8 +257,8 @@ pub(crate) struct AddressPolicy {
     proxy_host: Option<String>,
 }
 
-/// A refusal by the address policy (carried through reqwest's error chain from the resolver and the
-/// redirect policy).
+/// A refusal by the address policy (carried through reqwest's error chain from the resolver, the connector
+/// and the redirect policy).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub(crate) struct Refusal {
@@ -167,29 +288,112 @@ impl AddressPolicy {
         }
     }
 
-    fn exempt(&self, host: &str) -> bool {
+    fn exempt(&self, host: &Target) -> bool {
         self.allow_private
             || self.allowed.iter().any(|rule| rule.matches(host))
-            || self.proxy_host.as_deref() == Some(host)
+            || self.proxy_host.as_deref().is_some_and(|proxy| HostRule::parse(proxy).matches(host))
     }
 
     /// Checks a URL before it is requested and before every redirect is followed: the scheme, the deny
-    /// list, and IP literals (names are checked when they are resolved).
-    fn check_url(&self, url: &Url) -> Result<(), Refusal> {
+    /// list against the host as written (a name, or every form of an address), and IP literals against the
+    /// address policy (names are checked when they are resolved, and every connection once it is made).
+    fn check_url(&self, url: &Url) -> Result<Target, Refusal> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(Refusal::new(HttpErrorKind::InvalidUrl, format!("{url} is not an http:// or https:// URL")));
         }
-        let Some(host) = url_host(url) else {
+        let Some(host) = Target::of(url) else {
             return Err(Refusal::new(HttpErrorKind::InvalidUrl, format!("{url} has no host")));
         };
-        if self.denied.iter().any(|rule| rule.matches(&host)) {
-            return Err(Refusal::new(HttpErrorKind::RefusedAddress, format!("{host} is in [web] denied_hosts")));
+        if let Some(rule) = self.denied.iter().find(|rule| rule.matches(&host)) {
+            return Err(denied(&host, None, rule));
         }
-        if let Ok(ip) = host.parse::<IpAddr>() {
+        if let Target::Ip(ip) = host {
             if let Some(reason) = non_public(ip) {
                 if !self.exempt(&host) {
-                    return Err(refused_address(&host, ip, reason));
+                    return Err(refused_address(&host.to_string(), ip, reason));
                 }
+            }
+        }
+        Ok(host)
+    }
+
+    /// [`check_url`](Self::check_url), then, for an address, the addresses of the denied names as they
+    /// resolve now: what is checked before the first byte of a request leaves.
+    async fn check_target(&self, url: &Url) -> Result<(), Refusal> {
+        if let Target::Ip(ip) = self.check_url(url)? {
+            self.check_denied(&Target::Ip(ip), &[ip]).await?;
+        }
+        Ok(())
+    }
+
+    /// The name entries of the deny list (not `*.domain`), whose addresses are denied too.
+    fn denied_names(&self) -> impl Iterator<Item = &str> {
+        self.denied.iter().filter_map(|rule| match rule {
+            HostRule::Name { host, subdomains: false } => Some(host.as_str()),
+            HostRule::Name { subdomains: true, .. } | HostRule::Addr(_) | HostRule::Net(_) => None,
+        })
+    }
+
+    /// Refuses `addrs` (what `host` resolved to, or the address itself) when any of them is denied: by an
+    /// address or network entry in any of its forms, or by a name entry resolving to it now. One denied
+    /// address refuses the whole name: it is, at least in part, a name of the denied host.
+    async fn check_denied(&self, host: &Target, addrs: &[IpAddr]) -> Result<(), Refusal> {
+        let mut resolved = Vec::new();
+        if self.denied_by_entry(host, addrs).is_ok() {
+            for name in self.denied_names() {
+                // A name that does not resolve now has no address to deny.
+                if let Ok(found) = tokio::net::lookup_host((name, 0)).await {
+                    resolved.push((name, found.map(|addr| addr.ip()).collect()));
+                }
+            }
+        }
+        self.judge_denied(host, addrs, &resolved)
+    }
+
+    /// [`check_denied`](Self::check_denied) for a synchronous caller (the redirect policy, which reqwest runs
+    /// on the runtime's worker): the lookups block, so on a multi-threaded runtime the worker's other tasks
+    /// move to another thread meanwhile.
+    fn check_denied_blocking(&self, host: &Target, addrs: &[IpAddr]) -> Result<(), Refusal> {
+        self.denied_by_entry(host, addrs)?;
+        if self.denied_names().next().is_none() {
+            return Ok(());
+        }
+        let resolve = || -> Vec<(&str, Vec<IpAddr>)> {
+            use std::net::ToSocketAddrs;
+            self.denied_names()
+                .filter_map(|name| Some((name, (name, 0).to_socket_addrs().ok()?.map(|a| a.ip()).collect())))
+                .collect()
+        };
+        let resolved = match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(resolve)
+            }
+            Ok(_) | Err(_) => resolve(),
+        };
+        self.judge_denied(host, addrs, &resolved)
+    }
+
+    /// The address and network entries' part of the deny check.
+    fn denied_by_entry(&self, host: &Target, addrs: &[IpAddr]) -> Result<(), Refusal> {
+        for ip in addrs {
+            if let Some(rule) = self.denied.iter().find(|rule| rule.matches_ip(*ip)) {
+                return Err(denied(host, Some(*ip), rule));
+            }
+        }
+        Ok(())
+    }
+
+    /// The deny check, given the addresses each denied name resolves to now.
+    fn judge_denied(&self, host: &Target, addrs: &[IpAddr], resolved: &[(&str, Vec<IpAddr>)]) -> Result<(), Refusal> {
+        self.denied_by_entry(host, addrs)?;
+        for (name, found) in resolved {
+            let same = |ip: &IpAddr| found.iter().any(|r| HostRule::Addr(*r).matches_ip(*ip));
+            if let Some(ip) = addrs.iter().find(|ip| same(ip)) {
+                let through = if *host == Target::Ip(*ip) { String::new() } else { format!(" (resolves to {ip})") };
+                return Err(Refusal::new(
+                    HttpErrorKind::RefusedAddress,
+                    format!("{host}{through} is an address of {name}, which is in [web] denied_hosts"),
+                ));
             }
         }
         Ok(())
@@ -198,7 +402,7 @@ impl AddressPolicy {
     /// Keeps the public addresses of a resolved name (all of them for an exempt name); a name with none
     /// left is refused.
     fn filter(&self, host: &str, addrs: Vec<SocketAddr>) -> Result<Vec<SocketAddr>, Refusal> {
-        if self.exempt(host) {
+        if self.exempt(&Target::name(host)) {
             return Ok(addrs);
         }
         let mut first_refused = None;
@@ -219,6 +423,31 @@ impl AddressPolicy {
     }
 }
 
+/// The refusal of a denied host: the entry it matched, and how (the address it resolves to, the IPv4
+/// address an IPv6 one reaches).
+fn denied(host: &Target, resolved: Option<IpAddr>, rule: &HostRule) -> Refusal {
+    let entry = match rule {
+        HostRule::Name { host, subdomains: true } => format!("*.{host}"),
+        HostRule::Name { host, subdomains: false } => host.clone(),
+        HostRule::Addr(ip) => ip.to_string(),
+        HostRule::Net(net) => net.to_string(),
+    };
+    let ip = resolved.or(match host {
+        Target::Ip(ip) => Some(*ip),
+        Target::Name(_) => None,
+    });
+    let how = match ip {
+        Some(ip) if *host != Target::Ip(ip) => format!(" (resolves to {ip})"),
+        Some(ip) if entry != ip.to_string() => {
+            let reached = forms(ip).into_iter().skip(1).find(|form| rule.matches_ip(*form));
+            reached.map(|form| format!(" (reaches {form})")).unwrap_or_default()
+        }
+        Some(_) | None => String::new(),
+    };
+    let entry = if entry == host.to_string() { String::new() } else { format!(" as {entry}") };
+    Refusal::new(HttpErrorKind::RefusedAddress, format!("{host}{how} is in [web] denied_hosts{entry}"))
+}
+
 fn refused_address(host: &str, ip: IpAddr, reason: &str) -> Refusal {
     let resolved = if host == ip.to_string() { String::new() } else { format!(" (resolves to {ip})") };
     Refusal::new(
@@ -229,7 +458,8 @@ fn refused_address(host: &str, ip: IpAddr, reason: &str) -> Refusal {
     )
 }
 
-/// The direct client's resolver: the system's lookup, then the address policy.
+/// The direct client's resolver: the system's lookup, then the deny list and the address policy on what it
+/// returned; the connector gets only the addresses that passed.
 struct CheckedResolver(Arc<AddressPolicy>);
 
 impl Resolve for CheckedResolver {
@@ -238,9 +468,64 @@ impl Resolve for CheckedResolver {
         Box::pin(async move {
             let host = name.as_str().trim_end_matches('.').to_ascii_lowercase();
             let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let ips: Vec<IpAddr> = addrs.iter().map(SocketAddr::ip).collect();
+            policy.check_denied(&Target::name(&host), &ips).await?;
             let addrs = policy.filter(&host, addrs)?;
             let addrs: Addrs = Box::new(addrs.into_iter());
             Ok(addrs)
+        })
+    }
+}
+
+/// A layer over the direct client's connector that judges the address each new connection actually
+/// reached, before a byte of the request is written: the last word on every path to a host (an address in
+/// the URL, a redirect, a name) that the checks before it judged by what it looked like.
+#[derive(Clone)]
+struct PeerCheck(Arc<AddressPolicy>);
+
+impl<S> tower_layer::Layer<S> for PeerCheck {
+    type Service = PeerChecked<S>;
+
+    fn layer(&self, inner: S) -> PeerChecked<S> {
+        PeerChecked { inner, policy: Arc::clone(&self.0) }
+    }
+}
+
+/// The connector [`PeerCheck`] wraps.
+#[derive(Clone)]
+struct PeerChecked<S> {
+    inner: S,
+    policy: Arc<AddressPolicy>,
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+impl<S, R> tower_service::Service<R> for PeerChecked<S>
+where
+    S: tower_service::Service<R, Error = BoxError>,
+    S::Response: hyper_util::client::legacy::connect::Connection + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = S::Response;
+    type Error = BoxError;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<S::Response, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), BoxError>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: R) -> Self::Future {
+        let connecting = self.inner.call(request);
+        let policy = Arc::clone(&self.policy);
+        Box::pin(async move {
+            let connection = connecting.await?;
+            let mut extras = http::Extensions::new();
+            hyper_util::client::legacy::connect::Connection::connected(&connection).get_extras(&mut extras);
+            if let Some(info) = extras.get::<hyper_util::client::legacy::connect::HttpInfo>() {
+                let peer = info.remote_addr().ip();
+                policy.check_denied(&Target::Ip(peer), &[peer]).await?;
+            }
+            Ok(connection)
         })
     }
 }
@@ -367,6 +652,7 @@ impl HttpService {
             }
             &engine.direct
         };
+        let check = (!request.cline_api).then(|| (Arc::clone(&engine.policy), url.clone()));
         let mut builder = client.request(method, url).headers(headers);
         if let Some(body) = request.body {
             builder = builder.body(body);
@@ -374,7 +660,16 @@ impl HttpService {
         let timeout = Duration::from_millis(request.timeout_ms.unwrap_or(self.settings.web.fetch_timeout_ms));
         let max_bytes = self.settings.max_response_bytes;
         let work = async move {
-            match tokio::time::timeout(timeout, send(builder, max_bytes)).await {
+            let checked_send = async move {
+                // The deny list's names resolved now, before anything is sent to an address in the URL.
+                if let Some((policy, url)) = check {
+                    if let Err(refusal) = policy.check_target(&url).await {
+                        return HttpReply::Failed(HttpFailure { kind: refusal.kind, message: refusal.message });
+                    }
+                }
+                send(builder, max_bytes).await
+            };
+            match tokio::time::timeout(timeout, checked_send).await {
                 Ok(reply) => reply,
                 Err(_) => HttpReply::Failed(HttpFailure {
                     kind: HttpErrorKind::Timeout,
@@ -536,14 +831,25 @@ fn build_engine(settings: &HttpSettings) -> Result<Engine, String> {
         .build()
         .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
     let redirect_policy = Arc::clone(&policy);
-    let direct = base()
+    let mut direct = base();
+    // Through a proxy every connection reaches the proxy, the user's choice; it resolves the names itself.
+    if proxy.is_none() {
+        direct = direct.connector_layer(PeerCheck(Arc::clone(&policy)));
+    }
+    let direct = direct
         .dns_resolver(Arc::new(CheckedResolver(Arc::clone(&policy))))
         .redirect(reqwest::redirect::Policy::custom(move |attempt| {
             if attempt.previous().len() > max_redirects {
                 let message = format!("more than {max_redirects} redirects ([web] max_redirects)");
                 return attempt.error(Refusal::new(HttpErrorKind::TooManyRedirects, message));
             }
-            match redirect_policy.check_url(attempt.url()) {
+            // A redirect to an address is checked against the denied names' addresses here, before its
+            // connection is made; names go through the resolver.
+            let checked = redirect_policy.check_url(attempt.url()).and_then(|host| match host {
+                Target::Ip(ip) => redirect_policy.check_denied_blocking(&host, &[ip]),
+                Target::Name(_) => Ok(()),
+            });
+            match checked {
                 Ok(()) => attempt.follow(),
                 Err(refusal) => attempt.error(refusal),
             }
@@ -560,6 +866,12 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
+    }
+
+    /// A URL host as the policy sees it.
+    fn host(text: &str) -> Target {
+        let text = if text.contains(':') { format!("[{text}]") } else { text.to_owned() };
+        Target::of(&Url::parse(&format!("http://{text}/")).unwrap()).unwrap()
     }
 
     #[test]
@@ -598,6 +910,22 @@ mod tests {
             ("2606:4700::1111", None),
             ("::ffff:8.8.8.8", None),
             ("64:ff9b::808:808", None),
+            // IPv4 inside IPv6, every form (the security review: `::/96` and `::ffff:0:0/96` passed).
+            ("::127.0.0.1", Some("loopback")),
+            ("::a00:1", Some("private")),
+            ("::ffff:0:7f00:1", Some("loopback")),
+            ("64:ff9b:1::a00:1", Some("private (local NAT64)")),
+            ("2002:7f00:1::", Some("loopback")),
+            ("2001:0:4136:e378:8000:63bf:80ff:fffe", Some("loopback")),
+            ("2001:0:0a00:0001::", Some("private")),
+            ("2001:db8::1", Some("multicast or reserved")),
+            ("100::1", Some("multicast or reserved")),
+            ("192.0.2.1", Some("multicast or reserved")),
+            ("198.19.255.1", Some("multicast or reserved")),
+            ("::8.8.8.8", None),
+            ("2001:4860:4860::8888", None),
+            ("2001:0:4136:e378:8000:63bf:f7f7:f7f7", None),
+            ("198.20.0.1", None),
         ];
         for (text, expected) in cases {
             assert_eq!(non_public(ip(text)), expected, "{text}");
@@ -612,19 +940,19 @@ mod tests {
             false,
             None,
         );
-        assert!(policy.exempt("127.0.0.1"));
-        assert!(policy.exempt("::1"));
-        assert!(policy.exempt("a.internal.example"));
-        assert!(!policy.exempt("internal.example"), "*.domain covers subdomains only");
-        assert!(!policy.exempt("xinternal.example"));
-        assert!(policy.exempt("intranet"));
-        assert!(!policy.exempt("127.0.0.2"));
-        assert!(!policy.exempt("localhost"));
+        assert!(policy.exempt(&host("127.0.0.1")));
+        assert!(policy.exempt(&host("::1")));
+        assert!(policy.exempt(&host("a.internal.example")));
+        assert!(!policy.exempt(&host("internal.example")), "*.domain covers subdomains only");
+        assert!(!policy.exempt(&host("xinternal.example")));
+        assert!(policy.exempt(&host("intranet")));
+        assert!(!policy.exempt(&host("127.0.0.2")));
+        assert!(!policy.exempt(&host("localhost")));
 
         let url = |u: &str| Url::parse(u).unwrap();
-        assert_eq!(policy.check_url(&url("http://127.0.0.1:8080/x")), Ok(()));
-        assert_eq!(policy.check_url(&url("http://[::1]/")), Ok(()));
-        assert_eq!(policy.check_url(&url("https://example.com/")), Ok(()));
+        assert!(policy.check_url(&url("http://127.0.0.1:8080/x")).is_ok());
+        assert!(policy.check_url(&url("http://[::1]/")).is_ok());
+        assert!(policy.check_url(&url("https://example.com/")).is_ok());
         for refused in ["http://127.0.0.2/", "http://169.254.169.254/latest", "http://[fe80::1]/", "http://10.0.0.1/"] {
             let refusal = policy.check_url(&url(refused)).unwrap_err();
             assert_eq!(refusal.kind, HttpErrorKind::RefusedAddress, "{refused}");
@@ -636,6 +964,49 @@ mod tests {
         }
         assert_eq!(policy.check_url(&url("ftp://example.com/")).unwrap_err().kind, HttpErrorKind::InvalidUrl);
         assert_eq!(policy.check_url(&url("file:///etc/passwd")).unwrap_err().kind, HttpErrorKind::InvalidUrl);
+    }
+
+    #[test]
+    fn denied_entries_match_every_form_of_an_address() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        for entry in ["127.0.0.1", "[::ffff:127.0.0.1]", "2130706433", "0x7f.1", "127.0.0.0/8", "::ffff:7f00:0/104"] {
+            let policy = AddressPolicy::new(&[], &[entry.to_owned()], true, None);
+            for spelled in [
+                "http://127.0.0.1/",
+                "http://[::ffff:127.0.0.1]/",
+                "http://[::127.0.0.1]/",
+                "http://[::ffff:0:7f00:1]/",
+                "http://[64:ff9b::7f00:1]/",
+                "http://[2002:7f00:1::5]/",
+                "http://2130706433/",
+                "http://0x7f000001/",
+                "http://017700000001/",
+                "http://127.1/",
+            ] {
+                let refusal = policy.check_url(&url(spelled)).unwrap_err();
+                assert_eq!(refusal.kind, HttpErrorKind::RefusedAddress, "{entry}: {spelled}");
+                assert!(refusal.message.contains("is in [web] denied_hosts"), "{entry}: {spelled}: {refusal}");
+            }
+            assert!(policy.check_url(&url("http://127.0.0.2/")).is_ok() || entry.contains('/'), "{entry}");
+        }
+        let policy = AddressPolicy::new(&[], &["127.0.0.1".to_owned()], true, None);
+        assert_eq!(
+            policy.check_url(&url("http://[::ffff:7f00:1]/")).unwrap_err().message,
+            "::ffff:127.0.0.1 (reaches 127.0.0.1) is in [web] denied_hosts as 127.0.0.1"
+        );
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        // A resolved name is refused when any of its addresses is denied.
+        let refusal = runtime
+            .block_on(policy.check_denied(&Target::name("localhost"), &[ip("::1"), ip("127.0.0.1")]))
+            .unwrap_err();
+        assert_eq!(refusal.message, "localhost (resolves to 127.0.0.1) is in [web] denied_hosts as 127.0.0.1");
+        // A denied name denies the addresses it resolves to now, asynchronously and from a redirect alike.
+        let by_name = AddressPolicy::new(&[], &["localhost".to_owned()], true, None);
+        let refusal = runtime.block_on(by_name.check_denied(&host("127.0.0.1"), &[ip("127.0.0.1")])).unwrap_err();
+        assert_eq!(refusal.message, "127.0.0.1 is an address of localhost, which is in [web] denied_hosts");
+        let mapped = ip("::ffff:127.0.0.1");
+        assert!(by_name.check_denied_blocking(&Target::Ip(mapped), &[mapped]).is_err());
+        assert!(runtime.block_on(by_name.check_denied(&host("10.9.9.9"), &[ip("10.9.9.9")])).is_ok());
     }
 
     #[test]
@@ -658,7 +1029,10 @@ mod tests {
         for good in ["example.com", "*.example.com", "127.0.0.1", "::1", "[::1]"] {
             assert_eq!(host_entry_problem(good), None, "{good}");
         }
-        for bad in ["127.0.0.1:8080", "example.com:443", "https://example.com", "", "[::1]:80"] {
+        for good in ["10.0.0.0/8", "fd00::/8", "2130706433"] {
+            assert_eq!(host_entry_problem(good), None, "{good}");
+        }
+        for bad in ["127.0.0.1:8080", "example.com:443", "https://example.com", "", "[::1]:80", "example.com/24"] {
             assert!(host_entry_problem(bad).is_some(), "{bad}");
         }
     }
