@@ -1073,6 +1073,19 @@ impl Walker {
         raw: &str,
         pieces: &[WordPieceWithSource],
     ) -> Result<(), Unparsable> {
+        // bash still evaluates the obsolete `$[…]` as arithmetic; brush reads it as the texts `$` and `[…]`.
+        let obsolete_arithmetic = pieces.windows(2).any(|pair| match (&pair[0].piece, &pair[1].piece) {
+            (WordPiece::Text(dollar), WordPiece::Text(bracket)) => dollar.ends_with('$') && bracket.starts_with('['),
+            _ => false,
+        }) || pieces
+            .iter()
+            .any(|piece| matches!(&piece.piece, WordPiece::Text(text) if text.contains("$[")));
+        if obsolete_arithmetic {
+            self.unverifiable(
+                &format!("the obsolete arithmetic `$[…]` in `{}`", shorten(raw)),
+                "write literal numbers, or use `$((…))` over literal numbers",
+            );
+        }
         for piece in pieces {
             match &piece.piece {
                 WordPiece::Text(s) | WordPiece::SingleQuotedText(s) | WordPiece::AnsiCQuotedText(s) => text.push_str(s),
@@ -1616,6 +1629,8 @@ mod tests {
             (ECHO, "echo $((a[0]))", Unverifiable("arithmetic")),
             (r#"{"allow": ["echo *", "echo"]}"#, "echo $(( $(echo 1) ))", Unverifiable("arithmetic")),
             (ECHO, "(( X ))", Unverifiable("arithmetic `((X))`")),
+            (ECHO, "echo $[X] \"$[1]\"", Unverifiable("the obsolete arithmetic `$[…]`")),
+            (ECHO, "echo '$[X]' \\$[X]", Allowed),
             (ECHO, "for ((i = 0; i < 3; i++)); do echo $i; done", Unverifiable("arithmetic `for ((")),
             // Process substitution: its commands are checked, and it counts as a redirect.
             (r#"{"allow": ["cat *", "echo *"], "allowRedirects": true}"#, "cat <(echo a)", Allowed),
