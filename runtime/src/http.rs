@@ -1010,6 +1010,30 @@ mod tests {
     }
 
     #[test]
+    fn the_connector_judges_the_address_a_connection_reached() {
+        use std::io::Read;
+        // A client with the connector check alone: whatever a URL looked like, the peer decides.
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = std::thread::spawn(move || {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut bytes = Vec::new();
+            let _ = stream.read_to_end(&mut bytes);
+            bytes
+        });
+        let policy = Arc::new(AddressPolicy::new(&[], &["localhost".to_owned()], true, None));
+        let client = reqwest::Client::builder().no_proxy().connector_layer(PeerCheck(policy)).build().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let error = runtime.block_on(client.get(format!("http://127.0.0.1:{port}/secret")).send()).unwrap_err();
+        let (kind, message) = describe(&error);
+        assert_eq!(kind, HttpErrorKind::RefusedAddress, "{message}");
+        assert_eq!(message, "127.0.0.1 is an address of localhost, which is in [web] denied_hosts");
+        drop(client);
+        drop(runtime);
+        assert_eq!(received.join().unwrap(), b"", "the request was written to a denied peer");
+    }
+
+    #[test]
     fn resolved_addresses_are_filtered() {
         let policy = AddressPolicy::new(&["intranet".to_owned()], &[], false, Some("proxy.local".to_owned()));
         let sock = |text: &str| SocketAddr::new(ip(text), 0);
