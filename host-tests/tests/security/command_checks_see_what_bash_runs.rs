@@ -18,21 +18,20 @@ const DENY: &str = r#"{"allow": ["*"], "deny": ["touch *"]}"#;
 /// Stores the code `a[$(touch pwned)]` in `X` with an allowed command, for the cases that evaluate it.
 const STORE: &str = "printf -v X %s 'a[$(touch pwned)]'; ";
 
-fn task_under(setting: &str, ws: &std::path::Path) -> (toolshed::Runtime, TaskHandle) {
+fn runtime_under(setting: &str) -> toolshed::Runtime {
     let mut config = toolshed::Config::default();
     config.commands.permissions = Some(setting.to_owned());
-    let runtime = shipped().yes(true).config(config).build().unwrap();
-    let task = task_in(&runtime, ws);
-    (runtime, task)
+    shipped().yes(true).config(config).build().unwrap()
 }
 
 /// Every command must be refused as unverifiable, with `kind` in the reason, and must not run.
 fn assert_refused(setting: &str, cases: &[(&str, &str)]) {
+    let runtime = runtime_under(setting);
     for &(command, kind) in cases {
         let ws = workspace();
         // A hostile repository's script, for `source` and `BASH_ENV`.
         std::fs::write(ws.path().join("evil.sh"), "touch pwned\n").unwrap();
-        let (_runtime, task) = task_under(setting, ws.path());
+        let task: TaskHandle = task_in(&runtime, ws.path());
         let result = call(&task, "execute_command", json!({"command": command, "requires_approval": false}));
         let text = text(&result);
         assert_ne!(result.status, ResultStatus::Success, "{command:?} ran: {text}");
@@ -51,7 +50,7 @@ fn tilde_prefixes_that_are_not_user_names_are_refused() {
             ("echo ~$(touch pwned)", "the tilde prefix `~$(touch pwned)`"),
             ("echo ~\"$(touch pwned)\"", "tilde prefix"),
             ("printf %s ~$(touch pwned)/x", "tilde prefix"),
-            ("echo ~${X:-$(touch pwned)}", "tilde prefix"),
+            ("echo \"$HOME\" ~$( touch pwned )/x", "tilde prefix"),
             ("echo x ~'$(touch pwned)'", "tilde prefix"),
         ],
     );
@@ -145,7 +144,7 @@ fn command_names_built_by_expansion_are_refused() {
         &[
             // The segment is `echo hi`, but bash splits the default value into `touch pwned echo hi`.
             ("${X:-touch pwned }echo hi", "a command name built by expansion"),
-            ("\"${X:-echo}\" hi", "a command name built by expansion"),
+            ("e\"${X:-}\"cho hi", "a command name built by expansion"),
         ],
     );
     assert_refused(
@@ -244,7 +243,8 @@ fn function_definitions_are_refused() {
 #[test]
 fn inert_expansions_still_run() {
     let ws = workspace();
-    let (_runtime, task) = task_under(ALLOW, ws.path());
+    let runtime = runtime_under(ALLOW);
+    let task = task_in(&runtime, ws.path());
     let cases = [
         ("echo ${PWD:+set} ${UNSET:-d} ${#UNSET} $((1 + 2 * 3)) $((16#ff)) {a,b}", "set d 0 7 255 a b"),
         ("printf '%s\\n' '$(touch pwned)' \"\\$(touch pwned)\"", "$(touch pwned)\n$(touch pwned)"),
@@ -270,7 +270,7 @@ fn the_cli_refuses_the_reproduction() {
     let out = toolshed(
         home.path(),
         ws.path(),
-        &["--plugins", plugins.to_str().unwrap(), "--yes", "call", "execute_command", input],
+        &["--plugins", plugins.to_str().unwrap(), "call", "--yes", "execute_command", input],
         &[("TOOLSHED_COMMANDS_PERMISSIONS", r#"{"allow": ["echo *"]}"#)],
     );
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
