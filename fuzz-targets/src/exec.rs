@@ -37,6 +37,10 @@ pub fn command_permissions_exec(data: &[u8]) {
         Some(text) => String::from_utf8_lossy(text).into_owned(),
         None => Grammar { data, at: 0 }.program(),
     };
+    // No process can be given an argument with a NUL in it, so such a command never runs anywhere.
+    if command.contains('\0') {
+        return;
+    }
     let Ok(rules) = CommandPermissions::from_json(ALLOW) else {
         panic!("the fixed allow list {ALLOW} does not parse");
     };

@@ -19,6 +19,26 @@
 //!    `no_match_deny_default`. Where a level of the command has several segments or any subshell, the
 //!    codes become `segment_denied` / `segment_no_match` and the failing segment is reported.
 //!
+//! 6. A command the rules allow must still be provably inert: bash must run nothing the segments do not
+//!    show. Otherwise it is `unverifiable`, with a detail naming the construct and what to write instead.
+//!    Refused, going down the bash manual's list of expansions: tilde prefixes that are not a user name
+//!    (brush swallowed `~$(id)` whole); parameter operators that assign (`${X:=…}`, `${X=…}`) or evaluate
+//!    (`@P`, `@E`, `@A`, `@K`, `@k`); indirection (`${!X}`, `${!p*}`, `${!a[@]}`); arithmetic over names,
+//!    expansions or substitutions, wherever it occurs (`$((…))`, `$[…]`, `((…))`, `for ((…))`, subscripts of
+//!    `${a[…]}` and `a[…]=`, substring offsets, `[[ … -eq … ]]`), because bash evaluates a name's value as
+//!    arithmetic again and a subscript in it runs commands (`X='a[$(id)]'; echo $((X))`); a command name
+//!    built by expansion, glob, brace expansion or ANSI-C quoting (`${X:-id }echo hi` is the segment
+//!    `echo hi`); function definitions; the builtins that run code or change what a name runs (`eval`, `exec`,
+//!    `source`, `.`, `trap`, `command`, `builtin`, `let`, `mapfile`, `alias`, `shopt`, `hash`, `enable`, …);
+//!    builtins assigning through names that are not plain and literal (`printf -v`, `read`, `getopts`,
+//!    `unset`, `wait -p`, `test -v`, `declare` and its kin, which also may not use `-n`, `-i`, `-a`, `-A`);
+//!    and assignments to variables that change how later commands run (`IFS` except before `read`, `PATH`,
+//!    `ENV`, `BASH_ENV`, `PROMPT_COMMAND`, `PS0`–`PS4`, `SHELLOPTS`, `BASH_*`, `LD_*`, …). Brace expansion,
+//!    word splitting, filename expansion and quote removal in arguments, plain `$X` reads and the operators
+//!    that only read stay allowed. The rules come first, so a command they refuse keeps Cline's reason. The
+//!    `command_permissions_exec` fuzz target runs what this allows under strace and fails on any program the
+//!    allow list does not name.
+//!
 //! Patterns match the whole segment: `*` is any run of characters (including `/` and newlines), `?` is
 //! exactly one character, every other character is literal.
 //!
@@ -116,7 +136,7 @@ struct RawConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Denial {
     /// Cline's raw reason code (`denied`, `no_match_deny_default`, `segment_denied`, `segment_no_match`,
-    /// `redirect_detected`, `shell_operator_detected`), or our `parse_error`.
+    /// `redirect_detected`, `shell_operator_detected`), or our `parse_error` and `unverifiable`.
     pub reason: &'static str,
     /// The failing segment, for commands with several segments or subshells.
     pub segment: Option<String>,
