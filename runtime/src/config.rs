@@ -43,9 +43,9 @@ const SECTIONS: [&str; 11] =
     ["web", "mcp", "commands", "approval", "plugins", "timeouts", "hooks", "tasks", "skills", "subagents", "serve"];
 
 /// Variables that share the `TOOLSHED_<SECTION>` prefix but are not config
-/// keys: the web bearer token (a secret, read where it is used) and the
-/// plugin directory.
-const NOT_CONFIG_VARS: [&str; 2] = ["TOOLSHED_WEB_TOKEN", "TOOLSHED_PLUGINS"];
+/// keys: the web and `serve --http` bearer tokens (secrets, read where they
+/// are used) and the plugin directory.
+const NOT_CONFIG_VARS: [&str; 3] = ["TOOLSHED_WEB_TOKEN", "TOOLSHED_SERVE_TOKEN", "TOOLSHED_PLUGINS"];
 
 /// Cline's command-permission variable, read as the user's `[commands] permissions`.
 const PERMISSIONS_VAR: &str = "CLINE_COMMAND_PERMISSIONS";
@@ -1128,6 +1128,7 @@ mod tests {
             .loader()
             .env(env(&[
                 ("TOOLSHED_WEB_TOKEN", "secret"),
+                ("TOOLSHED_SERVE_TOKEN", "secret"),
                 ("TOOLSHED_PLUGINS", "/plugins"),
                 ("TOOLSHED_LOG", "debug"),
                 ("TOOLSHED_OTHER_THING", "1"),

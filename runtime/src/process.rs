@@ -67,6 +67,7 @@ static NEXT_MANAGER: AtomicU64 = AtomicU64::new(1);
 pub(crate) enum ProcessError {
     Unknown(u64),
     Spawn(String),
+    ShutDown,
 }
 
 impl std::fmt::Display for ProcessError {
@@ -74,6 +75,7 @@ impl std::fmt::Display for ProcessError {
         match self {
             ProcessError::Unknown(id) => write!(f, "no process with id {id}"),
             ProcessError::Spawn(message) => f.write_str(message),
+            ProcessError::ShutDown => f.write_str("the runtime is shutting down; the command was killed"),
         }
     }
 }
@@ -97,6 +99,8 @@ struct Buffer {
     stopping: bool,
     /// The tree is gone and the shell reaped.
     finished: bool,
+    /// The runtime is going: reads fail, so a call still running ends as an error.
+    shut_down: bool,
 }
 
 struct Proc {
@@ -372,6 +376,9 @@ impl ProcessManager {
         let deadline = Instant::now() + wait;
         let mut buffer = proc.lock();
         loop {
+            if buffer.shut_down {
+                return Err(ProcessError::ShutDown);
+            }
             if !buffer.data.is_empty() || is_done(&buffer) {
                 break;
             }
@@ -438,8 +445,11 @@ impl ProcessManager {
 
     /// Kills every process at once and waits (boundedly) until they are gone: the runtime is shutting down.
     pub fn kill_all(&self) {
+        // Reads fail from now on: a call still running ends as an error, not as a command killed by a signal.
+        self.procs.clear();
         let procs: Vec<Arc<Proc>> = self.trees.iter().map(|p| Arc::clone(p.value())).collect();
         for proc in &procs {
+            proc.lock().shut_down = true;
             proc.set_stopping();
         }
         let deadline = Instant::now() + KILL_SETTLE;
@@ -456,7 +466,6 @@ impl ProcessManager {
         for proc in &procs {
             proc.wait_finished(deadline.saturating_duration_since(Instant::now()));
         }
-        self.procs.clear();
     }
 }
 
