@@ -210,6 +210,7 @@ const COMMANDS: &[&str] = &[
     "wait -p ⟦N⟧",
     "hash -p /usr/bin/id echo",
     "set -- ⟦A⟧",
+    "set ⟦A⟧",
     "⟦N⟧=⟦A⟧",
     "⟦N⟧[⟦A⟧]=⟦A⟧",
     "⟦N⟧=(⟦A⟧)",
@@ -261,7 +262,7 @@ impl Grammar<'_> {
 
     fn simple(&mut self, depth: usize) -> String {
         let template = self.pick(COMMANDS);
-        let name = self.pick(&["X", "Y", "a", "PS1", "i"]);
+        let name = self.pick(&["X", "Y", "a", "PS1", "i", "RANDOM", "OPTIND"]);
         let payload = self.payload(depth);
         let args = self.args(depth);
         template.replace("⟦N⟧", name).replace("⟦P⟧", &payload).replace("⟦A⟧", &args)

@@ -958,10 +958,31 @@ impl Walker {
                 }
             }
             "read" => self.read(args),
-            "getopts" => match args.get(1) {
-                Some(arg) => self.assigned_target(name, &arg.text, arg.literal),
-                None => {}
-            },
+            "set" => {
+                // `-k` puts every `NAME=value` argument of later commands into their environment, where the
+                // segment shows it as an argument; `-o posix` changes how later substitutions are parsed.
+                let mut rest = args.iter();
+                while let Some(arg) = rest.next() {
+                    if arg.text == "--" || !(arg.text.starts_with('-') || arg.text.starts_with('+') || !arg.literal) {
+                        break;
+                    }
+                    let letters = arg.text.get(1..).unwrap_or_default();
+                    let named = if letters.contains('o') { rest.next() } else { None };
+                    let keyword = letters.contains('k');
+                    let bad_name = named.is_some_and(|n| !n.literal || matches!(n.text.as_str(), "keyword" | "posix"));
+                    if !arg.literal || keyword || bad_name {
+                        self.unverifiable(
+                            &format!("`set {}`, which changes how later commands are read or run", shorten(&arg.text)),
+                            "leave the shell's options as they are",
+                        );
+                    }
+                }
+            }
+            "getopts" => {
+                if let Some(arg) = args.get(1) {
+                    self.assigned_target(name, &arg.text, arg.literal);
+                }
+            }
             "unset" => {
                 for arg in args {
                     if !(arg.literal && (arg.text.starts_with('-') || is_identifier(&arg.text))) {
@@ -978,7 +999,7 @@ impl Walker {
                         || pair[0].text == option
                         || (name == "wait" && pair[0].text.starts_with('-') && pair[0].text.contains('p'))
                         || (name != "wait" && pair[0].text == "-R");
-                    if could_be_option && !(pair[1].literal && !pair[1].text.contains('[')) {
+                    if could_be_option && (!pair[1].literal || pair[1].text.contains('[')) {
                         self.unverifiable(
                             &format!(
                                 "`{name} {option}` with the name `{}`, whose subscript would be evaluated",
@@ -1232,7 +1253,7 @@ fn name_is_inert(text: &str) -> bool {
     }
 }
 
-/// See [`Walker::assigned`].
+/// See [`Walker::assigned`]; the integer variables bash declares itself are here too.
 fn is_special_variable(name: &str) -> bool {
     const NAMES: &[&str] = &[
         "IFS",
@@ -1251,6 +1272,14 @@ fn is_special_variable(name: &str) -> bool {
         "CDPATH",
         "GLOBIGNORE",
         "EXECIGNORE",
+        // Integer variables: a value assigned to them is evaluated as arithmetic (see `Walker::arithmetic`).
+        "OPTIND",
+        "RANDOM",
+        "SRANDOM",
+        "HISTCMD",
+        "BASHPID",
+        "SECONDS",
+        "LINENO",
     ];
     NAMES.contains(&name) || name.starts_with("BASH_") || name.starts_with("LD_")
 }
@@ -1710,6 +1739,12 @@ mod tests {
             (all, "compgen -W '$(id)'", Unverifiable("the `compgen` builtin")),
             (all, "complete -C id x", Unverifiable("the `complete` builtin")),
             (all, "bind -x x", Unverifiable("the `bind` builtin")),
+            (all, "set -e; set -euo pipefail; set +x; set -- -k x; set", Allowed),
+            (all, "set -k", Unverifiable("`set -k`")),
+            (all, "set -ek", Unverifiable("`set -ek`")),
+            (all, "set -o keyword", Unverifiable("`set -o`")),
+            (all, "set -eo posix", Unverifiable("`set -eo`")),
+            (all, "set \"$X\"", Unverifiable("`set")),
             // Declarations: plain names and values are inert; subscripts, namerefs, integers, arrays are not.
             (all, "declare X=1; local Y; export Z=$HOME; readonly W; typeset -r V=2; declare -x -g U", Allowed),
             (all, "declare -n r=X", Unverifiable("`declare -n`")),
@@ -1756,6 +1791,10 @@ mod tests {
             (all, "printf -v BASH_ENV x", Unverifiable("an assignment to `BASH_ENV`")),
             (all, "for IFS in x; do true; done", Unverifiable("an assignment to `IFS`")),
             (all, "LD_PRELOAD=x.so true", Unverifiable("an assignment to `LD_PRELOAD`")),
+            // Integer variables evaluate what is assigned to them: `RANDOM='a[$(id)]'` runs `id`.
+            (all, "RANDOM='a[$(id)]'", Unverifiable("an assignment to `RANDOM`")),
+            (all, "printf -v OPTIND %s x", Unverifiable("an assignment to `OPTIND`")),
+            (all, "read SRANDOM", Unverifiable("an assignment to `SRANDOM`")),
             (all, "a[X]=1", Unverifiable("array subscript")),
             (all, "a=([X]=1)", Unverifiable("array subscript")),
             // Rules still come first: a command the lists refuse keeps Cline's reason.
