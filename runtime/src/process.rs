@@ -114,6 +114,9 @@ struct Proc {
     /// The command's processes seen so far (never the shell): pid → start time.
     members: Mutex<HashMap<i32, u64>>,
     last_survey: Mutex<Option<Instant>>,
+    /// Whether the shell was reaped; held while the group is signalled, so its id is never signalled after
+    /// the kernel may have handed it to someone else.
+    reaped: Mutex<bool>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -165,8 +168,13 @@ impl Proc {
     /// tree's zombies the runtime inherited. Returns whether any process of the tree is left.
     fn signal_tree(&self, signal: Option<Signal>) -> bool {
         let me = me();
+        let reaped = lock(&self.reaped);
+        if *reaped {
+            return false;
+        }
         // The group id cannot name another group: the shell is not reaped before its tree is gone.
         let _ = killpg(Pid::from_raw(self.pgid), signal);
+        drop(reaped);
         let mut left = false;
         for entry in self.survey(&table::snapshot()) {
             if !entry.zombie {
@@ -241,7 +249,11 @@ impl Proc {
         if self.lock().finished {
             return;
         }
-        let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
+        let reaped = lock(&self.reaped);
+        if !*reaped {
+            let _ = killpg(Pid::from_raw(self.pgid), Signal::SIGKILL);
+        }
+        drop(reaped);
         self.kill_tree();
         self.wait_finished(KILL_SETTLE);
     }
@@ -325,6 +337,7 @@ impl ProcessManager {
             changed: Condvar::new(),
             members: Mutex::new(HashMap::new()),
             last_survey: Mutex::new(None),
+            reaped: Mutex::new(false),
         });
         self.procs.insert(id, Arc::clone(&proc));
         self.trees.insert(id, Arc::clone(&proc));
@@ -493,7 +506,10 @@ fn watch_shell(mut child: Child, proc: &Proc, settings: Settings, forget: impl F
         proc.end_tree(settings.kill_grace);
     }
     // Only now may the shell's pid (and group id) go back to the kernel.
+    let mut reaped = lock(&proc.reaped);
     let _ = child.wait();
+    *reaped = true;
+    drop(reaped);
     proc.lock().finished = true;
     proc.changed.notify_all();
     forget();
