@@ -329,7 +329,7 @@ fn watch(config: toolshed::Config, dirs: Vec<PathBuf>) -> anyhow::Result<ExitCod
             toolshed::RegisterEvent::Registered { names, file } => {
                 loaded.entry(file.clone()).or_default().extend(names.iter().cloned())
             }
-            toolshed::RegisterEvent::Refused { reason, .. } => writeln!(out, "failed {}", escape_line(&reason))?,
+            toolshed::RegisterEvent::Refused { reason, .. } => writeln!(out, "failed {}", escape_line(reason))?,
             toolshed::RegisterEvent::Declined { .. } => {}
         }
     }
@@ -376,7 +376,7 @@ fn report_load_errors(runtime: &Runtime) {
     }
     for event in runtime.register_events() {
         if let toolshed::RegisterEvent::Refused { reason, .. } = event {
-            eprintln!("toolshed: tool not registered: {}", escape_line(&reason));
+            eprintln!("toolshed: tool not registered: {}", escape_line(reason));
         }
     }
 }
