@@ -947,14 +947,15 @@ mod tests {
     use std::fs;
 
     /// A scratch home with a user file, and a workspace beside it.
-    struct Scratch {
+    /// Shared with `shape_tests`.
+    pub(super) struct Scratch {
         _dir: tempfile::TempDir,
-        home: PathBuf,
-        workspace: PathBuf,
+        pub(super) home: PathBuf,
+        pub(super) workspace: PathBuf,
     }
 
     impl Scratch {
-        fn new() -> Self {
+        pub(super) fn new() -> Self {
             let dir = tempfile::tempdir().unwrap();
             let root = fs::canonicalize(dir.path()).unwrap();
             let home = root.join("home");
@@ -964,19 +965,19 @@ mod tests {
             Self { _dir: dir, home, workspace }
         }
 
-        fn user_path(&self) -> PathBuf {
+        pub(super) fn user_path(&self) -> PathBuf {
             self.home.join(".toolshed/config.toml")
         }
 
-        fn workspace_path(&self) -> PathBuf {
+        pub(super) fn workspace_path(&self) -> PathBuf {
             self.workspace.join(".toolshed/config.toml")
         }
 
-        fn write_user(&self, text: &str) {
+        pub(super) fn write_user(&self, text: &str) {
             fs::write(self.user_path(), text).unwrap();
         }
 
-        fn write_workspace(&self, text: &str) {
+        pub(super) fn write_workspace(&self, text: &str) {
             fs::write(self.workspace_path(), text).unwrap();
         }
 
@@ -989,7 +990,7 @@ mod tests {
 
         /// A loader over this scratch home and workspace, with an empty
         /// environment.
-        fn loader(&self) -> ConfigLoader {
+        pub(super) fn loader(&self) -> ConfigLoader {
             ConfigLoader {
                 user_file: Some(self.user_path()),
                 config_file: None,

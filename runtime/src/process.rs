@@ -175,20 +175,7 @@ impl Proc {
         // The group id cannot name another group: the shell is not reaped before its tree is gone.
         let _ = killpg(Pid::from_raw(self.pgid), signal);
         drop(reaped);
-        let mut left = false;
-        for entry in self.survey(&table::snapshot()) {
-            if !entry.zombie {
-                let _ = kill(Pid::from_raw(entry.pid), signal);
-                left = true;
-            } else if entry.ppid == me {
-                // An orphan of this command that the runtime inherited: nobody else waits for it.
-                let _ = waitpid(Pid::from_raw(entry.pid), Some(WaitPidFlag::WNOHANG));
-            } else {
-                // Its parent, itself in the tree, reaps it or dies and leaves it to us.
-                left = true;
-            }
-        }
-        left
+        signal_or_reap(&self.survey(&table::snapshot()), signal, me)
     }
 
     /// Stops every process of the tree but the shell's own: SIGTERM, up to `grace` for them to go, then
@@ -529,6 +516,24 @@ fn exit_status(pid: i32) -> ExitStatus {
     }
 }
 
+/// One round over a tree: signals each live process, reaps each zombie that is a child of `me` (an orphan the
+/// runtime inherited: nobody else waits for it), and says whether anything is left (a live process, or a
+/// zombie its parent in the tree reaps or leaves to us when it dies).
+fn signal_or_reap(entries: &[table::Entry], signal: Option<Signal>, me: i32) -> bool {
+    let mut left = false;
+    for entry in entries {
+        if !entry.zombie {
+            let _ = kill(Pid::from_raw(entry.pid), signal);
+            left = true;
+        } else if entry.ppid == me {
+            let _ = waitpid(Pid::from_raw(entry.pid), Some(WaitPidFlag::WNOHANG));
+        } else {
+            left = true;
+        }
+    }
+    left
+}
+
 /// Makes this process a child subreaper, once: orphans of commands come back to it instead of init.
 fn become_subreaper() {
     static ONCE: Once = Once::new();
@@ -547,18 +552,9 @@ pub fn kill_descendants(grace: Duration) {
     let round = |signal: Option<Signal>| {
         let snapshot = table::snapshot();
         let tree = table::with_descendants(&snapshot, &HashSet::from([me]));
-        let mut left = false;
-        for entry in snapshot.iter().filter(|e| e.pid != me && tree.contains(&e.pid)) {
-            if !entry.zombie {
-                let _ = kill(Pid::from_raw(entry.pid), signal);
-                left = true;
-            } else if entry.ppid == me {
-                let _ = waitpid(Pid::from_raw(entry.pid), Some(WaitPidFlag::WNOHANG));
-            } else {
-                left = true;
-            }
-        }
-        left
+        let entries: Vec<table::Entry> =
+            snapshot.into_iter().filter(|e| e.pid != me && tree.contains(&e.pid)).collect();
+        signal_or_reap(&entries, signal, me)
     };
     if !round(Some(Signal::SIGTERM)) {
         return;

@@ -3,12 +3,11 @@
 
 use std::cell::Cell;
 use std::collections::BTreeSet;
-use std::fs;
-use std::path::PathBuf;
 
 use serde::de::{self, Deserialize, Deserializer, Visitor};
 use toml::Value;
 
+use super::tests::Scratch;
 use super::*;
 
 /// One key: the user's value (empty: the default), the workspace's, the merged result (`-` for absent), and
@@ -185,34 +184,11 @@ fn schema_keys() -> BTreeSet<(&'static str, &'static str)> {
     sections.iter().flat_map(|(section, keys)| keys.iter().map(move |key| (*section, *key))).collect()
 }
 
-struct Scratch {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    workspace: PathBuf,
-}
-
-impl Scratch {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(dir.path()).unwrap();
-        let (home, workspace) = (root.join("home"), root.join("ws"));
-        fs::create_dir_all(home.join(".toolshed")).unwrap();
-        fs::create_dir_all(workspace.join(".toolshed")).unwrap();
-        Self { _dir: dir, home, workspace }
-    }
-
-    fn load(&self, user: &str, workspace: &str) -> Result<LoadedConfig, ConfigError> {
-        fs::write(self.home.join(".toolshed/config.toml"), user).unwrap();
-        fs::write(self.workspace.join(".toolshed/config.toml"), workspace).unwrap();
-        ConfigLoader {
-            user_file: Some(self.home.join(".toolshed/config.toml")),
-            config_file: None,
-            workspace: Some(self.workspace.clone()),
-            env: Vec::new(),
-            home: Some(self.home.clone()),
-        }
-        .load()
-    }
+/// Loads the user file `user` and the workspace file `workspace` of `scratch`, with no environment.
+fn load(scratch: &Scratch, user: &str, workspace: &str) -> Result<LoadedConfig, ConfigError> {
+    scratch.write_user(user);
+    scratch.write_workspace(workspace);
+    scratch.loader().load()
 }
 
 fn value(text: &str) -> Value {
@@ -265,7 +241,7 @@ fn every_key_in_every_fitting_shape_only_tightens() {
         };
         for text in fitting(row.section, row.key, row.workspace) {
             let what = format!("{}.{} in {text:?} over {user:?}", row.section, row.key);
-            let loaded = scratch.load(&user, &text).unwrap_or_else(|err| panic!("{what}: {err}"));
+            let loaded = load(&scratch, &user, &text).unwrap_or_else(|err| panic!("{what}: {err}"));
             let merged = Value::try_from(&loaded.config).unwrap();
             let got = merged.get(row.section).and_then(|section| section.get(row.key));
             if row.merged == "-" {
@@ -286,7 +262,7 @@ fn every_key_in_every_other_shape_is_an_error_naming_file_and_key() {
     let file = scratch.workspace.join(".toolshed/config.toml");
     for row in ROWS {
         for (text, key) in misfits(row.section, row.key, row.workspace) {
-            let err = match scratch.load("", &text) {
+            let err = match load(&scratch, "", &text) {
                 Ok(loaded) => panic!("{text:?} was accepted: {:?}", loaded.config),
                 Err(err) => err,
             };
@@ -309,7 +285,7 @@ fn the_review_payloads_are_errors() {
         "[[approval]]\nyolo = true\n",
         "web = [\"cline\", true, true, \"http://127.0.0.1:1\"]\n",
     ] {
-        let err = scratch.load("", text).unwrap_err();
+        let err = load(&scratch, "", text).unwrap_err();
         assert!(matches!(err, ConfigError::Parse { .. }), "{text:?}: {err}");
     }
 }
