@@ -105,15 +105,16 @@ fn same_json(a: &Value, b: &Value) -> bool {
 
 /// Rule sets whose verdicts are known for any command.
 const FIXED_RULES: &[(&str, &[&str])] = &[
-    // Everything is denied, one way or another.
+    // Everything is denied, one way or another (a command without segments, such as `(( x ))`, by being
+    // unverifiable).
     (
         r#"{"deny": ["*"]}"#,
-        &["denied", "segment_denied", "shell_operator_detected", "parse_error", "redirect_detected"],
+        &["denied", "segment_denied", "shell_operator_detected", "parse_error", "redirect_detected", "unverifiable"],
     ),
-    // Everything is allowed that can be parsed and has no line break or backtick outside quotes.
-    (r#"{"allow": ["*"], "allowRedirects": true}"#, &["shell_operator_detected", "parse_error"]),
+    // Everything is allowed that can be parsed, has no line break or backtick outside quotes, and is inert.
+    (r#"{"allow": ["*"], "allowRedirects": true}"#, &["shell_operator_detected", "parse_error", "unverifiable"]),
     // No list: only the structural checks refuse.
-    (r#"{"allow": [], "deny": []}"#, &["shell_operator_detected", "parse_error", "redirect_detected"]),
+    (r#"{"allow": [], "deny": []}"#, &["shell_operator_detected", "parse_error", "redirect_detected", "unverifiable"]),
 ];
 
 /// `CLINE_COMMAND_PERMISSIONS` (the first part) and a command (the second): the setting parses or is an
