@@ -661,8 +661,7 @@ impl ConfigLoader {
 
         let config_layer = match &self.config_file {
             Some(path) => {
-                let text =
-                    std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+                let text = read_config(path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
                 Some(file_layer(&text, path, home)?)
             }
             None => None,
@@ -743,11 +742,36 @@ impl ConfigLoader {
 
 /// Reads a file that may be absent; any other failure is an error.
 fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
-    match std::fs::read_to_string(path) {
+    match read_config(path) {
         Ok(text) => Ok(Some(text)),
         Err(err) if err.kind() == io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(ConfigError::Read { path: path.to_owned(), source }),
     }
+}
+
+/// The largest config file read; a real one is a few kilobytes.
+const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Reads a config file that must be a regular file of at most [`MAX_CONFIG_BYTES`]. A cloned repository can
+/// make its `.toolshed/config.toml` a link to `/dev/zero`, `/dev/stdin` or a FIFO: opened without blocking
+/// and checked before reading, none of them can take the memory or hang the start.
+fn read_config(path: &Path) -> io::Result<String> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let file = std::fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits()).open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::other("it is not a regular file"));
+    }
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(io::Error::other(format!("it is larger than {} KiB", MAX_CONFIG_BYTES / 1024)));
+    }
+    let mut text = String::new();
+    file.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(io::Error::other(format!("it is larger than {} KiB", MAX_CONFIG_BYTES / 1024)));
+    }
+    Ok(text)
 }
 
 /// Parses one file against the schema, returning it both typed and as a
@@ -1421,6 +1445,28 @@ mod tests {
             loaded.config.commands.permissions.as_deref(),
             Some(r#"{"allow":["ls *"],"deny":["git push*"],"allowRedirects":false}"#)
         );
+    }
+
+    #[test]
+    fn a_workspace_config_that_is_not_a_small_regular_file_is_an_error_not_a_hang() {
+        let scratch = Scratch::new();
+        let path = scratch.workspace_path();
+        let fifo = scratch.workspace.join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let huge = scratch.workspace.join("huge.toml");
+        fs::write(&huge, format!("# {}\n", "x".repeat(2 * 1024 * 1024))).unwrap();
+        for (target, why) in [
+            (PathBuf::from("/dev/zero"), "not a regular file"),
+            (fifo, "not a regular file"),
+            (scratch.workspace.clone(), "not a regular file"),
+            (huge, "larger than"),
+        ] {
+            let _ = fs::remove_file(&path);
+            std::os::unix::fs::symlink(&target, &path).unwrap();
+            let err = scratch.loader().load().unwrap_err();
+            assert!(matches!(&err, ConfigError::Read { path: at, .. } if at == &path), "{err:?}");
+            assert!(err.to_string().contains(why), "{target:?}: {err}");
+        }
     }
 
     #[test]

@@ -462,14 +462,15 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
     let post_input = shared.hooks.has(HookEvent::PostToolUse).then(|| hook_input(HookEvent::PostToolUse));
 
     let mcp_auto = mcp_auto_approve(shared, &route, &input);
+    let also = other_names(&route, &input);
     let call = call_json(&tool_use.name, &tool_use.id, &input, task);
     // Prepare, and when nobody has to be asked, execute in the same job: one round trip instead of two.
     let approve: AutoApprove = {
         let (shared, task, route) = (Arc::clone(shared), Arc::clone(task), route.clone());
-        let tool = tool_use.name.clone();
+        let (tool, also) = (tool_use.name.clone(), also.clone());
         Arc::new(move |prepared: &Prepared| match prepared {
             Prepared::Proceed => Some(false),
-            Prepared::Approval(request) => match decide(&shared, &task, &route, &tool, request, mcp_auto) {
+            Prepared::Approval(request) => match decide(&shared, &task, &route, &tool, &also, request, mcp_auto) {
                 Decision::Allow(source) => Some(source != crate::policy::Source::SafeDefault),
                 _ => None,
             },
@@ -519,7 +520,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
             };
             let mut explicit = false;
             if let Some(request) = request {
-                let policy = decide(shared, task, &route, &tool_use.name, &request, mcp_auto);
+                let policy = decide(shared, task, &route, &tool_use.name, &also, &request, mcp_auto);
                 let decision = match (policy, verdict.decision) {
                     (Decision::Ask(_), Some(HookDecision::Allow)) => Decision::Allow(crate::policy::Source::Default),
                     (Decision::Allow(source), Some(HookDecision::Ask)) if source != crate::policy::Source::CliFlag => {
@@ -613,11 +614,13 @@ fn decide(
     task: &TaskShared,
     route: &Route,
     tool: &str,
+    also: &[String],
     request: &ApprovalRequest,
     mcp_auto_approve: bool,
 ) -> Decision {
     let policy_request = PolicyRequest {
         tool,
+        also,
         builtin: route.meta.id.is_builtin(),
         capabilities: &route.meta.capabilities,
         inside_workspace: request.paths.iter().all(|p| task.workspace.contains(Path::new(p))),
@@ -644,6 +647,24 @@ async fn native_mcp(shared: &Shared, tool_use: &mut ToolUse) -> Option<ToolUse> 
 
 /// The tool Cline routes MCP tool calls through.
 const USE_MCP_TOOL: &str = "use_mcp_tool";
+
+/// The other names a call goes by, whose per-tool rules apply to it too: the handler's primary name for an
+/// alias (`write_to_file` for `replace_in_file`), and for a use_mcp_tool call the native name of the MCP tool
+/// it reaches (`{server}__mcp__{tool}`, the name the tool schemas offer), however it was called.
+fn other_names(route: &Route, input: &Value) -> Vec<String> {
+    let mut names = Vec::new();
+    if route.meta.primary != route.meta.name {
+        names.push(route.meta.primary.clone());
+    }
+    if route.meta.primary == USE_MCP_TOOL {
+        if let (Some(server), Some(tool)) =
+            (input.get("server_name").and_then(Value::as_str), input.get("tool_name").and_then(Value::as_str))
+        {
+            names.push(format!("{server}{}{tool}", crate::spec::MCP_TOOL_SEPARATOR));
+        }
+    }
+    names
+}
 
 /// Whether the called MCP server's `autoApprove` lists the tool of a use_mcp_tool call.
 fn mcp_auto_approve(shared: &Shared, route: &Route, input: &Value) -> bool {
@@ -673,10 +694,11 @@ async fn ask(
         return Err((denied_message, Some(note), None));
     };
     // The prompt is shown to a person: the tool's message and paths come from the model and the workspace.
+    // One line: line feeds in a command would push its start off the screen, or fake a second question.
     let prompt = ApprovalPrompt {
         tool: crate::shown::escape_line(&tool_use.name).into_owned(),
         kind: crate::shown::escape_line(&request.kind).into_owned(),
-        message: crate::shown::escape(&request.message).into_owned(),
+        message: crate::shown::escape_line(&request.message).into_owned(),
         paths: request.paths.iter().map(|path| crate::shown::escape_line(path).into_owned()).collect(),
         risk: request.risk,
     };

@@ -118,8 +118,11 @@ fn main() -> ExitCode {
         1 => "debug",
         _ => "trace",
     };
+    // Log lines carry text from hooks, plugins, MCP servers and paths; each is escaped as it is written
+    // (tracing's own escaping leaves CR, LF and bidi characters), and so carries no colour codes either.
     tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
+        .with_writer(|| ShownStderr)
+        .with_ansi(false)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TOOLSHED_LOG").unwrap_or_else(|_| filter.into()))
         .with_target(false)
         .without_time()
@@ -138,14 +141,16 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Some(dir) => dir.canonicalize().with_context(|| format!("--cwd {}", dir.display()))?,
         None => std::env::current_dir().context("the current directory")?,
     };
+    // Before anything is read, so a signal always ends the process (`watch` stops gracefully on its own).
+    if !matches!(cli.command, Command::Watch) {
+        stop_on_signal();
+    }
     let loaded = ConfigLoader::new().config_file(cli.config.clone()).workspace(Some(cwd.clone())).load()?;
     for warning in &loaded.warnings {
         tracing::warn!("{}", escape_line(warning));
     }
     let config = loaded.config;
-    if !matches!(cli.command, Command::Watch) {
-        stop_on_signal(config.timeouts.kill_grace());
-    }
+    KILL_GRACE_MS.store(config.timeouts.kill_grace_ms, std::sync::atomic::Ordering::Relaxed);
 
     let mut dirs = cli.plugins.clone();
     if dirs.is_empty() {
@@ -281,13 +286,17 @@ fn stop_signals() -> nix::sys::signal::SigSet {
     signals
 }
 
+/// `[timeouts] kill_grace_ms` once the config is read; its default until then.
+static KILL_GRACE_MS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(2_000);
+
 /// On SIGINT, SIGTERM or SIGHUP: stop every process this one started (commands and what they left behind,
 /// MCP servers, hooks) — SIGTERM, then SIGKILL after `grace` — and exit as that signal would (128 + its
 /// number). The default action would leave them all running with parent 1.
-fn stop_on_signal(grace: std::time::Duration) {
+fn stop_on_signal() {
     let spawned = std::thread::Builder::new().name("signals".to_owned()).spawn(move || {
         if let Ok(signal) = stop_signals().wait() {
-            toolshed::kill_descendants(grace);
+            let grace = KILL_GRACE_MS.load(std::sync::atomic::Ordering::Relaxed);
+            toolshed::kill_descendants(std::time::Duration::from_millis(grace));
             std::process::exit(128 + signal as i32);
         }
     });
@@ -368,6 +377,28 @@ fn watch(config: toolshed::Config, dirs: Vec<PathBuf>) -> anyhow::Result<ExitCod
     })?;
     writeln!(out, "stopped ({why})")?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Standard error for log lines: each written line goes through `shown::escape_line`, so a message cannot
+/// forge a second line or redraw the terminal.
+struct ShownStderr;
+
+impl std::io::Write for ShownStderr {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = String::from_utf8_lossy(buf);
+        let (body, end) = match text.strip_suffix('\n') {
+            Some(body) => (body, "\n"),
+            None => (&*text, ""),
+        };
+        let mut err = std::io::stderr().lock();
+        err.write_all(escape_line(body).as_bytes())?;
+        err.write_all(end.as_bytes())?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
 }
 
 fn report_load_errors(runtime: &Runtime) {

@@ -46,6 +46,9 @@ pub enum Decision {
 pub struct PolicyRequest<'a> {
     /// The name called.
     pub tool: &'a str,
+    /// Other names the same call goes by (the handler's primary name for an alias, the native name of the MCP
+    /// tool a use_mcp_tool call reaches); the strictest rule of all the names applies.
+    pub also: &'a [String],
     /// Whether it is one of the built-in (shipped) tool names, as opposed to a third-party tool.
     pub builtin: bool,
     /// The tool's declared capabilities.
@@ -83,7 +86,11 @@ impl Policy {
         if self.yes {
             return Decision::Allow(Source::CliFlag);
         }
-        match self.rules.get(req.tool) {
+        let rule = std::iter::once(req.tool)
+            .chain(req.also.iter().map(String::as_str))
+            .filter_map(|n| self.rules.get(n))
+            .max();
+        match rule {
             Some(Rule::Allow) => return Decision::Allow(Source::UserRule),
             Some(Rule::Deny) => return Decision::Deny(Source::UserRule),
             Some(Rule::Ask) => return Decision::Ask(Source::UserRule),
@@ -171,7 +178,7 @@ impl Approver for TerminalApprover {
             use std::io::Write;
             let mut err = std::io::stderr().lock();
             // Escaped again: a host may build its own prompt and hand it to this approver.
-            let _ = write!(err, "{} [y]es / [n]o / [a]lways: ", crate::shown::escape(&prompt.message));
+            let _ = write!(err, "{} [y]es / [n]o / [a]lways: ", crate::shown::escape_line(&prompt.message));
             let _ = err.flush();
             let mut line = String::new();
             let reply = match std::io::stdin().read_line(&mut line) {
@@ -313,6 +320,7 @@ mod tests {
             };
             let req = PolicyRequest {
                 tool: "t",
+                also: &[],
                 builtin: case.builtin,
                 capabilities: &caps,
                 inside_workspace: case.inside,
@@ -329,6 +337,7 @@ mod tests {
         let caps = [capability::RUNS_COMMANDS.to_owned()];
         let req = PolicyRequest {
             tool: "x",
+            also: &[],
             builtin: true,
             capabilities: &caps,
             inside_workspace: false,
@@ -336,6 +345,35 @@ mod tests {
             session_allowed: false,
         };
         assert_eq!(policy.decide(&req), Decision::Allow(Source::AutoApproveAll));
+    }
+
+    #[test]
+    fn the_strictest_rule_of_every_name_of_the_call_applies() {
+        let policy = Policy::new(
+            &config(
+                &[("write_to_file", Rule::Deny), ("fs__mcp__write_file", Rule::Ask), ("use_mcp_tool", Rule::Allow)],
+                true,
+                true,
+                false,
+            ),
+            false,
+        );
+        let caps = [capability::WRITES_FILES.to_owned()];
+        let decide = |tool: &str, also: &[String]| {
+            policy.decide(&PolicyRequest {
+                tool,
+                also,
+                builtin: true,
+                capabilities: &caps,
+                inside_workspace: true,
+                mcp_auto_approve: true,
+                session_allowed: true,
+            })
+        };
+        assert_eq!(decide("replace_in_file", &["write_to_file".to_owned()]), Decision::Deny(Source::UserRule));
+        assert_eq!(decide("use_mcp_tool", &["fs__mcp__write_file".to_owned()]), Decision::Ask(Source::UserRule));
+        assert_eq!(decide("use_mcp_tool", &[]), Decision::Allow(Source::UserRule));
+        assert_eq!(decide("other", &[]), Decision::Allow(Source::McpAutoApprove));
     }
 
     #[test]

@@ -55,7 +55,7 @@ impl Approver for ElicitingApprover {
             let params: ElicitRequestParams = match serde_json::from_value(json!({
                 "message": format!(
                     "{}\n\nAllow {}?",
-                    crate::shown::escape(&prompt.message),
+                    crate::shown::escape_line(&prompt.message),
                     crate::shown::escape_line(&prompt.tool)
                 ),
                 "requestedSchema": {"type": "object", "properties": {}}

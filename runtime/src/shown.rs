@@ -44,25 +44,33 @@ fn escape_with(text: &str, one_line: bool) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
-/// Characters a terminal or a text renderer acts on instead of showing: every C0 and C1 control but tab and
-/// line feed, DEL, and the format characters (Unicode category Cf) that reorder or hide text.
+/// Characters a terminal or a text renderer acts on instead of showing, or shows as nothing: every C0 and C1
+/// control but tab and line feed, DEL, the format characters (Unicode category Cf) that reorder or hide text,
+/// the separators and spaces other than U+0020 (two paths that differ by one must not look alike), and the
+/// blank or invisible letters and marks (fillers, variation selectors, the combining grapheme joiner).
 fn dangerous(c: char) -> bool {
     match c {
         '\t' | '\n' => false,
         // C0 controls (ESC, CR, BS, BEL, …), DEL, and C1 controls (CSI U+009B is an escape of its own).
         '\0'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
-        // Soft hyphen, Arabic and Syriac marks, the Mongolian vowel separator.
-        '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{8e2}' | '\u{180e}' => true,
-        // Zero-width space and non-joiner, LRM/RLM (ZWJ stays: emoji are built with it).
-        '\u{200b}' | '\u{200c}' | '\u{200e}' | '\u{200f}' => true,
-        // Line and paragraph separators, bidi embeddings and overrides (LRE…RLO), word joiner and invisible
-        // operators, bidi isolates (LRI…PDI) and the deprecated format characters.
-        '\u{2028}'..='\u{202e}' | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}' => true,
-        // Byte-order mark, interlinear annotations, and the tag characters that can hide whole words.
-        '\u{feff}' | '\u{fff9}'..='\u{fffb}' | '\u{e0001}' | '\u{e0020}'..='\u{e007f}' => true,
-        // Other format characters outside the BMP's common blocks.
+        // No-break space, soft hyphen, combining grapheme joiner.
+        '\u{a0}' | '\u{ad}' | '\u{34f}' => true,
+        // Arabic and Syriac format marks, Hangul fillers, Khmer inherent vowels, Mongolian selectors.
+        '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}' | '\u{890}' | '\u{891}' | '\u{8e2}' => true,
+        '\u{115f}' | '\u{1160}' | '\u{1680}' | '\u{17b4}' | '\u{17b5}' | '\u{180b}'..='\u{180f}' => true,
+        // The typographic spaces, zero-width space, joiners, LRM/RLM.
+        '\u{2000}'..='\u{200f}' => true,
+        // Line and paragraph separators, bidi embeddings and overrides (LRE…RLO), narrow no-break space, the
+        // word joiner and invisible operators, bidi isolates (LRI…PDI) and the deprecated format characters.
+        '\u{2028}'..='\u{202f}' | '\u{205f}'..='\u{2064}' | '\u{2066}'..='\u{206f}' => true,
+        // Braille blank, ideographic space, Hangul filler, variation selectors, byte-order mark, halfwidth
+        // filler, interlinear annotations, the object replacement character.
+        '\u{2800}' | '\u{3000}' | '\u{3164}' | '\u{fe00}'..='\u{fe0f}' | '\u{feff}' | '\u{ffa0}' => true,
+        '\u{fff9}'..='\u{fffc}' => true,
+        // Format characters outside the BMP, the tag characters that can hide whole words, and the
+        // supplementary variation selectors.
         '\u{110bd}' | '\u{110cd}' | '\u{13430}'..='\u{1343f}' | '\u{1bca0}'..='\u{1bca3}' => true,
-        '\u{1d173}'..='\u{1d17a}' => true,
+        '\u{1d173}'..='\u{1d17a}' | '\u{e0001}' | '\u{e0020}'..='\u{e007f}' | '\u{e0100}'..='\u{e01ef}' => true,
         _ => false,
     }
 }
@@ -73,7 +81,7 @@ mod tests {
 
     #[test]
     fn plain_text_is_borrowed_unchanged() {
-        let text = "Cline wants to execute this command: ls -la\n\tcargo test 🦀 👩‍💻 é";
+        let text = "Cline wants to execute this command: ls -la\n\tcargo test 🦀 é ü 日本";
         assert!(matches!(escape(text), Cow::Borrowed(t) if t == text));
     }
 
@@ -88,7 +96,25 @@ mod tests {
     #[test]
     fn bidi_and_invisible_characters_are_visible() {
         assert_eq!(escape("cat \u{202e}txt.hs"), "cat \\u{202e}txt.hs");
-        for c in ['\u{2066}', '\u{2069}', '\u{200f}', '\u{200b}', '\u{feff}', '\u{e0041}', '\u{2028}', '\u{61c}'] {
+        for c in [
+            '\u{2066}',
+            '\u{2069}',
+            '\u{200f}',
+            '\u{200b}',
+            '\u{200d}',
+            '\u{feff}',
+            '\u{e0041}',
+            '\u{2028}',
+            '\u{61c}',
+            '\u{a0}',
+            '\u{3164}',
+            '\u{fe0f}',
+            '\u{34f}',
+            '\u{890}',
+            '\u{2800}',
+            '\u{fffc}',
+            '\u{e0100}',
+        ] {
             let text = format!("x{c}y");
             assert_eq!(escape(&text), format!("x{}y", c.escape_unicode()), "{:?}", c);
             assert_ne!(escape(&text), text);

@@ -153,3 +153,42 @@ fn tightening_applies_and_the_user_side_is_the_ceiling() {
         assert_eq!(out.status.code(), Some(1), "{text:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn a_rule_covers_every_name_of_its_handler() {
+    // The user approves everything; the workspace denies write_to_file. Its aliases share the handler, so
+    // the rule holds for them too, whichever name the model calls.
+    let home = workspace();
+    let ws = workspace();
+    fs::create_dir_all(home.path().join(".toolshed")).unwrap();
+    fs::write(home.path().join(".toolshed/config.toml"), "[approval]\nauto_approve_all = true\n").unwrap();
+    fs::create_dir_all(ws.path().join(".toolshed")).unwrap();
+    fs::write(ws.path().join(".toolshed/config.toml"), "[approval.tools]\nwrite_to_file = \"deny\"\n").unwrap();
+    fs::write(ws.path().join("a.txt"), "hello\n").unwrap();
+    let plugins = plugins();
+    let diff = "------- SEARCH\nhello\n=======\npwned\n+++++++ REPLACE";
+    for (tool, input) in [
+        ("write_to_file", serde_json::json!({"path": "a.txt", "content": "pwned\n"})),
+        ("replace_in_file", serde_json::json!({"path": "a.txt", "diff": diff})),
+        ("new_rule", serde_json::json!({"path": ".clinerules/x.md", "content": "pwned\n"})),
+    ] {
+        let out = toolshed(
+            home.path(),
+            ws.path(),
+            &[
+                "--plugins",
+                plugins.to_str().unwrap(),
+                "--cwd",
+                ws.path().to_str().unwrap(),
+                "call",
+                tool,
+                &input.to_string(),
+            ],
+            &[],
+        );
+        assert_eq!(out.status.code(), Some(1), "{tool}: {}", stdout(&out));
+        assert!(stdout(&out).contains("denied"), "{tool}: {}", stdout(&out));
+    }
+    assert_eq!(fs::read_to_string(ws.path().join("a.txt")).unwrap(), "hello\n");
+    assert!(!ws.path().join(".clinerules/x.md").exists());
+}
