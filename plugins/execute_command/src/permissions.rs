@@ -714,7 +714,7 @@ impl Walker {
                 {
                     self.unverifiable(
                         &format!(
-                            "`[[ {predicate} {} ]]`, which evaluates the subscript of the name it is given",
+                            "`[[ {predicate} {} ]]` (it evaluates the subscript of the name it is given)",
                             shorten(&word.value)
                         ),
                         "test a plain variable name, written literally",
@@ -738,8 +738,8 @@ impl Walker {
                 if arithmetic && !(inert(&left_text, left_literal) && inert(&right_text, right_literal)) {
                     self.unverifiable(
                         &format!(
-                            "the arithmetic comparison `[[ {} {predicate} {} ]]`, which evaluates names and expanded \
-                             values as arithmetic (an array subscript there runs commands)",
+                            "the arithmetic comparison `[[ {} {predicate} {} ]]` (it evaluates names and expanded \
+                             values as arithmetic, where an array subscript runs commands)",
                             shorten(&left.value),
                             shorten(&right.value)
                         ),
@@ -855,7 +855,9 @@ impl Walker {
                 for expr in std::iter::once(offset).chain(length) {
                     if !arithmetic_is_literal(&expr.value) {
                         self.unverifiable(
-                            &format!("the substring `{shown}`, whose offset or length is arithmetic over names or expansions"),
+                            &format!(
+                                "the substring `{shown}` (its offset or length is arithmetic over names or expansions)"
+                            ),
                             "write the offset and length as literal numbers",
                         );
                     }
@@ -896,11 +898,7 @@ impl Walker {
     fn subscript(&mut self, name: &str, index: &str) {
         if !arithmetic_is_literal(index) {
             self.unverifiable(
-                &format!(
-                    "the array subscript `{}[{}]`, which is evaluated as arithmetic",
-                    shorten(name),
-                    shorten(index)
-                ),
+                &format!("the array subscript `{}[{}]` (evaluated as arithmetic)", shorten(name), shorten(index)),
                 "use a literal number as the subscript",
             );
         }
@@ -919,7 +917,7 @@ impl Walker {
     fn assigned(&mut self, name: &str, how: &str) {
         if is_special_variable(name) {
             self.unverifiable(
-                &format!("an assignment to `{name}` (by `{how}`), which changes how the shell runs later commands"),
+                &format!("an assignment to `{name}` (by `{how}`; it changes how the shell runs later commands)"),
                 "leave that variable as it is",
             );
         }
@@ -932,7 +930,7 @@ impl Walker {
             | "compgen" | "complete" | "compopt" | "bind" | "let" | "mapfile" | "readarray" | "shopt" | "coproc"
             | "select" => {
                 self.unverifiable(
-                    &format!("the `{name}` builtin, which can run code or change what a command name runs"),
+                    &format!("the `{name}` builtin (it can run code or change what a command name runs)"),
                     "run the commands directly",
                 );
             }
@@ -972,7 +970,7 @@ impl Walker {
                     let bad_name = named.is_some_and(|n| !n.literal || matches!(n.text.as_str(), "keyword" | "posix"));
                     if !arg.literal || keyword || bad_name {
                         self.unverifiable(
-                            &format!("`set {}`, which changes how later commands are read or run", shorten(&arg.text)),
+                            &format!("`set {}` (it changes how later commands are read or run)", shorten(&arg.text)),
                             "leave the shell's options as they are",
                         );
                     }
@@ -1002,7 +1000,7 @@ impl Walker {
                     if could_be_option && (!pair[1].literal || pair[1].text.contains('[')) {
                         self.unverifiable(
                             &format!(
-                                "`{name} {option}` with the name `{}`, whose subscript would be evaluated",
+                                "`{name} {option}` with the name `{}` (its subscript would be evaluated)",
                                 shorten(&pair[1].text)
                             ),
                             "give it a plain variable name, written literally",
@@ -1044,7 +1042,7 @@ impl Walker {
                 if flags.chars().any(|c| !matches!(c, 'r' | 'x' | 'g' | 'p' | 'f' | 'F' | 't' | 'l' | 'u')) {
                     self.unverifiable(
                         &format!(
-                            "`{name} {}`, whose attributes make later assignments evaluate code or arithmetic",
+                            "`{name} {}` (these attributes make assignments evaluate code or arithmetic)",
                             shorten(&arg.text)
                         ),
                         "declare plain variables (`-r`, `-x` and `-g` are fine)",
@@ -1076,7 +1074,7 @@ impl Walker {
                     // Options with a value take the rest of the word, or else the next word.
                     if let Some(at) = flags.find(['a', 'd', 'i', 'n', 'N', 'p', 't', 'u']) {
                         if flags[at..].starts_with('a') {
-                            self.unverifiable("`read -a`, which reads into an array", "read into plain variables");
+                            self.unverifiable("`read -a` (it reads into an array)", "read into plain variables");
                         }
                         if at + 1 == flags.len() {
                             rest.next();
@@ -1096,10 +1094,7 @@ impl Walker {
     fn assigned_target(&mut self, builtin: &str, name: &str, literal: bool) {
         if !literal || !is_identifier(name) {
             self.unverifiable(
-                &format!(
-                    "`{builtin}` assigning to `{}`, which is not a plain variable name written literally",
-                    shorten(name)
-                ),
+                &format!("`{builtin}` assigning to `{}` (not a plain variable name written literally)", shorten(name)),
                 "assign to a plain variable name",
             );
         } else {
@@ -1139,7 +1134,7 @@ impl Walker {
                     // is a user name (or `+`, `-`, a directory-stack index) is known to be inert.
                     if !user.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | '+')) {
                         self.unverifiable(
-                            &format!("the tilde prefix `~{}`, which is not a plain user name", shorten(user)),
+                            &format!("the tilde prefix `~{}` (not a plain user name)", shorten(user)),
                             "write the path without `~`, or quote the `~`",
                         );
                     }
@@ -1641,7 +1636,7 @@ mod tests {
             (all, "{id,x}", Unverifiable("glob or brace")),
             // Tilde expansion: a user name, `+`, `-` or a stack index is inert; brush swallowed the rest.
             (ECHO, "echo ~ ~/x ~root ~+ ~- ~+1 ~user.name-x/y", Allowed),
-            (ECHO, "echo ~$(id)", Unverifiable("the tilde prefix `~$(id)`, which is not a plain user name")),
+            (ECHO, "echo ~$(id)", Unverifiable("the tilde prefix `~$(id)` (not a plain user name)")),
             (ECHO, "echo ~\"$(id)\"/x", Unverifiable("tilde prefix")),
             (ECHO, "echo ~${X@P}", Unverifiable("tilde prefix")),
             (all, "X=~$(id) echo", Unverifiable("tilde prefix")),
@@ -1806,7 +1801,7 @@ mod tests {
         assert_eq!(
             denial_message(command, &denial),
             "Command \"echo ~$(id)\" was denied by CLINE_COMMAND_PERMISSIONS. Reason: unverifiable. Command uses the \
-             tilde prefix `~$(id)`, which is not a plain user name, which the permission check cannot verify; write \
+             tilde prefix `~$(id)` (not a plain user name), which the permission check cannot verify; write \
              the path without `~`, or quote the `~`."
         );
     }
