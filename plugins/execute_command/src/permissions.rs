@@ -416,6 +416,30 @@ impl Walker {
                 return Err(Unparsable);
             }
         }
+        // `( (` with space between is two subshells to bash, but brush reads any two `(` in a row as the
+        // arithmetic command `((`, whose text the rules never see: `( ( 2to3 -w . ) )` looked like arithmetic
+        // over numbers. Only `((` written together is arithmetic to both. Inside `[[ … ]]` parentheses group.
+        let mut in_test = false;
+        let spaced_parens = tokens.windows(2).any(|pair| match (&pair[0], &pair[1]) {
+            (Token::Operator(first, at), Token::Operator(second, next)) => {
+                !in_test && first == "(" && second == "(" && at.end.index != next.start.index
+            }
+            (Token::Word(word, _), _) => {
+                in_test = match word.as_str() {
+                    "[[" => true,
+                    "]]" => false,
+                    _ => in_test,
+                };
+                false
+            }
+            (Token::Operator(..), _) => false,
+        });
+        if spaced_parens {
+            self.unverifiable(
+                "nested subshells opened with `( (`, which the parser reads as arithmetic",
+                "write a single pair of parentheses, or put a command between them",
+            );
+        }
         let openers = tokens.iter().filter(|token| is_opener(token)).count();
         self.openers_left = self.openers_left.checked_sub(openers).ok_or(Unparsable)?;
         let program = brush_parser::parse_tokens(&tokens, &options, &SourceInfo::default()).map_err(|_| Unparsable)?;
@@ -1673,6 +1697,8 @@ mod tests {
             (ECHO, "echo $((a[0]))", Unverifiable("arithmetic")),
             (r#"{"allow": ["echo *", "echo"]}"#, "echo $(( $(echo 1) ))", Unverifiable("arithmetic")),
             (ECHO, "(( X ))", Unverifiable("arithmetic `((X))`")),
+            (ECHO, "( ( 2to3 -w . ) )", Unverifiable("nested subshells opened with `( (`")),
+            (r#"{"allow": ["ls"]}"#, "( ls; ( ls ) )", Allowed),
             (ECHO, "echo $[X] \"$[1]\"", Unverifiable("the obsolete arithmetic `$[…]`")),
             (ECHO, "echo '$[X]' \\$[X]", Allowed),
             (ECHO, "for ((i = 0; i < 3; i++)); do echo $i; done", Unverifiable("arithmetic `for ((")),
