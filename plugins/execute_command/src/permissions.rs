@@ -1245,12 +1245,33 @@ fn arithmetic_is_literal(expr: &str) -> bool {
     let mut chars = expr.chars().peekable();
     while let Some(c) = chars.next() {
         if c.is_ascii_digit() {
-            while chars.next_if(|&d| d.is_ascii_alphanumeric() || matches!(d, '_' | '#' | '@')).is_some() {}
+            // A whole number, so that the text is one to bash too: `7z` is no number, and bash runs `((7z) )`
+            // as nested subshells when it is not arithmetic.
+            let mut token = String::from(c);
+            while let Some(d) = chars.next_if(|&d| d.is_ascii_alphanumeric() || matches!(d, '_' | '#' | '@')) {
+                token.push(d);
+            }
+            if !is_number(&token) {
+                return false;
+            }
         } else if !(c.is_ascii_whitespace() || "+-*/%<>=!&|^~?:,()".contains(c)) {
             return false;
         }
     }
     true
+}
+
+/// bash's integer constants: decimal, octal (`017`), hexadecimal (`0x1f`) and `base#digits` (`2#101`).
+fn is_number(token: &str) -> bool {
+    if let Some((base, digits)) = token.split_once('#') {
+        return base.parse::<u32>().is_ok_and(|b| (2..=64).contains(&b))
+            && !digits.is_empty()
+            && digits.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '@' | '_'));
+    }
+    match token.strip_prefix("0x").or_else(|| token.strip_prefix("0X")) {
+        Some(hex) => !hex.is_empty() && hex.chars().all(|c| c.is_ascii_hexdigit()),
+        None => token.chars().all(|c| c.is_ascii_digit()),
+    }
 }
 
 fn is_identifier(name: &str) -> bool {
@@ -1698,6 +1719,9 @@ mod tests {
             (r#"{"allow": ["echo *", "echo"]}"#, "echo $(( $(echo 1) ))", Unverifiable("arithmetic")),
             (ECHO, "(( X ))", Unverifiable("arithmetic `((X))`")),
             (ECHO, "( ( 2to3 -w . ) )", Unverifiable("nested subshells opened with `( (`")),
+            // bash runs `((7z) )` as nested subshells, since `7z` is no number; brush reads arithmetic.
+            (ECHO, "((7z) )", Unverifiable("arithmetic")),
+            (ECHO, "echo $((2#101 + 64#@_ + 017 + 0XfF))", Allowed),
             (r#"{"allow": ["ls"]}"#, "( ls; ( ls ) )", Allowed),
             (ECHO, "echo $[X] \"$[1]\"", Unverifiable("the obsolete arithmetic `$[…]`")),
             (ECHO, "echo '$[X]' \\$[X]", Allowed),
