@@ -238,7 +238,12 @@ struct TooLarge;
 /// is an error (the caller blocks everything) rather than skipped.
 fn read_regular(path: &Path) -> Result<Option<String>, TooLarge> {
     use std::io::Read;
-    let Some(file) = std::fs::File::open(path).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file())) else {
+    // Opened without blocking (opening a FIFO for reading waits for a writer), then looked at.
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, nix::libc::O_NONBLOCK);
+    let Some(file) = options.open(path).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file())) else {
         return Ok(None);
     };
     let mut bytes = Vec::new();
