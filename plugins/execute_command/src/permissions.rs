@@ -53,7 +53,8 @@
 //! **Where we differ from Cline, on purpose** (each closes a hole or removes a parser artefact):
 //! - A command that cannot be parsed is denied (`parse_error`); Cline allowed it. So are the few valid bash
 //!   constructs brush cannot parse (such as a here-document with `$(…)` in its body inside `"$(…)"`), and
-//!   commands nested beyond the limits `MAX_DOLLARS` and `MAX_OPENERS`, which guard the stack.
+//!   commands nested beyond the limits `MAX_DOLLARS`, `MAX_OPENERS`, `MAX_PAREN_DEPTH` and `MAX_RAW_PAREN_DEPTH`,
+//!   which guard the stack and brush's backtracking.
 //! - A malformed setting is an error from [`CommandPermissions::from_json`], and the caller denies every
 //!   command; Cline silently allowed everything. That covers invalid JSON, JSON that is not an object,
 //!   `allow`/`deny` that are not arrays of strings, and `allowRedirects` that is not a boolean. Unknown
@@ -102,6 +103,9 @@ const MAX_OPENERS: usize = 500;
 /// minutes; found by the `command_permissions` fuzz target (fuzz/regressions/command_permissions/timeout-*).
 /// Real commands nest subshells a few levels deep.
 const MAX_PAREN_DEPTH: usize = 12;
+
+/// The deepest nesting of `(` characters anywhere in a command, quoted or not (see `Walker::program`).
+const MAX_RAW_PAREN_DEPTH: usize = 24;
 
 /// Stack for the parsing thread. A debug build needs under 16 MiB for the costliest nesting allowed by the
 /// limits above (the `nesting_limit` test), so this leaves a fourfold margin; it is reserved, not touched.
@@ -402,6 +406,29 @@ impl Walker {
         // delimiter (`cat <<'' `) is pending. Such a document ends at the first empty line, so two trailing
         // newlines always end it; they change nothing else, as trailing newlines end a command anyway.
         let text = format!("{text}\n\n");
+        // brush's word parser also backtracks over `(` runs inside words (`${X:-'$(h((((…`), where the token
+        // depth below does not see them: bound the raw depth too, quotes or not. No real command nests
+        // parentheses this deep, even in quoted text.
+        // Counted since the nearest substitution (`$(`, `<(`, `>(`), which starts a parse of its own and has
+        // its own bound (`MAX_DOLLARS`): each open `(` records the run of bare ones it ends.
+        let (mut open, mut before) = (Vec::<usize>::new(), ' ');
+        for c in text.chars() {
+            match c {
+                '(' if matches!(before, '$' | '<' | '>') => open.push(0),
+                '(' => {
+                    let run = open.last().copied().unwrap_or(0) + 1;
+                    if run > MAX_RAW_PAREN_DEPTH {
+                        return Err(Unparsable);
+                    }
+                    open.push(run);
+                }
+                ')' => {
+                    open.pop();
+                }
+                _ => {}
+            }
+            before = c;
+        }
         let options = parser_options();
         let tokens =
             brush_parser::uncached_tokenize_str(&text, &options.tokenizer_options()).map_err(|_| Unparsable)?;
@@ -2147,6 +2174,13 @@ mod tests {
         for command in ["(".repeat(25), format!("{} ; x{}", "(".repeat(m), ")".repeat(m))] {
             assert_eq!(check(allow_all, &command), Err(Denial::bare("parse_error")), "{command}");
         }
+        // `(` runs inside words, where brush's word parser backtracks, are bounded on the raw text (found by
+        // the command_permissions_exec fuzz target: over 30 s for one check).
+        let in_word = |depth: usize| format!("o ${{X:-'$(h$(i!a={}cho($$o}}( $'}} \"\"", "(".repeat(depth));
+        assert_eq!(check(allow_all, &in_word(MAX_RAW_PAREN_DEPTH + 1)), Err(Denial::bare("parse_error")));
+        assert!(check(allow_all, &in_word(MAX_RAW_PAREN_DEPTH)).is_err());
+        let quoted = format!("echo '{}'", "(".repeat(MAX_RAW_PAREN_DEPTH + 1));
+        assert_eq!(check(allow_all, &quoted), Err(Denial::bare("parse_error")));
         // One more level of either kind is refused before parsing.
         let too_deep = format!("{}ls{}", "(".repeat(n + 1), ")".repeat(n + 1));
         assert_eq!(check(allow_all, &too_deep), Err(Denial::bare("parse_error")));
