@@ -294,7 +294,7 @@ const WRAPPERS: &[&str] = &["sudo", "command", "builtin", "exec", "env", "nohup"
 /// absolute.
 pub fn blocked_argument(command: &str, denied: impl Fn(&str) -> bool) -> Option<String> {
     let mut dir: Option<PathBuf> = None;
-    for segment in command.split(|c| matches!(c, ';' | '|' | '&' | '\n' | '(' | ')' | '`' | '{' | '}')) {
+    for segment in command.split([';', '|', '&', '\n', '(', ')', '`', '{', '}']) {
         let mut words = segment.split(|c: char| c.is_whitespace() || c == '<' || c == '>').filter(|w| !w.is_empty());
         let mut first = None;
         for word in words.by_ref() {
