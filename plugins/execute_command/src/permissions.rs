@@ -383,8 +383,12 @@ struct Walker {
 struct Arg<'a> {
     /// The text after quote removal, expansions dropped (as in the segment).
     text: String,
-    /// No expansion of any kind in it, so `text` is exactly what the builtin receives.
+    /// No expansion of any kind in it, nor unquoted glob or brace characters, so `text` is exactly the one
+    /// word the builtin receives.
     literal: bool,
+    /// It may become several words, or none (an unquoted expansion, a glob, a brace expansion): only a word
+    /// that is literal or one double-quoted whole cannot.
+    splits: bool,
     /// The parsed assignment, when brush read the word as one (`declare x=1`).
     assignment: Option<&'a ast::Assignment>,
 }
@@ -515,13 +519,15 @@ impl Walker {
                     match item {
                         ast::CommandPrefixOrSuffixItem::Word(word) => {
                             let (text, literal) = self.word_info(out, &word.value)?;
+                            let globbing = has_glob_or_brace(&word.value);
+                            let splits = (!literal || globbing) && !is_one_double_quoted(&word.value);
                             words.push(text.clone());
-                            args.push(Arg { text, literal, assignment: None });
+                            args.push(Arg { text, literal: literal && !globbing, splits, assignment: None });
                         }
                         ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, _raw) => {
                             let text = self.assignment(out, assignment)?;
                             words.push(text.clone());
-                            args.push(Arg { text, literal: true, assignment: Some(assignment) });
+                            args.push(Arg { text, literal: true, splits: false, assignment: Some(assignment) });
                         }
                         ast::CommandPrefixOrSuffixItem::IoRedirect(_)
                         | ast::CommandPrefixOrSuffixItem::ProcessSubstitution(..) => {
@@ -809,7 +815,7 @@ impl Walker {
     }
 
     /// [`Walker::word`], and whether the word is literal: no expansion of any kind (a tilde included), so the
-    /// text is exactly the word bash passes on.
+    /// text is exactly the word bash passes on (globs and braces aside: see [`has_glob_or_brace`]).
     fn word_info(&mut self, out: &mut Parsed, raw: &str) -> Result<(String, bool), Unparsable> {
         let pieces = word::parse(raw, &parser_options()).map_err(|_| Unparsable)?;
         let mut text = String::new();
@@ -1040,8 +1046,9 @@ impl Walker {
                 }
             }
             "wait" | "test" | "[" => {
-                // `wait -p NAME` assigns, `test -v NAME` evaluates NAME's subscript. An argument that is not
-                // literal could turn out to be that option, so whatever follows it must be inert too.
+                // `wait -p NAME` assigns, `test -v NAME` evaluates NAME's subscript.
+                // An argument that is not literal could turn out to be that option, so whatever follows it must
+                // be inert too.
                 let option = if name == "wait" { "-p" } else { "-v" };
                 for pair in args.windows(2) {
                     let could_be_option = !pair[0].literal
@@ -1057,6 +1064,13 @@ impl Walker {
                             "give it a plain variable name, written literally",
                         );
                     }
+                }
+                // An argument that may split into several words could hold the option and its name together.
+                if args.iter().any(|arg| arg.splits) {
+                    self.unverifiable(
+                        &format!("`{name}` with an unquoted argument that may expand to several words"),
+                        "quote the argument, or write it literally",
+                    );
                 }
             }
             _ => {}
@@ -1255,6 +1269,26 @@ fn is_expansion(piece: &WordPiece) -> bool {
         | WordPiece::BackquotedCommandSubstitution(_)
         | WordPiece::ArithmeticExpression(_) => true,
     }
+}
+
+/// Whether a word has unquoted glob or brace characters. Brace and filename expansion can turn an argument
+/// into options: `printf {-v,'a[$(id)]',x}`, or `printf *` in a directory with files named `-v` and
+/// `a[$(id)]`, is `printf -v 'a[$(id)]' x` to bash.
+fn has_glob_or_brace(raw: &str) -> bool {
+    word::parse(raw, &parser_options()).map_or(true, |pieces| {
+        pieces.iter().any(|piece| matches!(&piece.piece, WordPiece::Text(text) if text.contains(['*', '?', '[', '{'])))
+    })
+}
+
+/// Whether a word stays one word whatever it expands to: one double-quoted whole (`"$X"`), or one of the
+/// special parameters that are always a number (`$!`, `$$`, `$#`, `$?`).
+fn is_one_double_quoted(raw: &str) -> bool {
+    if matches!(raw, "$!" | "$$" | "$#" | "$?" | "${!}" | "${$}" | "${#}" | "${?}") {
+        return true;
+    }
+    word::parse(raw, &parser_options()).is_ok_and(
+        |pieces| matches!(pieces.as_slice(), [one] if matches!(one.piece, WordPiece::DoubleQuotedSequence(_))),
+    )
 }
 
 fn pieces_are_literal(pieces: &[WordPieceWithSource]) -> bool {
@@ -2141,6 +2175,26 @@ mod tests {
             denial_message(command, &denial),
             r#"Command "gh pr view 123 && rm -rf /" was denied by CLINE_COMMAND_PERMISSIONS. Segment "rm -rf /" segment_denied."#
         );
+    }
+
+    #[test]
+    fn brace_and_filename_expansion_cannot_make_options_of_assigning_builtins() {
+        let printf = r#"{"allow": ["printf *", "test *", "read *", "unset *", "wait *"]}"#;
+        for command in [
+            "printf {-v,'a[$(touch pwned)]',x}",
+            "printf *",
+            "printf -?",
+            "printf [-]v 'a[$(id)]' x",
+            "test {-v,'a[$(id)]'}",
+            "read {-a,x}",
+            "unset {-v,'a[$(id)]'}",
+            "wait {-p,'a[$(id)]'}",
+        ] {
+            let verdict = check(printf, command);
+            assert!(matches!(&verdict, Err(d) if d.reason == "unverifiable"), "{command}: {verdict:?}");
+        }
+        // Quoted, the characters are literal and nothing is expanded.
+        assert_eq!(check(printf, "printf '%s\\n' '*' '{a,b}'"), Ok(()));
     }
 
     #[test]
