@@ -52,6 +52,11 @@ const SURVEY_STEP: Duration = Duration::from_millis(5);
 /// uninterruptible sleep needs longer) before the stop gives up on it and leaves it to the next one.
 const KILL_SETTLE: Duration = Duration::from_secs(2);
 
+/// How long apart the further looks at a tree that seemed empty are taken, and how many (see
+/// `Proc::signal_tree`): a process caught between fork and exec can be missing from a snapshot.
+const RECHECK: Duration = Duration::from_millis(20);
+const RECHECKS: usize = 3;
+
 /// The environment variable that marks every process a command starts: `<runtime pid>:<manager>:<id>`.
 const MARKER: &str = "TOOLSHED_PROCESS";
 
@@ -113,6 +118,10 @@ struct Proc {
     changed: Condvar,
     /// The command's processes seen so far (never the shell): pid → start time.
     members: Mutex<HashMap<i32, u64>>,
+    /// The process groups and sessions the command's processes made of their own (`setsid`, `set -m`), seen
+    /// so far: a process born later in one of them, after its parent died (a process that keeps forking a
+    /// copy of itself and exiting, say), is the command's too.
+    groups: Mutex<HashSet<i32>>,
     last_survey: Mutex<Option<Instant>>,
     /// Whether the shell was reaped; held while the group is signalled, so its id is never signalled after
     /// the kernel may have handed it to someone else.
@@ -141,6 +150,10 @@ impl Proc {
     fn survey(&self, table: &[table::Entry]) -> Vec<table::Entry> {
         let me = me();
         let mut members = lock(&self.members);
+        let mut groups = lock(&self.groups);
+        // The runtime's own group and session hold every command's shell and the host's own children: they
+        // are never a command's.
+        let own = table.iter().find(|e| e.pid == me).map(|e| (e.pgrp, e.session));
         let mut roots: HashSet<i32> = HashSet::from([self.pgid]);
         for entry in table {
             if entry.pid == self.pgid {
@@ -149,9 +162,11 @@ impl Proc {
             let seen = members.get(&entry.pid) == Some(&entry.start);
             // Only the runtime's own children are read for the marker: anywhere else the marker proves nothing
             // (a nested toolshed passes its own down), and those are below a root already if they are ours.
+            let orphan = entry.ppid == me && !entry.zombie;
             if seen
                 || entry.pgrp == self.pgid
-                || (entry.ppid == me && !entry.zombie && table::environ_has(entry.pid, &self.marker))
+                || (orphan && (groups.contains(&entry.pgrp) || groups.contains(&entry.session)))
+                || (orphan && table::environ_has(entry.pid, &self.marker))
             {
                 roots.insert(entry.pid);
             }
@@ -161,12 +176,36 @@ impl Proc {
             table.iter().filter(|e| e.pid != self.pgid && tree.contains(&e.pid)).copied().collect();
         members.clear();
         members.extend(found.iter().map(|e| (e.pid, e.start)));
+        for entry in &found {
+            for id in [entry.pgrp, entry.session] {
+                if Some(id) != own.map(|o| o.0) && Some(id) != own.map(|o| o.1) && id != self.pgid && id > 1 {
+                    groups.insert(id);
+                }
+            }
+        }
         found
     }
 
     /// Sends `signal` (none: only looks) to the group and to every process of the tree, and reaps the
     /// tree's zombies the runtime inherited. Returns whether any process of the tree is left.
     fn signal_tree(&self, signal: Option<Signal>) -> bool {
+        // A snapshot is not atomic: read while a process forks and exits (a process that keeps forking a copy
+        // of itself), it can hold the parent gone and not yet the child. "Nothing left" is believed only when
+        // further looks, a moment later, agree.
+        // Only a command that made a group or session of its own pays for the second looks.
+        if self.signal_tree_once(signal) {
+            return true;
+        }
+        if lock(&self.groups).is_empty() {
+            return false;
+        }
+        (0..RECHECKS).any(|_| {
+            std::thread::sleep(RECHECK);
+            self.signal_tree_once(signal)
+        })
+    }
+
+    fn signal_tree_once(&self, signal: Option<Signal>) -> bool {
         let me = me();
         let reaped = lock(&self.reaped);
         if *reaped {
@@ -323,6 +362,7 @@ impl ProcessManager {
             buffer: Mutex::new(Buffer::default()),
             changed: Condvar::new(),
             members: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashSet::new()),
             last_survey: Mutex::new(None),
             reaped: Mutex::new(false),
         });

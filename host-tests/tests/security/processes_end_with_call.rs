@@ -93,6 +93,35 @@ const ESCAPES: &[(&str, &str, usize)] = &[
 ];
 
 #[test]
+fn a_process_that_keeps_forking_a_copy_of_itself_ends_with_the_command() {
+    // Each generation is born after the last look at the tree and after its parent died; it is known by the
+    // session the first one made. Without the marker, and after the shell itself has exited.
+    let runtime = runtime(false);
+    for hop in ["0.5", "0.2"] {
+        let ws = workspace();
+        let task = task_in(&runtime, ws.path());
+        let script = format!("#!/bin/bash\necho $$ >> hops\nsleep {hop}\n\"$0\" &\n");
+        std::fs::write(ws.path().join("hop.sh"), script).unwrap();
+        let out = run(&task, "chmod +x hop.sh; env -i setsid ./hop.sh & sleep 1.5");
+        assert!(out.contains("Command executed successfully"), "{out}");
+        let read = || -> Vec<i32> {
+            std::fs::read_to_string(ws.path().join("hops"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|w| w.parse().ok())
+                .collect()
+        };
+        let born = read();
+        assert!(born.len() > 1, "the hopper hopped: {born:?}");
+        // Long enough for several more generations, had one survived.
+        std::thread::sleep(Duration::from_millis(600));
+        let later = read();
+        assert_eq!(later.len(), born.len(), "hop {hop}: the hopper lived on: {later:?}");
+        wait_gone(&later, "hopper");
+    }
+}
+
+#[test]
 fn background_nohup_setsid_double_fork_and_disown_end_when_the_command_returns() {
     let runtime = runtime(false);
     for (name, command, n) in ESCAPES {

@@ -9,6 +9,8 @@ pub(crate) struct Entry {
     pub pid: i32,
     pub ppid: i32,
     pub pgrp: i32,
+    /// The session id.
+    pub session: i32,
     /// Clock ticks after boot; with the pid it names one process even after the pid is reused.
     pub start: u64,
     /// Exited but not yet reaped by its parent.
@@ -38,6 +40,7 @@ fn parse_stat(text: &str) -> Option<Entry> {
         pid,
         ppid: fields.get(1)?.parse().ok()?,
         pgrp: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
         start: fields.get(19)?.parse().ok()?,
         zombie: state == "Z" || state == "X",
     })
@@ -75,7 +78,7 @@ mod tests {
     fn stat_lines_with_awkward_names_parse() {
         let line = "4242 (a) b (c)) S 17 4242 4242 0 -1 4194560 1 0 0 0 0 0 0 0 20 0 1 0 987654 1000 10";
         let entry = parse_stat(line).unwrap();
-        assert_eq!(entry, Entry { pid: 4242, ppid: 17, pgrp: 4242, start: 987654, zombie: false });
+        assert_eq!(entry, Entry { pid: 4242, ppid: 17, pgrp: 4242, session: 4242, start: 987654, zombie: false });
         assert!(parse_stat("1 (x) Z 0 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5 0 0").unwrap().zombie);
         assert_eq!(parse_stat("garbage"), None);
     }
