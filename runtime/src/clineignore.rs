@@ -298,7 +298,7 @@ pub fn blocked_argument(command: &str, denied: impl Fn(&str) -> bool) -> Option<
         let mut words = segment.split(|c: char| c.is_whitespace() || c == '<' || c == '>').filter(|w| !w.is_empty());
         let mut first = None;
         for word in words.by_ref() {
-            let base = Path::new(unquote(word)).file_name().map(|n| n.to_string_lossy().to_lowercase());
+            let base = Path::new(&dequote(word)).file_name().map(|n| n.to_string_lossy().to_lowercase());
             let Some(base) = base else { continue };
             if word.contains('=') || WRAPPERS.contains(&base.as_str()) || word.starts_with('-') {
                 continue;
@@ -308,8 +308,8 @@ pub fn blocked_argument(command: &str, denied: impl Fn(&str) -> bool) -> Option<
         }
         let Some(first) = first else { continue };
         if first == "cd" {
-            if let Some(target) = words.next().map(unquote).filter(|t| !t.starts_with('-')) {
-                dir = Some(dir.take().map_or_else(|| PathBuf::from(target), |d| d.join(target)));
+            if let Some(target) = words.next().map(dequote).filter(|t| !t.starts_with('-')) {
+                dir = Some(dir.take().map_or_else(|| PathBuf::from(&target), |d| d.join(&target)));
             }
             continue;
         }
@@ -317,10 +317,10 @@ pub fn blocked_argument(command: &str, denied: impl Fn(&str) -> bool) -> Option<
             continue;
         }
         let checked = |word: &str| {
-            let path = unquote(word);
+            let path = dequote(word);
             match &dir {
-                Some(dir) => denied(&dir.join(path).to_string_lossy()),
-                None => denied(path),
+                Some(dir) => denied(&dir.join(&path).to_string_lossy()),
+                None => denied(&path),
             }
         };
         if let Some(word) = words.filter(|word| !word.starts_with('-') && !word.contains(':')).find(|w| checked(w)) {
@@ -330,13 +330,76 @@ pub fn blocked_argument(command: &str, denied: impl Fn(&str) -> bool) -> Option<
     None
 }
 
-fn unquote(word: &str) -> &str {
-    for quote in ['\'', '"'] {
-        if let Some(inner) = word.strip_prefix(quote).and_then(|rest| rest.strip_suffix(quote)) {
-            return inner;
+/// A shell word after bash's quote removal: quotes anywhere in it (`'secrets'/x`, `sec""rets/x`) and
+/// backslash escapes (`se\crets/x`) are taken out, so the path checked is the path the command opens.
+fn dequote(word: &str) -> String {
+    let mut text = String::with_capacity(word.len());
+    let mut chars = word.chars();
+    let mut quote = None;
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (None, '\'') | (None, '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '\\') => text.extend(chars.next()),
+            (Some('"'), '\\') => match chars.next() {
+                Some(next @ ('$' | '`' | '"' | '\\')) => text.push(next),
+                Some(next) => {
+                    text.push('\\');
+                    text.push(next);
+                }
+                None => text.push('\\'),
+            },
+            (_, c) => text.push(c),
         }
     }
-    word
+    text
+}
+
+/// The paths a word naming `path` reaches once bash expands its globs (`secret*/x`, `.clineign*`): every
+/// existing match, or the path itself when it has no glob characters or nothing matches (bash then passes the
+/// word on as written). Quoted glob characters are expanded too, which can only block more. At most
+/// `MAX_GLOB_MATCHES` paths are returned.
+pub fn glob_expansions(path: &Path) -> Vec<PathBuf> {
+    const MAX_GLOB_MATCHES: usize = 10_000;
+    let is_glob = |part: &str| part.contains(['*', '?', '[']);
+    if !path.to_string_lossy().contains(['*', '?', '[']) {
+        return vec![path.to_path_buf()];
+    }
+    let mut found = vec![PathBuf::new()];
+    for component in path.components() {
+        let part = component.as_os_str().to_string_lossy();
+        if !is_glob(&part) {
+            found.iter_mut().for_each(|p| p.push(component));
+            continue;
+        }
+        let Ok(matcher) = globset::GlobBuilder::new(&part).literal_separator(true).build().map(|g| g.compile_matcher())
+        else {
+            return vec![path.to_path_buf()];
+        };
+        let hidden_ok = part.starts_with('.');
+        let mut next = Vec::new();
+        for dir in &found {
+            let Ok(entries) = std::fs::read_dir(if dir.as_os_str().is_empty() { Path::new(".") } else { dir }) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                // bash's globs leave out dot files unless the pattern starts with a dot.
+                if (hidden_ok || !name.to_string_lossy().starts_with('.')) && matcher.is_match(&name) {
+                    next.push(dir.join(&name));
+                    if next.len() >= MAX_GLOB_MATCHES {
+                        return next;
+                    }
+                }
+            }
+        }
+        found = next;
+    }
+    if found.is_empty() {
+        vec![path.to_path_buf()]
+    } else {
+        found
+    }
 }
 
 #[cfg(test)]

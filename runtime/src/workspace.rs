@@ -134,7 +134,9 @@ impl Workspace {
             return None;
         }
         let base = cwd.map_or_else(|| self.primary().to_path_buf(), Path::to_path_buf);
-        clineignore::blocked_argument(command, |arg| !self.allowed_by(&rules, &normalize(&base.join(arg))))
+        clineignore::blocked_argument(command, |arg| {
+            clineignore::glob_expansions(&base.join(arg)).iter().any(|path| !self.allowed_by(&rules, &normalize(path)))
+        })
     }
 
     /// Whether every root's rules allow `absolute`, spelled as given and with its links resolved.

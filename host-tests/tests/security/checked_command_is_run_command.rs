@@ -167,3 +167,31 @@ fn included_rules_files_cannot_be_written_moved_or_deleted() {
     let ok = call(&task, "write_to_file", json!({"path": "rules/notes.md", "content": "fine\n"}));
     assert_eq!(ok.status, ResultStatus::Success, "{}", text(&ok));
 }
+
+#[test]
+fn quoting_escapes_and_globs_are_seen_as_bash_sees_them() {
+    let runtime = shipped().yes(true).build().unwrap();
+    let (_dir, _main, ci) = two_roots();
+    let task = runtime.task(TaskContext::new(&ci));
+    for command in [
+        "cat 'secrets'/x",
+        "cat sec\"\"rets/x",
+        "cat se\\crets/x",
+        "cat \"sec\"'rets'/x",
+        "cat secret*/x",
+        "cat secrets/?",
+        "cat s[e]crets/x",
+        "cat */x",
+        "head -n1 ./secr*/*",
+        "cat .clineign*",
+        "cat ./.cline?gnore",
+    ] {
+        let result = run(&task, command);
+        assert_eq!(result.status, ResultStatus::Error, "{command}: {}", text(&result));
+        assert!(text(&result).contains("is blocked by the .clineignore file settings"), "{command}: {}", text(&result));
+        assert!(!text(&result).contains(SECRET), "{command}");
+    }
+    // A glob that reaches only allowed files still runs.
+    let result = run(&task, "cat ok.*");
+    assert!(text(&result).contains("ci-ok"), "{}", text(&result));
+}
