@@ -253,7 +253,9 @@ fn read_regular(path: &Path) -> Result<Option<String>, TooLarge> {
     if bytes.len() as u64 > MAX_RULES_BYTES {
         return Err(TooLarge);
     }
-    Ok(String::from_utf8(bytes).ok())
+    // Not UTF-8 (a Latin-1 comment, say): its ASCII patterns still apply; dropping the file would unblock
+    // everything it names.
+    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 fn deny_everything(root: &Path) -> Gitignore {
@@ -411,6 +413,15 @@ mod tests {
         // Move the modification time clearly forward, so a rewrite within one clock tick is still seen.
         let later = SystemTime::now() + std::time::Duration::from_secs(secs);
         fs::File::options().write(true).open(path).unwrap().set_modified(later).unwrap();
+    }
+
+    #[test]
+    fn a_rules_file_that_is_not_utf8_still_applies() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(".clineignore"), b"# caf\xe9\nsecrets/\n").unwrap();
+        let ignore = ClineIgnore::new(dir.path());
+        assert!(!ignore.allows(&dir.path().join("secrets/x")));
+        assert!(ignore.allows(&dir.path().join("ok.txt")));
     }
 
     #[test]
