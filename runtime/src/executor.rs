@@ -623,11 +623,18 @@ fn decide(
         also,
         builtin: route.meta.id.is_builtin(),
         capabilities: &route.meta.capabilities,
-        inside_workspace: request.paths.iter().all(|p| task.workspace.contains(Path::new(p))),
+        inside_workspace: request.paths.iter().all(|p| task.workspace.contains(Path::new(p)) && !hard_linked(p)),
         mcp_auto_approve,
         session_allowed: task.always_allow.contains(tool),
     };
     shared.policy.decide(&policy_request)
+}
+
+/// Whether `path` is a regular file with more than one name. Its other names may lie outside the workspace,
+/// where no path check can see them, so a call on it is judged as one outside the workspace: it asks.
+fn hard_linked(path: &str) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file() && meta.nlink() > 1)
 }
 
 /// The use_mcp_tool call a native MCP tool use stands for, when the MCP hub knows the name's server: the

@@ -237,3 +237,29 @@ fn a_link_swapped_while_tools_run_never_shows_what_lies_outside() {
         stop.store(true, Ordering::Relaxed);
     });
 }
+
+#[test]
+fn a_file_with_another_name_is_read_only_when_approved() {
+    // A hard link's other name may lie outside the workspace, where no path check sees it: the read asks,
+    // as a read outside the workspace does, and with nobody to ask it is denied.
+    let runtime = crate::util::shipped().build().unwrap();
+    let outside = crate::util::workspace();
+    let ws = crate::util::workspace();
+    std::fs::write(outside.path().join("secret.txt"), "OUTSIDE-SECRET\n").unwrap();
+    std::fs::write(ws.path().join("plain.txt"), "plain\n").unwrap();
+    let linked = ws.path().join("linked.txt");
+    // Both temp dirs lie on one file system, so the link can be made.
+    std::fs::hard_link(outside.path().join("secret.txt"), &linked).unwrap();
+    let task = crate::util::task_in(&runtime, ws.path());
+    let read = |path: &str| crate::util::call(&task, "read_file", serde_json::json!({ "path": path }));
+    let plain = read("plain.txt");
+    assert!(crate::util::text(&plain).contains("plain"), "{}", crate::util::text(&plain));
+    let result = read("linked.txt");
+    assert_eq!(result.status, toolshed::ResultStatus::Denied, "{}", crate::util::text(&result));
+    assert!(!crate::util::text(&result).contains("OUTSIDE-SECRET"));
+    // Approved, it reads.
+    let approving = crate::util::shipped().yes(true).build().unwrap();
+    let task = crate::util::task_in(&approving, ws.path());
+    let result = crate::util::call(&task, "read_file", serde_json::json!({ "path": "linked.txt" }));
+    assert!(crate::util::text(&result).contains("OUTSIDE-SECRET"), "{}", crate::util::text(&result));
+}
