@@ -2,7 +2,7 @@
 //! `cargo xtask test` into a virtualenv), over stdio and streamable HTTP; and the HTTP guard (token, start-up
 //! refusal without one).
 
-use crate::util::{plugins, stderr, toolshed, toolshed_bin, workspace};
+use crate::util::{plugins, served_authority, stderr, toolshed, toolshed_bin, workspace};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -141,12 +141,7 @@ fn python_client_over_http_with_the_token_and_refusals_without() {
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let server = Server(child);
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|line| line.strip_prefix("toolshed: serving MCP on ").map(str::to_owned))
-        .expect("the server prints its address");
-    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let authority = served_authority(&mut lines);
 
     // Without the token, and with a foreign browser Origin: refused before MCP sees anything.
     let raw = |extra: &str| {
@@ -167,6 +162,6 @@ fn python_client_over_http_with_the_token_and_refusals_without() {
     let foreign = raw("Authorization: Bearer s3cret-token\r\nOrigin: https://evil.example\r\n");
     assert!(foreign.starts_with("HTTP/1.1 403"), "{foreign}");
 
-    check(&run_client(&["http", &url, "s3cret-token"]));
+    check(&run_client(&["http", &format!("http://{authority}/mcp"), "s3cret-token"]));
     drop(server);
 }

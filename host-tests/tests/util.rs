@@ -94,6 +94,16 @@ pub fn toolshed(home: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) ->
     command.output().expect("running toolshed")
 }
 
+/// The `HOST:PORT` a `toolshed serve --http` prints on stderr (`toolshed: serving MCP on http://…/mcp`), read
+/// from its stderr lines; the lines after it stay unread.
+pub fn served_authority(lines: &mut impl Iterator<Item = std::io::Result<String>>) -> String {
+    let url = lines
+        .map_while(Result::ok)
+        .find_map(|line| line.strip_prefix("toolshed: serving MCP on ").map(str::to_owned))
+        .expect("the server prints its address");
+    url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned()
+}
+
 /// Stdout as text.
 pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()

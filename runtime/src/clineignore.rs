@@ -237,25 +237,13 @@ struct TooLarge;
 /// writing the clineignore fuzz target); such a file is skipped, like a missing one. One over the size cap
 /// is an error (the caller blocks everything) rather than skipped.
 fn read_regular(path: &Path) -> Result<Option<String>, TooLarge> {
-    use std::io::Read;
-    // Opened without blocking (opening a FIFO for reading waits for a writer), then looked at.
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, nix::libc::O_NONBLOCK);
-    let Some(file) = options.open(path).ok().filter(|f| f.metadata().is_ok_and(|m| m.is_file())) else {
-        return Ok(None);
-    };
-    let mut bytes = Vec::new();
-    if file.take(MAX_RULES_BYTES + 1).read_to_end(&mut bytes).is_err() {
-        return Ok(None);
+    match crate::small_file::read(path, MAX_RULES_BYTES) {
+        // Not UTF-8 (a Latin-1 comment, say): its ASCII patterns still apply; dropping the file would unblock
+        // everything it names.
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => Err(TooLarge),
+        Err(_) => Ok(None),
     }
-    if bytes.len() as u64 > MAX_RULES_BYTES {
-        return Err(TooLarge);
-    }
-    // Not UTF-8 (a Latin-1 comment, say): its ASCII patterns still apply; dropping the file would unblock
-    // everything it names.
-    Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
 }
 
 fn deny_everything(root: &Path) -> Gitignore {

@@ -752,26 +752,11 @@ fn read_optional(path: &Path) -> Result<Option<String>, ConfigError> {
 /// The largest config file read; a real one is a few kilobytes.
 const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 
-/// Reads a config file that must be a regular file of at most [`MAX_CONFIG_BYTES`]. A cloned repository can
-/// make its `.toolshed/config.toml` a link to `/dev/zero`, `/dev/stdin` or a FIFO: opened without blocking
-/// and checked before reading, none of them can take the memory or hang the start.
+/// Reads a config file: a regular file of at most [`MAX_CONFIG_BYTES`]. A cloned repository can make its
+/// `.toolshed/config.toml` a link to `/dev/zero`, `/dev/stdin` or a FIFO; none of them can take the memory
+/// or hang the start.
 fn read_config(path: &Path) -> io::Result<String> {
-    use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits()).open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Err(io::Error::other("it is not a regular file"));
-    }
-    if meta.len() > MAX_CONFIG_BYTES {
-        return Err(io::Error::other(format!("it is larger than {} KiB", MAX_CONFIG_BYTES / 1024)));
-    }
-    let mut text = String::new();
-    file.take(MAX_CONFIG_BYTES + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_CONFIG_BYTES {
-        return Err(io::Error::other(format!("it is larger than {} KiB", MAX_CONFIG_BYTES / 1024)));
-    }
-    Ok(text)
+    crate::small_file::read_text(path, MAX_CONFIG_BYTES)
 }
 
 /// Parses one file against the schema, returning it both typed and as a

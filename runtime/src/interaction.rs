@@ -284,8 +284,8 @@ pub(crate) fn dispatch(call: &CallHost, name: &str, request: &str) -> Result<Str
             let question = Question {
                 task_id: task.info.task_id.clone(),
                 kind: crate::shown::escape_line(&req.kind).into_owned(),
-                text: crate::shown::escape(&req.text).into_owned(),
-                options: req.options.iter().map(|option| crate::shown::escape(option).into_owned()).collect(),
+                text: crate::shown::escape_owned(req.text),
+                options: req.options.into_iter().map(crate::shown::escape_owned).collect(),
             };
             let answer = host.wait(call, host.ask_timeout, move || interaction.ask(question))?.flatten();
             let Some(answer) = answer else {

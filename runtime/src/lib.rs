@@ -86,6 +86,7 @@ mod runtime;
 pub mod serve;
 pub mod shown;
 mod skills;
+mod small_file;
 mod spec;
 pub mod stream;
 mod subagents;

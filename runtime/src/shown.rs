@@ -18,6 +18,15 @@ pub fn escape(text: &str) -> Cow<'_, str> {
     escape_with(text, false)
 }
 
+/// [`escape`] of an owned text, which is handed back as it is when nothing needs escaping (the common case
+/// for streamed output: no copy).
+pub fn escape_owned(text: String) -> String {
+    match escape(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(shown) => shown,
+    }
+}
+
 /// `text` for a one-line display: as [`escape`], and line feeds escaped too.
 pub fn escape_line(text: &str) -> Cow<'_, str> {
     escape_with(text, true)

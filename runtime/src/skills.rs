@@ -83,22 +83,8 @@ const MAX_SKILL_BYTES: u64 = 1024 * 1024;
 /// A `SKILL.md`'s text: a regular file (a FIFO would block the listing forever, a device never end) of at
 /// most [`MAX_SKILL_BYTES`].
 fn read_skill_file(path: &Path) -> std::io::Result<String> {
-    use std::io::Read;
-    // Looked at before opening: opening a FIFO for reading blocks until a writer comes.
-    if !std::fs::metadata(path)?.is_file() {
-        return Err(std::io::Error::other(format!("{} is not a regular file", path.display())));
-    }
-    let file = std::fs::File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() || meta.len() > MAX_SKILL_BYTES {
-        return Err(std::io::Error::other(format!(
-            "{} is not a regular file of at most {MAX_SKILL_BYTES} bytes",
-            path.display()
-        )));
-    }
-    let mut text = String::new();
-    file.take(MAX_SKILL_BYTES).read_to_string(&mut text)?;
-    Ok(text)
+    crate::small_file::read_text(path, MAX_SKILL_BYTES)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
 fn canonical(path: &Path) -> PathBuf {

@@ -305,7 +305,7 @@ impl TaskShared {
                 task_id: self.info.task_id.clone(),
                 tool: tool.to_owned(),
                 kind: crate::shown::escape_line(&request.kind).into_owned(),
-                text: crate::shown::escape(&request.text).into_owned(),
+                text: crate::shown::escape_owned(request.text),
                 partial: request.partial,
             });
         }

@@ -61,12 +61,7 @@ impl Server {
         }
         let mut child = command.spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-        let url = lines
-            .by_ref()
-            .map_while(Result::ok)
-            .find_map(|line| line.strip_prefix("toolshed: serving MCP on ").map(str::to_owned))
-            .expect("the server prints its address");
-        let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+        let authority = crate::util::served_authority(&mut lines);
         // Keep reading, or the server would block on a full pipe when it logs.
         let stderr = Arc::new(Mutex::new(String::new()));
         let sink = Arc::clone(&stderr);
