@@ -39,8 +39,21 @@ mod shape_tests;
 mod trust;
 
 /// The section names; `TOOLSHED_<SECTION>_<KEY>` uses them upper-cased.
-const SECTIONS: [&str; 11] =
-    ["web", "mcp", "commands", "approval", "plugins", "timeouts", "hooks", "tasks", "skills", "subagents", "serve"];
+const SECTIONS: [&str; 13] = [
+    "web",
+    "mcp",
+    "commands",
+    "approval",
+    "plugins",
+    "timeouts",
+    "hooks",
+    "tasks",
+    "skills",
+    "subagents",
+    "serve",
+    "limits",
+    "isolation",
+];
 
 /// Variables that share the `TOOLSHED_<SECTION>` prefix but are not config
 /// keys: the web and `serve --http` bearer tokens (secrets, read where they
@@ -91,6 +104,61 @@ pub struct Config {
     /// `[serve]`: `toolshed serve --http`'s limits against floods of connections and large bodies.
     #[serde(deserialize_with = "shape::table")]
     pub serve: ServeConfig,
+    /// `[limits]`: caps the runtime puts on every tool's result.
+    #[serde(deserialize_with = "shape::table")]
+    pub limits: LimitsConfig,
+    /// `[isolation]`: the child processes that run parsers of hostile content.
+    #[serde(deserialize_with = "shape::table")]
+    pub isolation: IsolationConfig,
+}
+
+/// `[limits]`: what the runtime lets through from any tool, whatever the tool built. A workspace may only
+/// lower them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// The most text a tool result may carry, in bytes (every text block together); the rest is cut with a
+    /// note. Cline's tools cap themselves at 400 KB where they cap at all: this is the backstop above them.
+    pub max_result_bytes: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self { max_result_bytes: 1024 * 1024 }
+    }
+}
+
+/// `[isolation]`: the limits of the child processes (the `toolshed` binary in a hidden mode) that run a
+/// plugin's parsers of hostile content (documents, web pages), so a stack overflow, an allocation failure or
+/// an endless loop there ends the child, not the host. A workspace may only lower the limits or turn it on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IsolationConfig {
+    /// Whether jobs run in a child process at all; off, they run inside the host (faster, unprotected).
+    pub enabled: bool,
+    /// The child's address-space limit (`RLIMIT_AS`), in MiB.
+    pub memory_mb: u64,
+    /// The child's CPU-time limit (`RLIMIT_CPU`, rounded up to whole seconds), in milliseconds.
+    pub cpu_ms: u64,
+    /// The stack of the thread that runs the job, in MiB: deep but honest nesting still parses.
+    pub stack_mb: u64,
+    /// How long a job may take, in milliseconds of wall-clock time, before the child is killed.
+    pub timeout_ms: u64,
+    /// The largest answer (or host-service request) a child may send, in bytes.
+    pub max_output_bytes: u64,
+}
+
+impl Default for IsolationConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            memory_mb: 2048,
+            cpu_ms: 30_000,
+            stack_mb: 64,
+            timeout_ms: 30_000,
+            max_output_bytes: 64 * 1024 * 1024,
+        }
+    }
 }
 
 /// `[serve]`: `toolshed serve --http`'s limits. A workspace may only lower them.
@@ -135,6 +203,8 @@ pub struct SubagentsConfig {
     pub api_key_env: String,
     /// The model's context window, for the summary's "Peak context usage" (0: unknown).
     pub context_window: u64,
+    /// The most one model response may stream, in bytes (every event together); a longer one fails the run.
+    pub max_response_bytes: u64,
 }
 
 impl Default for SubagentsConfig {
@@ -148,6 +218,7 @@ impl Default for SubagentsConfig {
             model: None,
             api_key_env: "OPENAI_API_KEY".to_owned(),
             context_window: 0,
+            max_response_bytes: 16 * 1024 * 1024,
         }
     }
 }
@@ -194,8 +265,11 @@ impl Default for SkillsConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HooksConfig {
-    /// How long a hook command may run before it is killed and ignored, in milliseconds.
+    /// How long a hook command may run before it is killed and ignored, in milliseconds: the whole exchange,
+    /// writing its input and reading its output.
     pub timeout_ms: u64,
+    /// The most a hook may print (stdout and stderr each), in bytes; a hook printing more is killed and ignored.
+    pub max_output_bytes: u64,
     /// Run after a tool's validation, before approval; may refuse the call or add context.
     #[serde(deserialize_with = "shape::tables")]
     pub pre_tool_use: Vec<HookCommand>,
@@ -207,7 +281,7 @@ pub struct HooksConfig {
 impl Default for HooksConfig {
     fn default() -> Self {
         // Claude Code's default hook timeout.
-        Self { timeout_ms: 60_000, pre_tool_use: Vec::new(), post_tool_use: Vec::new() }
+        Self { timeout_ms: 60_000, max_output_bytes: 1024 * 1024, pre_tool_use: Vec::new(), post_tool_use: Vec::new() }
     }
 }
 
@@ -287,11 +361,25 @@ pub struct McpConfig {
     pub call_timeout_ms: u64,
     /// How often the settings file is checked for changes (changed servers restart).
     pub poll_ms: u64,
+    /// The most pages one listing (tools, resources, templates, prompts) may take from a server.
+    pub max_list_pages: u32,
+    /// The most bytes one listing may take from a server, all pages together.
+    pub max_list_bytes: u64,
+    /// The largest single message a server may send, in bytes; a larger one fails the server's calls at once.
+    pub max_message_bytes: u64,
 }
 
 impl Default for McpConfig {
     fn default() -> Self {
-        Self { settings: None, startup_timeout_ms: 30_000, call_timeout_ms: 60_000, poll_ms: 1_000 }
+        Self {
+            settings: None,
+            startup_timeout_ms: 30_000,
+            call_timeout_ms: 60_000,
+            poll_ms: 1_000,
+            max_list_pages: 100,
+            max_list_bytes: 16 * 1024 * 1024,
+            max_message_bytes: 16 * 1024 * 1024,
+        }
     }
 }
 

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use toml::Table;
 
 use super::{
-    ApprovalConfig, CommandsConfig, Config, ConfigError, HooksConfig, McpConfig, PluginsConfig, Rule, ServeConfig,
-    SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, WebConfig,
+    ApprovalConfig, CommandsConfig, Config, ConfigError, HooksConfig, IsolationConfig, LimitsConfig, McpConfig,
+    PluginsConfig, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, WebConfig,
 };
 
 /// Tightens `base` (what the user alone decided) with an untrusted workspace's `workspace` config, whose
@@ -37,16 +37,45 @@ pub(super) fn tighten(
     layer: &Table,
     file: &Path,
 ) -> Result<Vec<String>, ConfigError> {
-    let Config { web, mcp, commands, approval, plugins, timeouts, hooks, tasks, skills, subagents, serve } = workspace;
+    let Config {
+        web,
+        mcp,
+        commands,
+        approval,
+        plugins,
+        timeouts,
+        hooks,
+        tasks,
+        skills,
+        subagents,
+        serve,
+        limits,
+        isolation,
+    } = workspace;
     let section = |name| Section { name, keys: layer.get(name).and_then(toml::Value::as_table), ignored: Vec::new() };
-    let mut sections =
-        ["approval", "commands", "hooks", "mcp", "plugins", "serve", "skills", "subagents", "tasks", "timeouts", "web"]
-            .map(section);
-    let [s_approval, s_commands, s_hooks, s_mcp, s_plugins, s_serve, s_skills, s_subagents, s_tasks, s_timeouts, s_web] =
+    let mut sections = [
+        "approval",
+        "commands",
+        "hooks",
+        "isolation",
+        "limits",
+        "mcp",
+        "plugins",
+        "serve",
+        "skills",
+        "subagents",
+        "tasks",
+        "timeouts",
+        "web",
+    ]
+    .map(section);
+    let [s_approval, s_commands, s_hooks, s_isolation, s_limits, s_mcp, s_plugins, s_serve, s_skills, s_subagents, s_tasks, s_timeouts, s_web] =
         &mut sections;
     approval_section(s_approval, &mut base.approval, approval);
     commands_section(s_commands, &mut base.commands, commands, file)?;
     hooks_section(s_hooks, hooks);
+    isolation_section(s_isolation, &mut base.isolation, isolation);
+    limits_section(s_limits, &mut base.limits, limits);
     mcp_section(s_mcp, &mut base.mcp, mcp);
     plugins_section(s_plugins, &mut base.plugins, plugins);
     serve_section(s_serve, &mut base.serve, serve);
@@ -111,18 +140,46 @@ fn commands_section(
 }
 
 fn hooks_section(s: &mut Section<'_>, ws: HooksConfig) {
-    let HooksConfig { timeout_ms: _, pre_tool_use: _, post_tool_use: _ } = ws;
+    let HooksConfig { timeout_ms: _, max_output_bytes: _, pre_tool_use: _, post_tool_use: _ } = ws;
     s.never("timeout_ms");
+    s.never("max_output_bytes");
     s.never("pre_tool_use");
     s.never("post_tool_use");
 }
 
+fn isolation_section(s: &mut Section<'_>, base: &mut IsolationConfig, ws: IsolationConfig) {
+    let IsolationConfig { enabled, memory_mb, cpu_ms, stack_mb, timeout_ms, max_output_bytes } = ws;
+    // Running parsers inside the host is the loose setting here.
+    s.on("enabled", &mut base.enabled, enabled);
+    s.shrink("memory_mb", &mut base.memory_mb, memory_mb);
+    s.shrink("cpu_ms", &mut base.cpu_ms, cpu_ms);
+    s.shrink("stack_mb", &mut base.stack_mb, stack_mb);
+    s.shrink("timeout_ms", &mut base.timeout_ms, timeout_ms);
+    s.shrink("max_output_bytes", &mut base.max_output_bytes, max_output_bytes);
+}
+
+fn limits_section(s: &mut Section<'_>, base: &mut LimitsConfig, ws: LimitsConfig) {
+    let LimitsConfig { max_result_bytes } = ws;
+    s.shrink("max_result_bytes", &mut base.max_result_bytes, max_result_bytes);
+}
+
 fn mcp_section(s: &mut Section<'_>, base: &mut McpConfig, ws: McpConfig) {
-    let McpConfig { settings: _, startup_timeout_ms, call_timeout_ms, poll_ms: _ } = ws;
+    let McpConfig {
+        settings: _,
+        startup_timeout_ms,
+        call_timeout_ms,
+        poll_ms: _,
+        max_list_pages,
+        max_list_bytes,
+        max_message_bytes,
+    } = ws;
     s.never("settings");
     s.shrink("startup_timeout_ms", &mut base.startup_timeout_ms, startup_timeout_ms);
     s.shrink("call_timeout_ms", &mut base.call_timeout_ms, call_timeout_ms);
     s.never("poll_ms");
+    s.shrink("max_list_pages", &mut base.max_list_pages, max_list_pages);
+    s.shrink("max_list_bytes", &mut base.max_list_bytes, max_list_bytes);
+    s.shrink("max_message_bytes", &mut base.max_message_bytes, max_message_bytes);
 }
 
 fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsConfig) {
@@ -159,6 +216,7 @@ fn subagents_section(s: &mut Section<'_>, base: &mut SubagentsConfig, ws: Subage
         model: _,
         api_key_env: _,
         context_window: _,
+        max_response_bytes,
     } = ws;
     s.off("enabled", &mut base.enabled, enabled);
     s.never("agents_dir");
@@ -168,6 +226,7 @@ fn subagents_section(s: &mut Section<'_>, base: &mut SubagentsConfig, ws: Subage
     s.never("model");
     s.never("api_key_env");
     s.never("context_window");
+    s.shrink("max_response_bytes", &mut base.max_response_bytes, max_response_bytes);
 }
 
 fn tasks_section(s: &mut Section<'_>, base: &mut TasksConfig, ws: TasksConfig) {
@@ -279,6 +338,18 @@ impl Section<'_> {
         if !ws {
             *base = false;
         } else if !*base {
+            self.ignore(key);
+        }
+    }
+
+    /// A switch that loosens when off: it may only be turned on.
+    fn on(&mut self, key: &str, base: &mut bool, ws: bool) {
+        if !self.has(key) {
+            return;
+        }
+        if ws {
+            *base = true;
+        } else if *base {
             self.ignore(key);
         }
     }
