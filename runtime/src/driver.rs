@@ -7,6 +7,7 @@
 //! (see `subagents.rs`). A driver only talks to a model.
 
 mod openai;
+mod sse;
 
 pub use openai::OpenAiDriver;
 

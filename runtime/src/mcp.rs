@@ -4,5 +4,6 @@
 
 mod hub;
 mod settings;
+mod transport;
 
 pub(crate) use hub::McpHub;

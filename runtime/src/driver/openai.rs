@@ -1,17 +1,25 @@
 //! An [`AgentDriver`] for OpenAI-compatible chat-completions endpoints: `POST {base_url}/chat/completions`
 //! with the model, the messages, the tools in OpenAI's format (the spec converter) and `stream: true`; the
 //! server-sent events are read as they arrive, text deltas appended and tool-call argument fragments joined
-//! per call index, until `data: [DONE]`.
+//! per call index, until `data: [DONE]`. Everything the endpoint sends is capped: each line and event
+//! (`sse.rs`), the whole answer (`[subagents] max_response_bytes`), and each tool call's arguments.
 //!
 //! It has its own `reqwest` client (rustls, like the host's `http.request` client): that service answers
 //! whole bodies to plugin threads, and a driver needs the stream on the runtime's own thread.
 
+use super::sse::{Overflow, SseLines, MAX_LINE_BYTES};
 use super::{AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError};
 use crate::policy::BoxFuture;
 use crate::spec::{Provider, ToolSchemas};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+/// The longest one tool call's arguments may grow, its fragments joined.
+const MAX_ARGUMENT_BYTES: usize = MAX_LINE_BYTES;
+
+/// How much of an error answer's body is read for its message.
+const MAX_ERROR_BODY_BYTES: usize = 4096;
 
 /// A driver for an OpenAI-compatible chat-completions endpoint.
 #[derive(Clone)]
@@ -22,6 +30,7 @@ pub struct OpenAiDriver {
     api_key: Option<String>,
     timeout: Duration,
     context_window: u64,
+    max_response_bytes: u64,
 }
 
 impl std::fmt::Debug for OpenAiDriver {
@@ -49,11 +58,13 @@ impl OpenAiDriver {
             api_key: None,
             timeout: Duration::from_secs(120),
             context_window: 0,
+            max_response_bytes: crate::config::SubagentsConfig::default().max_response_bytes,
         })
     }
 
     /// A driver from `[subagents]`: `base_url`, `model` (default `gpt-4o`), the key from the variable named
-    /// by `api_key_env`, `request_timeout_ms` and `context_window`. `None` without a `base_url`.
+    /// by `api_key_env`, `request_timeout_ms`, `context_window` and `max_response_bytes`. `None` without a
+    /// `base_url`.
     pub fn from_config(config: &crate::config::SubagentsConfig) -> Result<Option<Self>, DriverError> {
         let Some(base_url) = &config.base_url else {
             return Ok(None);
@@ -64,7 +75,8 @@ impl OpenAiDriver {
             Self::new(base_url.clone(), model)?
                 .api_key(key)
                 .timeout(Duration::from_millis(config.request_timeout_ms))
-                .context_window(config.context_window),
+                .context_window(config.context_window)
+                .max_response_bytes(config.max_response_bytes),
         ))
     }
 
@@ -83,6 +95,13 @@ impl OpenAiDriver {
     /// The model's context window, reported with every reply's usage.
     pub fn context_window(mut self, tokens: u64) -> Self {
         self.context_window = tokens;
+        self
+    }
+
+    /// The most one answer may stream, every event together (16 MiB by default); a longer one fails the
+    /// request.
+    pub fn max_response_bytes(mut self, bytes: u64) -> Self {
+        self.max_response_bytes = bytes;
         self
     }
 
@@ -149,25 +168,32 @@ impl OpenAiDriver {
             builder.send().await.map_err(|e| DriverError(format!("The model request to {url} failed: {e}")))?;
         if !response.status().is_success() {
             let status = response.status();
-            let body = response.text().await.unwrap_or_default();
-            let body: String = body.chars().take(500).collect();
+            // Only the start of the body: an error page may never end.
+            let mut body = Vec::new();
+            while body.len() < MAX_ERROR_BODY_BYTES {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => body.extend_from_slice(&chunk),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            let body: String = String::from_utf8_lossy(&body).chars().take(500).collect();
             return Err(DriverError(format!("The model endpoint answered {status}: {body}")));
         }
         let mut stream = SseReply::default();
-        let mut pending: Vec<u8> = Vec::new();
+        let mut lines = SseLines::new(self.max_response_bytes);
+        let overflow = |e: Overflow| DriverError(e.message());
         loop {
             let chunk = response.chunk().await.map_err(|e| DriverError(format!("The model stream broke off: {e}")))?;
             let Some(chunk) = chunk else { break };
-            pending.extend_from_slice(&chunk);
-            while let Some(end) = pending.iter().position(|b| *b == b'\n') {
-                let line: Vec<u8> = pending.drain(..=end).collect();
-                if stream.line(&String::from_utf8_lossy(&line))? {
+            lines.push(&chunk).map_err(overflow)?;
+            while let Some(line) = lines.next_line().map_err(overflow)? {
+                if stream.line(&String::from_utf8_lossy(line))? {
                     return Ok(stream.finish(self.context_window));
                 }
             }
         }
-        if !pending.is_empty() {
-            stream.line(&String::from_utf8_lossy(&pending))?;
+        if !lines.rest().is_empty() {
+            stream.line(&String::from_utf8_lossy(lines.rest()))?;
         }
         Ok(stream.finish(self.context_window))
     }
@@ -243,6 +269,13 @@ impl SseReply {
                     // Some servers send the arguments as an object in one piece.
                     Some(object @ Value::Object(_)) => entry.2.push_str(&object.to_string()),
                     _ => {}
+                }
+                if entry.2.len() > MAX_ARGUMENT_BYTES {
+                    let name: String =
+                        if entry.1.is_empty() { "a tool".to_owned() } else { entry.1.chars().take(64).collect() };
+                    return Err(DriverError(format!(
+                        "The model's arguments for tool call {index} ({name}) went past {MAX_ARGUMENT_BYTES} bytes."
+                    )));
                 }
             }
         }

@@ -3,9 +3,10 @@
 //! plugins call from their worker threads.
 
 use super::settings::{self, ServerSettings, Servers, Transport};
+use super::transport::{Checked, Fault, Lines};
 use crate::config::McpConfig;
 use crate::spec::{provider_tool_name, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
-use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams};
+use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt as _;
 use serde_json::{Map, Value};
@@ -19,11 +20,49 @@ use toolshed_plugin_api::services::{McpServerStatus, McpServersResponse};
 /// How often a blocked host service looks at its call's cancellation flag.
 const CANCEL_POLL: Duration = Duration::from_millis(20);
 
+/// What one server may send: pages and bytes of each listing, and the size of one message.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_list_pages: u64,
+    max_list_bytes: u64,
+    max_message_bytes: u64,
+}
+
+impl Limits {
+    fn of(config: &McpConfig) -> Self {
+        Self {
+            max_list_pages: u64::from(config.max_list_pages),
+            max_list_bytes: config.max_list_bytes,
+            max_message_bytes: config.max_message_bytes,
+        }
+    }
+}
+
 /// A live connection and what the server offered when it connected.
 struct Connection {
     client: RunningService<RoleClient, ()>,
     tools: Vec<Value>,
     resources: Vec<Value>,
+    /// Why the hub's transport closed the connection, when it did.
+    fault: Fault,
+}
+
+impl Connection {
+    /// A failed request in words: the transport's reason when it closed the connection (a message rmcp
+    /// would have dropped, a broken pipe), else the SDK's error.
+    fn error(&self, server: &str, error: &rmcp::ServiceError) -> String {
+        match self.fault.get() {
+            Some(reason) => format!("MCP server \"{server}\" {reason}, so the connection to it was closed."),
+            None => service_error(error),
+        }
+    }
+
+    /// Whether the connection is gone (the server exited, or the transport closed it).
+    fn ended(&self, error: &rmcp::ServiceError) -> bool {
+        self.fault.get().is_some()
+            || self.client.is_transport_closed()
+            || matches!(error, rmcp::ServiceError::TransportClosed | rmcp::ServiceError::TransportSend(_))
+    }
 }
 
 enum Status {
@@ -31,6 +70,8 @@ enum Status {
     Connecting,
     Connected(Arc<Connection>),
     Failed(String),
+    /// Connected once, then the connection ended: started again by the next call to it.
+    Crashed(String),
 }
 
 struct Server {
@@ -53,6 +94,7 @@ struct Inner {
     settings_path: Option<PathBuf>,
     startup_timeout: Duration,
     call_timeout: Duration,
+    limits: Limits,
     state: Mutex<State>,
     /// Bumped on every status change; waiters watch it.
     changed: watch::Sender<u64>,
@@ -80,6 +122,7 @@ impl McpHub {
             settings_path: config.settings.clone(),
             startup_timeout: Duration::from_millis(config.startup_timeout_ms),
             call_timeout: Duration::from_millis(config.call_timeout_ms),
+            limits: Limits::of(config),
             state: Mutex::new(State::default()),
             changed,
         });
@@ -141,7 +184,7 @@ impl McpHub {
         let (inner, server, tool) = (Arc::clone(&self.inner), server.to_owned(), tool.to_owned());
         self.block(
             async move {
-                let (connection, timeout) = inner.connection(&server).await?;
+                let (connection, timeout, generation) = inner.connection(&server).await?;
                 if !connection.tools.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str())) {
                     let names: Vec<&str> =
                         connection.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
@@ -154,7 +197,7 @@ impl McpHub {
                 params.arguments = Some(arguments.unwrap_or_default());
                 match tokio::time::timeout(timeout, connection.client.call_tool(params)).await {
                     Err(_) => Err("MCP error -32001: Request timed out".to_owned()),
-                    Ok(Err(error)) => Err(service_error(&error)),
+                    Ok(Err(error)) => Err(inner.failed(&server, generation, &connection, &error)),
                     Ok(Ok(result)) => serde_json::to_value(result).map_err(|e| e.to_string()),
                 }
             },
@@ -172,11 +215,11 @@ impl McpHub {
         let (inner, server, uri) = (Arc::clone(&self.inner), server.to_owned(), uri.to_owned());
         self.block(
             async move {
-                let (connection, timeout) = inner.connection(&server).await?;
+                let (connection, timeout, generation) = inner.connection(&server).await?;
                 let params = ReadResourceRequestParams::new(uri);
                 match tokio::time::timeout(timeout, connection.client.read_resource(params)).await {
                     Err(_) => Err("MCP error -32001: Request timed out".to_owned()),
-                    Ok(Err(error)) => Err(service_error(&error)),
+                    Ok(Err(error)) => Err(inner.failed(&server, generation, &connection, &error)),
                     Ok(Ok(result)) => serde_json::to_value(result).map_err(|e| e.to_string()),
                 }
             },
@@ -222,7 +265,7 @@ impl McpHub {
                         .filter_map(|t| serde_json::from_value::<McpToolInfo>(t.clone()).ok())
                         .collect(),
                 )),
-                Status::Disabled | Status::Connecting | Status::Failed(_) => None,
+                Status::Disabled | Status::Connecting | Status::Failed(_) | Status::Crashed(_) => None,
             })
             .collect()
     }
@@ -334,32 +377,72 @@ impl Inner {
                     Status::Failed(message.clone())
                 }
                 Ok(settings) if settings.disabled => Status::Disabled,
-                Ok(settings) => {
-                    let (inner, name, settings) = (Arc::clone(self), name.clone(), settings.clone());
-                    tokio::spawn(async move {
-                        let status = match tokio::time::timeout(inner.startup_timeout, connect(&settings)).await {
-                            Ok(Ok(connection)) => Status::Connected(Arc::new(connection)),
-                            Ok(Err(message)) => Status::Failed(message),
-                            Err(_) => Status::Failed(format!(
-                                "the server did not start within {} ms",
-                                inner.startup_timeout.as_millis()
-                            )),
-                        };
-                        if let Status::Failed(message) = &status {
-                            tracing::warn!(server = %name, "MCP server not connected: {message}");
-                        }
-                        let mut state = inner.lock();
-                        if let Some(server) = state.servers.get_mut(&name).filter(|s| s.generation == generation) {
-                            server.status = status;
-                        }
-                        drop(state);
-                        inner.bump();
-                    });
-                    Status::Connecting
-                }
+                Ok(settings) => self.start(&name, settings.clone(), generation),
             };
             state.servers.insert(name, Server { settings, status, generation });
         }
+    }
+
+    /// Starts a server in the background; its status lands only while `generation` is still its own.
+    /// Must run inside the hub's runtime.
+    fn start(self: &Arc<Self>, name: &str, settings: ServerSettings, generation: u64) -> Status {
+        let (inner, name) = (Arc::clone(self), name.to_owned());
+        tokio::spawn(async move {
+            let status = match tokio::time::timeout(inner.startup_timeout, connect(&settings, inner.limits)).await {
+                Ok(Ok(connection)) => Status::Connected(Arc::new(connection)),
+                Ok(Err(message)) => Status::Failed(message),
+                Err(_) => {
+                    Status::Failed(format!("the server did not start within {} ms", inner.startup_timeout.as_millis()))
+                }
+            };
+            if let Status::Failed(message) = &status {
+                tracing::warn!(server = %name, "MCP server not connected: {message}");
+            }
+            let mut state = inner.lock();
+            if let Some(server) = state.servers.get_mut(&name).filter(|s| s.generation == generation) {
+                server.status = status;
+            }
+            drop(state);
+            inner.bump();
+        });
+        Status::Connecting
+    }
+
+    /// A call's error in words; when the connection ended with it, the server is marked crashed so the next
+    /// call starts it again (a server that keeps failing costs one start per call, never a restart storm).
+    fn failed(&self, name: &str, generation: u64, connection: &Connection, error: &rmcp::ServiceError) -> String {
+        let message = connection.error(name, error);
+        if connection.ended(error) {
+            let mut state = self.lock();
+            if let Some(server) = state.servers.get_mut(name).filter(|s| s.generation == generation) {
+                if matches!(server.status, Status::Connected(_)) {
+                    tracing::warn!(server = %name, "MCP server connection ended: {message}");
+                    server.status = Status::Crashed(message.clone());
+                }
+            }
+            drop(state);
+            self.bump();
+        }
+        message
+    }
+
+    /// Starts a crashed server again, under a new generation. Must run inside the hub's runtime.
+    fn restart_crashed(self: &Arc<Self>, name: &str) {
+        let mut state = self.lock();
+        let crashed = state.servers.get(name).and_then(|server| match (&server.status, &server.settings) {
+            (Status::Crashed(_), Ok(settings)) => Some(settings.clone()),
+            _ => None,
+        });
+        let Some(settings) = crashed else { return };
+        state.next_generation += 1;
+        let generation = state.next_generation;
+        let status = self.start(name, settings, generation);
+        if let Some(server) = state.servers.get_mut(name) {
+            server.generation = generation;
+            server.status = status;
+        }
+        drop(state);
+        self.bump();
     }
 
     /// Waits until `server` (or every server) is past starting, at most the start-up timeout.
@@ -382,8 +465,11 @@ impl Inner {
         let _ = tokio::time::timeout(self.startup_timeout + Duration::from_millis(100), wait).await;
     }
 
-    /// A connected server and its call timeout, or Cline's error for it.
-    async fn connection(&self, name: &str) -> Result<(Arc<Connection>, Duration), String> {
+    /// A connected server, its call timeout and generation, or Cline's error for it. A server whose
+    /// connection ended is started again first.
+    async fn connection(self: &Arc<Self>, name: &str) -> Result<(Arc<Connection>, Duration, u64), String> {
+        self.settled(Some(name)).await;
+        self.restart_crashed(name);
         self.settled(Some(name)).await;
         let state = self.lock();
         let not_found = || {
@@ -395,11 +481,13 @@ impl Inner {
         match &server.status {
             Status::Connected(connection) => {
                 let timeout = server.settings.as_ref().ok().and_then(|s| s.timeout).unwrap_or(self.call_timeout);
-                Ok((Arc::clone(connection), timeout))
+                Ok((Arc::clone(connection), timeout, server.generation))
             }
             Status::Disabled => Err(format!("Server \"{name}\" is disabled and cannot be used")),
             Status::Connecting => Err(format!("Server \"{name}\" is still starting. Please try again shortly.")),
-            Status::Failed(message) => Err(format!("{} The server failed: {message}", not_found())),
+            Status::Failed(message) | Status::Crashed(message) => {
+                Err(format!("{} The server failed: {message}", not_found()))
+            }
         }
     }
 
@@ -414,7 +502,9 @@ impl Inner {
                     Status::Disabled => ("disabled", None, Vec::new(), Vec::new()),
                     Status::Connecting => ("connecting", None, Vec::new(), Vec::new()),
                     Status::Connected(c) => ("connected", None, c.tools.clone(), c.resources.clone()),
-                    Status::Failed(message) => ("disconnected", Some(message.clone()), Vec::new(), Vec::new()),
+                    Status::Failed(message) | Status::Crashed(message) => {
+                        ("disconnected", Some(message.clone()), Vec::new(), Vec::new())
+                    }
                 };
                 McpServerStatus { name: name.clone(), status: status.to_owned(), error, tools, resources, auto_approve }
             })
@@ -427,20 +517,29 @@ impl Inner {
     }
 }
 
-/// Connects to one server and lists what it offers.
-async fn connect(settings: &ServerSettings) -> Result<Connection, String> {
+/// Connects to one server and lists what it offers, within `limits`.
+async fn connect(settings: &ServerSettings, limits: Limits) -> Result<Connection, String> {
+    let fault = Fault::default();
+    let max_message_bytes = usize::try_from(limits.max_message_bytes).unwrap_or(usize::MAX);
     let client = match &settings.transport {
         Transport::Stdio { command, args, env, cwd } => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env).kill_on_drop(true);
+            cmd.args(args)
+                .envs(env)
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .kill_on_drop(true);
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }
-            let (transport, _) = rmcp::transport::TokioChildProcess::builder(cmd)
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .map_err(|e| format!("cannot start {command}: {e}"))?;
-            ().serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?
+            let mut child = cmd.spawn().map_err(|e| format!("cannot start {command}: {e}"))?;
+            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+                return Err(format!("cannot start {command}: its pipes were not opened"));
+            };
+            // Our own reader below rmcp: see transport.rs for what rmcp's would drop.
+            let lines = Lines::new(stdout, stdin, Some(child), max_message_bytes, fault.clone());
+            ().serve(Checked::new(lines, fault.clone())).await.map_err(|e| initialize_error(&fault, &e))?
         }
         Transport::Http { url, headers } => {
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -452,31 +551,114 @@ async fn connect(settings: &ServerSettings) -> Result<Connection, String> {
                     hyper::header::HeaderValue::try_from(value.as_str()).map_err(|e| format!("header {name}: {e}"))?;
                 custom.insert(name, value);
             }
-            let config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            // rmcp's HTTP client caps each SSE event and each JSON body before parsing; both take the
+            // message cap here, and the ids are checked as over stdio.
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
+            config.max_sse_event_size = max_message_bytes;
+            config.max_json_response_size = max_message_bytes;
             let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
-            ().serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?
+            ().serve(Checked::new(transport, fault.clone())).await.map_err(|e| initialize_error(&fault, &e))?
         }
     };
     let capabilities = client.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
+    let listed = |what: &str, e: &rmcp::ServiceError| match fault.get() {
+        Some(reason) => format!("{what} failed: the server {reason}"),
+        None => format!("{what} failed: {}", service_error(e)),
+    };
     let tools = if capabilities.tools.is_some() {
-        let tools = client.list_all_tools().await.map_err(|e| format!("tools/list failed: {}", service_error(&e)))?;
-        tools.into_iter().filter_map(|t| serde_json::to_value(t).ok()).collect()
+        list_capped("tools/list", limits, |params| async {
+            let page = client.list_tools(params).await.map_err(|e| listed("tools/list", &e))?;
+            Ok((page.tools, page.next_cursor))
+        })
+        .await?
     } else {
         Vec::new()
     };
     let resources = if capabilities.resources.is_some() {
-        // A server whose resource listing fails still serves its tools.
-        match client.list_all_resources().await {
-            Ok(resources) => resources.into_iter().filter_map(|r| serde_json::to_value(r).ok()).collect(),
-            Err(e) => {
-                tracing::warn!("resources/list failed: {}", service_error(&e));
+        let listing = list_capped("resources/list", limits, |params| async {
+            let page = client.list_resources(params).await.map_err(|e| listed("resources/list", &e))?;
+            Ok((page.resources, page.next_cursor))
+        })
+        .await;
+        match listing {
+            Ok(resources) => resources,
+            // A server whose resource listing fails still serves its tools; one over a cap or at fault does
+            // not.
+            Err(message) if !message.contains(LIMIT_MARK) && fault.get().is_none() => {
+                tracing::warn!("{message}");
                 Vec::new()
             }
+            Err(message) => return Err(message),
         }
     } else {
         Vec::new()
     };
-    Ok(Connection { client, tools, resources })
+    Ok(Connection { client, tools, resources, fault })
+}
+
+/// In every over-the-cap message of a listing, to tell it from a server's own error.
+const LIMIT_MARK: &str = "(the limit is [mcp] max_list_";
+
+/// Every page of a paginated listing, as JSON, following `nextCursor` for at most `max_list_pages` pages
+/// and `max_list_bytes` bytes of items: rmcp's `list_all_*` follow a server that never stops paginating
+/// until memory runs out.
+async fn list_capped<T, F, Fut>(what: &str, limits: Limits, mut page: F) -> Result<Vec<Value>, String>
+where
+    T: serde::Serialize,
+    F: FnMut(Option<PaginatedRequestParams>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, Option<String>), String>>,
+{
+    let (mut items, mut bytes, mut cursor, mut pages) = (Vec::new(), 0u64, None, 0u64);
+    loop {
+        if pages >= limits.max_list_pages {
+            return Err(format!(
+                "{what} went on past {} pages {LIMIT_MARK}pages = {})",
+                limits.max_list_pages, limits.max_list_pages
+            ));
+        }
+        pages += 1;
+        let (page_items, next) = page(Some(PaginatedRequestParams::default().with_cursor(cursor))).await?;
+        for item in page_items {
+            let value = serde_json::to_value(item).map_err(|e| format!("{what} failed: {e}"))?;
+            bytes = bytes.saturating_add(json_len(&value));
+            if bytes > limits.max_list_bytes {
+                return Err(format!(
+                    "{what} returned more than {} bytes {LIMIT_MARK}bytes = {})",
+                    limits.max_list_bytes, limits.max_list_bytes
+                ));
+            }
+            items.push(value);
+        }
+        match next {
+            Some(next) => cursor = Some(next),
+            None => return Ok(items),
+        }
+    }
+}
+
+/// The length of `value` as compact JSON, counted without building the text.
+fn json_len(value: &Value) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 = self.0.saturating_add(buf.len() as u64);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+/// Why `initialize` failed: the transport's reason when it closed the connection.
+fn initialize_error(fault: &Fault, error: &rmcp::service::ClientInitializeError) -> String {
+    match fault.get() {
+        Some(reason) => format!("initialize failed: the server {reason}"),
+        None => format!("initialize failed: {error}"),
+    }
 }
 
 /// An rmcp error in the words of the TypeScript SDK Cline uses (`MCP error {code}: {message}`).
