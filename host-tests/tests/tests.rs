@@ -10,6 +10,7 @@ mod documents;
 mod edit;
 mod embedding;
 mod execute_command;
+mod hostile;
 mod list_files;
 mod loading;
 mod mcp;

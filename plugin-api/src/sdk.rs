@@ -45,6 +45,31 @@ pub trait Tool: Send + Sync + Sized + 'static {
 
     /// Sees a streamed, incomplete tool use (UI only). The default ignores it.
     fn partial(&self, _block: &PartialBlock, _host: &HostClient<'_>) {}
+
+    /// A piece of work `execute` hands to [`HostClient::isolated`] to run in a child process: parsing hostile
+    /// content whose recursion or loops cannot be bounded from outside. It runs in a fresh process on the
+    /// same handler construction (`new` with the same config), so it must not rely on in-memory state; host
+    /// services it calls are forwarded to the host. The default knows no job.
+    fn job(&self, name: &str, _input: serde_json::Value, _host: &HostClient<'_>) -> Result<serde_json::Value, String> {
+        Err(format!("this tool has no job named `{name}`"))
+    }
+}
+
+/// Why [`HostClient::isolated`] produced no answer of the job's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IsolatedError {
+    /// The job ran and returned this error text.
+    Job(String),
+    /// The child failed: a crash, a limit, a timeout, a cancellation. One line for the model.
+    Failed(String),
+}
+
+impl std::fmt::Display for IsolatedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Job(message) | Self::Failed(message) => f.write_str(message),
+        }
+    }
 }
 
 /// Result builders, so handlers read as what they return.
@@ -481,6 +506,9 @@ struct RawCall<'a, A> {
     approved: bool,
 }
 
+/// The envelope a job call's answer travels in through `execute` (see [`crate::services::IsolateResponse`]).
+pub use crate::services::IsolateResponse as JobAnswer;
+
 /// The task infos a handler parsed last, by their JSON text: every call of a task carries the same task JSON,
 /// so it is parsed once per task rather than once per phase (it is most of a small call's parsing cost).
 /// Kept in the handler, not in a thread-local, so it goes with the handler (see `THREAD_KEY`).
@@ -533,8 +561,12 @@ impl<T: Tool> ToolHandler for Adapter<T> {
 
     fn execute(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
+            let host = HostClient::new(host);
+            if let Some(answer) = run_job(&self.tool, call.as_str(), &host) {
+                return to_json(&answer);
+            }
             let answer = match parse_call::<T::Args>(call.as_str(), &self.tasks) {
-                Ok(call) => self.tool.execute(&call, &HostClient::new(host)),
+                Ok(call) => self.tool.execute(&call, &host),
                 Err(e) => Outcome::Error(invalid_input(&e)),
             };
             to_json(&answer)
@@ -549,6 +581,26 @@ impl<T: Tool> ToolHandler for Adapter<T> {
             Ok(RString::from("{}"))
         })
     }
+}
+
+/// Runs the job a job call names; `None` for an ordinary call. The cheap look for the `job` key keeps the
+/// ordinary path from parsing its call twice.
+fn run_job<T: Tool>(tool: &T, call: &str, host: &HostClient<'_>) -> Option<JobAnswer> {
+    if !call.contains("\"job\"") {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct JobCall {
+        job: Option<String>,
+        #[serde(default)]
+        input: serde_json::Value,
+    }
+    let parsed: JobCall = serde_json::from_str(call).ok()?;
+    let name = parsed.job?;
+    Some(match tool.job(&name, parsed.input, host) {
+        Ok(value) => JobAnswer::Ok(value),
+        Err(message) => JobAnswer::Error(message),
+    })
 }
 
 fn invalid_input(error: &str) -> ToolError {
@@ -803,5 +855,27 @@ impl HostClient<'_> {
         request: &crate::services::SubagentsSpawnRequest,
     ) -> Result<crate::services::SubagentsSpawnResponse, ServiceError> {
         self.call(crate::services::SUBAGENTS_SPAWN, request)
+    }
+}
+
+impl HostClient<'_> {
+    /// Runs `tool`'s [`Tool::job`] named `job` in a child process through `isolate.run`, so a parser of hostile
+    /// content that overflows its stack, runs out of memory or loops ends the child, not the host. A host
+    /// without the service (an older host, a test host, or inside a job already) runs the job here instead.
+    pub fn isolated<T: Tool>(
+        &self,
+        tool: &T,
+        job: &str,
+        input: serde_json::Value,
+    ) -> Result<serde_json::Value, IsolatedError> {
+        if !self.offers(crate::services::ISOLATE_RUN) {
+            return tool.job(job, input, self).map_err(IsolatedError::Job);
+        }
+        let request = crate::services::IsolateRequest { job: job.to_owned(), input };
+        match self.call::<_, crate::services::IsolateResponse>(crate::services::ISOLATE_RUN, &request) {
+            Ok(crate::services::IsolateResponse::Ok(value)) => Ok(value),
+            Ok(crate::services::IsolateResponse::Error(message)) => Err(IsolatedError::Job(message)),
+            Err(e) => Err(IsolatedError::Failed(e.message)),
+        }
     }
 }

@@ -44,6 +44,8 @@ pub(crate) struct CallHost {
     /// Set on timeout or cancellation of this call.
     pub cancelled: Arc<AtomicBool>,
     pub tool: Arc<str>,
+    /// The handler's library and construction, for `isolate.run`; `None` runs no jobs.
+    pub origin: Option<Arc<crate::loader::HandlerOrigin>>,
 }
 
 impl CallHost {
@@ -68,6 +70,12 @@ impl CallHost {
             return Err(cancelled());
         }
         match name {
+            services::ISOLATE_RUN => answer(request, |req: services::IsolateRequest| {
+                let origin = self.origin.as_deref().ok_or_else(|| {
+                    ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs")
+                })?;
+                crate::isolate::run(origin, &self.task.host.isolation, req, self, &self.tool)
+            }),
             services::PATH_RESOLVE => answer(request, |req: ResolveRequest| Ok(self.task.workspace.resolve(&req.path))),
             services::PATH_CHECK => answer(request, |req: CheckRequest| {
                 let allowed = if req.write {
@@ -223,7 +231,16 @@ impl Host for CallHost {
     fn services(&self) -> RVec<RString> {
         // `subagents.spawn` only when a driver can run them, so use_subagents can tell.
         let subagents: &[&str] = if self.task.host.subagents.available() { crate::subagents::SERVICES } else { &[] };
-        SERVICES.iter().chain(crate::interaction::SERVICES).chain(subagents).map(|s| RString::from(*s)).collect()
+        // Without `isolate.run` a plugin runs its jobs in place (`HostClient::isolated`).
+        let jobs: &[&str] =
+            if self.task.host.isolation.enabled && self.origin.is_some() { &[services::ISOLATE_RUN] } else { &[] };
+        SERVICES
+            .iter()
+            .chain(crate::interaction::SERVICES)
+            .chain(subagents)
+            .chain(jobs)
+            .map(|s| RString::from(*s))
+            .collect()
     }
 
     fn is_cancelled(&self) -> bool {

@@ -74,6 +74,7 @@ mod executor;
 pub mod fuzzing;
 mod hooks;
 mod host;
+pub mod isolate;
 mod http;
 mod interaction;
 mod loader;

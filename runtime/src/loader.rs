@@ -43,6 +43,9 @@ pub struct Library {
     /// Set by [`Library::keep_mapped`]: never close it.
     keep: AtomicBool,
     bytes: u64,
+    /// The copy, open: its name is gone once mapped, and a child process that runs one of the plugin's jobs
+    /// (`crate::isolate`) loads these same checked bytes from this descriptor rather than copying again.
+    file: Option<std::fs::File>,
 }
 
 impl Library {
@@ -54,6 +57,11 @@ impl Library {
     /// The size of the library file, in bytes.
     pub fn bytes(&self) -> u64 {
         self.bytes
+    }
+
+    /// The open copy, for a child process to load (see [`load_inherited`]).
+    pub(crate) fn file(&self) -> Option<&std::fs::File> {
+        self.file.as_ref()
     }
 }
 
@@ -95,7 +103,25 @@ fn give_back_free_memory() {
 /// A handler a plugin constructed, with the library its vtable points into (dropped after the handler).
 pub struct PluginHandler {
     handler: ToolHandlerBox,
-    _library: Arc<Library>,
+    origin: Arc<HandlerOrigin>,
+}
+
+/// Where a handler came from: enough for a child process to build the same handler again (`crate::isolate`).
+#[derive(Debug)]
+pub struct HandlerOrigin {
+    /// The mapped copy the handler's vtable points into.
+    pub library: Arc<Library>,
+    /// The primary name it was built for.
+    pub tool: String,
+    /// The plugin configuration JSON it was built with.
+    pub config: String,
+}
+
+impl PluginHandler {
+    /// Where this handler came from.
+    pub fn origin(&self) -> &Arc<HandlerOrigin> {
+        &self.origin
+    }
 }
 
 impl std::ops::Deref for PluginHandler {
@@ -127,9 +153,14 @@ impl LoadedPlugin {
     /// Asks the plugin's factory for the handler of `tool`; `Ok(None)` when the plugin declines it.
     pub fn new_handler(&self, tool: &str, config_json: &str) -> Result<Option<PluginHandler>, String> {
         match (self.module.new_handler())(RStr::from_str(tool), RStr::from_str(config_json)) {
-            RResult::ROk(handler) => {
-                Ok(handler.into_option().map(|handler| PluginHandler { handler, _library: Arc::clone(&self.library) }))
-            }
+            RResult::ROk(handler) => Ok(handler.into_option().map(|handler| PluginHandler {
+                handler,
+                origin: Arc::new(HandlerOrigin {
+                    library: Arc::clone(&self.library),
+                    tool: tool.to_owned(),
+                    config: config_json.to_owned(),
+                }),
+            })),
             RResult::RErr(message) => Err(message.into_string()),
         }
     }
@@ -324,11 +355,23 @@ pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
     // pages, which kills the process: refuse it before the dynamic loader sees it.
     let loaded = check_complete(&shadow, bytes)
         .map_err(|reason| LoadError::new(file, reason))
-        .and_then(|()| open(file, &shadow, bytes));
+        .and_then(|()| open(file, &shadow, bytes, std::fs::File::open(&shadow).ok()));
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
     let _ = std::fs::remove_file(&shadow);
     let (module, library) = loaded?;
+    finish(file, hash, module, library)
+}
 
+/// Loads, in a child process, the copy a parent handed down as an open descriptor
+/// ([`Library::file`]): the bytes the parent checked, with the same ABI checks and no copy.
+pub(crate) fn load_inherited(fd: &Path) -> Result<LoadedPlugin, LoadError> {
+    let bytes = std::fs::metadata(fd).map(|m| m.len()).unwrap_or(0);
+    let (module, library) = open(fd, fd, bytes, None)?;
+    finish(fd, String::new(), module, library)
+}
+
+/// The checks after opening: the interface version, then the declarations.
+fn finish(file: &Path, hash: String, module: PluginModRef, library: Arc<Library>) -> Result<LoadedPlugin, LoadError> {
     let api_version = module.api_version().as_str().to_owned();
     if !api_compatible(&api_version, API_VERSION) {
         return Err(LoadError::new(
@@ -428,7 +471,12 @@ fn check_complete(path: &Path, len: u64) -> Result<(), String> {
 /// Opens the copy and checks its ABI. The library is closed again when the checks fail, except after its
 /// root module's constructor ran: what that constructor registered (a panic hook, thread-locals) may point
 /// into it, and a library that failed its checks is not worth the risk.
-fn open(file: &Path, shadow: &Path, bytes: u64) -> Result<(PluginModRef, Arc<Library>), LoadError> {
+fn open(
+    file: &Path,
+    shadow: &Path,
+    bytes: u64,
+    open_copy: Option<std::fs::File>,
+) -> Result<(PluginModRef, Arc<Library>), LoadError> {
     let raw = RawLibrary::load_at(shadow).map_err(|e| LoadError::new(file, describe(&e)))?;
     OPENED_COPIES.fetch_add(1, Ordering::Relaxed);
     OPENED_BYTES.fetch_add(bytes, Ordering::Relaxed);
@@ -446,7 +494,7 @@ fn open(file: &Path, shadow: &Path, bytes: u64) -> Result<(PluginModRef, Arc<Lib
         }
     };
     let closable = module.api_version().as_str() == API_VERSION;
-    let library = Arc::new(Library { raw: Some(raw), closable, keep: AtomicBool::new(false), bytes });
+    let library = Arc::new(Library { raw: Some(raw), closable, keep: AtomicBool::new(false), bytes, file: open_copy });
     Ok((module, library))
 }
 

@@ -97,6 +97,13 @@ fn parse_root(text: &str) -> Result<(String, PathBuf), String> {
 }
 
 fn main() -> ExitCode {
+    // A child process running one plugin job (`toolshed::isolate`): nothing of the CLI runs there.
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == toolshed::isolate::CHILD_ARG) {
+        toolshed::isolate::child_main();
+    }
+    if let Ok(exe) = std::env::current_exe() {
+        toolshed::isolate::set_executable(exe);
+    }
     // Like every Unix filter, end quietly when the reader of our output goes away (`toolshed tools | head`);
     // Rust's runtime ignores SIGPIPE, which would turn that into a panic in `println!`.
     // SAFETY: nothing else is running yet, and the default action needs no handler code.

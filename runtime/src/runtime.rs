@@ -351,6 +351,7 @@ impl RuntimeBuilder {
             plugin_timeouts,
             events: self.events,
             host: Arc::new(HostServices {
+                isolation: config.isolation.clone(),
                 processes: ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background),
                 commands: CommandsSettings {
                     // The config loader reads Cline's variable as the user's setting (so a workspace can tighten

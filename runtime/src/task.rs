@@ -193,6 +193,8 @@ pub(crate) struct HostServices {
     pub interaction: crate::interaction::InteractionHost,
     /// use_subagents' side: the host's agent driver and the configured agents (subagents.rs).
     pub subagents: crate::subagents::SubagentHost,
+    /// `[isolation]`: the limits of the child processes that run plugins' parsers (`isolate.run`).
+    pub isolation: crate::config::IsolationConfig,
 }
 
 /// A message for the user's UI, sent by a tool through the `say` service.

@@ -181,7 +181,12 @@ impl Handler<RunPhase> for ToolActor {
         }
         let cancelled = Arc::new(AtomicBool::new(false));
         let host =
-            CallHost { task: Arc::clone(&msg.task), cancelled: Arc::clone(&cancelled), tool: Arc::clone(&self.name) };
+            CallHost {
+                task: Arc::clone(&msg.task),
+                cancelled: Arc::clone(&cancelled),
+                tool: Arc::clone(&self.name),
+                origin: Some(Arc::clone(self.handler.origin())),
+            };
         if self.inline {
             // Answered in place: no future, no task spawned for it.
             return Response::reply(run_call(

@@ -1,0 +1,5 @@
+//! Issue 22: hostile content never takes the host down. One module per class, plus the cross-cutting suites.
+
+mod fixtures;
+mod isolation;
+mod one_process;

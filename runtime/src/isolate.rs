@@ -1,0 +1,300 @@
+//! Child-process jobs: a plugin's parser of hostile content runs in a child process under rlimits, so a stack
+//! overflow, an allocation failure, an abort or an endless loop ends the child and becomes a tool error.
+//!
+//! A plugin asks through the `isolate.run` service (`HostClient::isolated`). The child is the host's own
+//! binary in a hidden mode ([`CHILD_ARG`]): it loads the same checked library copy, handed down as an open
+//! descriptor (no second copy, no path a repository could swap), builds the same handler with the same
+//! config, and runs its `job` on a thread with the configured stack. The job's host-service calls come back
+//! over the pipe and run here, under the calling call's checks, so paths, `.clineignore` and policy stay the
+//! host's. This is the mechanism whole out-of-process plugins build on.
+//!
+//! Frames on both pipes are a little-endian `u32` length and that many bytes of JSON. The child answers on
+//! a duplicate of its stdout taken before anything else runs; its stdout proper then points at its stderr,
+//! so a plugin that prints cannot corrupt the frames. Its stderr is kept (the tail) to say why it died.
+
+mod child;
+mod exit;
+mod frames;
+
+pub use child::main as child_main;
+
+use crate::config::IsolationConfig;
+use crate::loader::HandlerOrigin;
+use frames::{Frame, FrameReader};
+use serde::{Deserialize, Serialize};
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+use toolshed_plugin_api::services::{IsolateRequest, IsolateResponse};
+use toolshed_plugin_api::{Host, ServiceError, ServiceErrorKind};
+
+/// The first argument that puts the binary in child mode.
+pub const CHILD_ARG: &str = "__isolated-job";
+
+/// The descriptor the library copy arrives on in the child.
+const LIBRARY_FD: i32 = 3;
+
+/// How often a waiting job looks at its call's cancellation flag. The answer itself wakes the wait at once;
+/// this only bounds how late a timed-out or cancelled call's child is killed.
+const CANCEL_CHECK: Duration = Duration::from_millis(20);
+
+/// The most of a child's stderr kept to explain its death.
+const STDERR_TAIL: usize = 16 * 1024;
+
+/// The executable children run: set by the `toolshed` binary to itself; else found beside the current
+/// executable (an embedding host, a test binary in `target/*/deps`).
+static EXECUTABLE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Makes children run `path` (the `toolshed` binary, or a host binary whose `main` calls [`child_main`] when
+/// its first argument is [`CHILD_ARG`]).
+pub fn set_executable(path: PathBuf) {
+    let _ = EXECUTABLE.set(path);
+}
+
+fn executable() -> Result<PathBuf, String> {
+    if let Some(path) = EXECUTABLE.get() {
+        return Ok(path.clone());
+    }
+    let current = std::env::current_exe().map_err(|e| format!("cannot find the host executable: {e}"))?;
+    let name = format!("toolshed{}", std::env::consts::EXE_SUFFIX);
+    let beside = current.parent().into_iter().flat_map(|dir| [dir.join(&name), dir.join("..").join(&name)]);
+    beside.into_iter().find(|path| path.is_file()).ok_or_else(|| {
+        format!(
+            "no `{name}` binary beside {} to run the parser in a child process; install it there, call \
+             toolshed::isolate::set_executable, or set [isolation] enabled = false to parse inside the host",
+            current.display()
+        )
+    })
+}
+
+/// The first frame a child gets.
+#[derive(Debug, Serialize, Deserialize)]
+struct Start {
+    tool: String,
+    config: String,
+    /// The job call: a `ToolCall` with a `job` key.
+    call: String,
+    /// The services the job may call (forwarded here).
+    services: Vec<String>,
+    stack_mb: u64,
+    max_frame: u64,
+}
+
+/// What the child sends.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum ToHost {
+    Service { name: String, request: String },
+    Log { level: u8, message: String },
+    /// `execute`'s answer at the boundary: `ok` false is the boundary's own failure (a caught panic).
+    Done { ok: bool, text: String },
+    /// The child could not start the job (the library or the handler).
+    Broken { message: String },
+}
+
+/// What the host answers a forwarded service call with.
+#[derive(Debug, Serialize, Deserialize)]
+struct Reply {
+    ok: bool,
+    text: String,
+}
+
+/// Runs `request`'s job of the handler `origin` in a child process, forwarding its service calls to `host`.
+pub(crate) fn run(
+    origin: &HandlerOrigin,
+    limits: &IsolationConfig,
+    request: IsolateRequest,
+    host: &dyn Host,
+    called_as: &str,
+) -> Result<IsolateResponse, ServiceError> {
+    let failed = |message: String| ServiceError::new(ServiceErrorKind::Failed, message);
+    let library = origin.library.file().ok_or_else(|| failed("the plugin's library copy is not open".to_owned()))?;
+    let call = serde_json::json!({ "tool": called_as, "input": request.input, "job": request.job }).to_string();
+    let services: Vec<String> = host
+        .services()
+        .into_iter()
+        .map(|s| s.into_string())
+        .filter(|s| s != toolshed_plugin_api::services::ISOLATE_RUN)
+        .collect();
+    let start = Start {
+        tool: origin.tool.clone(),
+        config: origin.config.clone(),
+        call,
+        services,
+        stack_mb: limits.stack_mb,
+        max_frame: limits.max_output_bytes,
+    };
+    let mut child = spawn(limits, library.as_raw_fd()).map_err(failed)?;
+    let stderr = child.stderr.take().map(keep_tail);
+    let outcome = converse(&mut child, &start, limits, host);
+    // Whatever happened, the child has nothing left to do: kill its group and reap it.
+    kill_group(&child);
+    let status = child.wait().ok();
+    let tail = stderr.and_then(|reader| reader.join().ok()).unwrap_or_default();
+    match outcome {
+        Ok(answer) => Ok(answer),
+        Err(Ended::Cancelled) => Err(ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled")),
+        Err(Ended::Message(message)) => Err(failed(message)),
+        Err(Ended::TimedOut) => Err(failed(format!(
+            "the parser took longer than the child-process limit, [isolation] timeout_ms = {}",
+            limits.timeout_ms
+        ))),
+        Err(Ended::Died) => Err(failed(exit::describe(status, &tail, limits))),
+    }
+}
+
+/// Why a conversation with a child ended without an answer.
+enum Ended {
+    /// The child died or closed its pipe: its exit status says why.
+    Died,
+    TimedOut,
+    Cancelled,
+    /// A protocol or job-start failure, described.
+    Message(String),
+}
+
+fn spawn(limits: &IsolationConfig, library_fd: i32) -> Result<Child, String> {
+    let executable = executable()?;
+    let mut command = Command::new(&executable);
+    command
+        .arg(CHILD_ARG)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env_clear()
+        .current_dir("/");
+    let memory = limits.memory_mb.saturating_mul(1024 * 1024);
+    let cpu_seconds = limits.cpu_ms.div_ceil(1000).max(1);
+    // SAFETY: only async-signal-safe calls (setrlimit, prctl, setpgid, dup2, fcntl) between fork and exec.
+    unsafe {
+        command.pre_exec(move || pre_exec(memory, cpu_seconds, library_fd));
+    }
+    command.spawn().map_err(|e| format!("cannot start the parser's child process {}: {e}", executable.display()))
+}
+
+/// In the child, before exec: its limits, its own process group, death with the host, and the library.
+fn pre_exec(memory: u64, cpu_seconds: u64, library_fd: i32) -> std::io::Result<()> {
+    use nix::libc;
+    let limit = |resource, soft: u64, hard: u64| {
+        let value = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
+        // SAFETY: a plain system call on a stack value.
+        if unsafe { libc::setrlimit(resource, &value) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
+    };
+    limit(libc::RLIMIT_AS, memory, memory)?;
+    // SIGXCPU at the soft limit; SIGKILL a second later if it is caught.
+    limit(libc::RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)?;
+    limit(libc::RLIMIT_CORE, 0, 0)?;
+    // SAFETY: plain system calls.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::setpgid(0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if library_fd == LIBRARY_FD {
+            let flags = libc::fcntl(LIBRARY_FD, libc::F_GETFD);
+            libc::fcntl(LIBRARY_FD, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
+        } else if libc::dup2(library_fd, LIBRARY_FD) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+fn kill_group(child: &Child) {
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+}
+
+/// Reads the child's stderr to its end, keeping the last [`STDERR_TAIL`] bytes.
+fn keep_tail(mut stderr: std::process::ChildStderr) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut tail = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > 2 * STDERR_TAIL {
+                tail.drain(..tail.len() - STDERR_TAIL);
+            }
+        }
+        String::from_utf8_lossy(&tail).into_owned()
+    })
+}
+
+/// Sends the job and answers the child's service calls until it answers, dies, or runs out of time.
+fn converse(
+    child: &mut Child,
+    start: &Start,
+    limits: &IsolationConfig,
+    host: &dyn Host,
+) -> Result<IsolateResponse, Ended> {
+    let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
+    let (Some(mut to_child), Some(from_child)) = (child.stdin.take(), child.stdout.take()) else {
+        return Err(Ended::Message("the parser's child process has no pipes".to_owned()));
+    };
+    let start = serde_json::to_vec(start).map_err(|e| Ended::Message(e.to_string()))?;
+    // A child that died at once leaves a closed pipe: its status says why.
+    frames::write(&mut to_child, &start).map_err(|_| Ended::Died)?;
+    let mut reader = FrameReader::new(from_child, limits.max_output_bytes).map_err(|_| Ended::Died)?;
+    loop {
+        let frame = loop {
+            if host.is_cancelled() {
+                return Err(Ended::Cancelled);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Ended::TimedOut);
+            }
+            match reader.next((deadline - now).min(CANCEL_CHECK)) {
+                Ok(Frame::Complete(bytes)) => break bytes,
+                Ok(Frame::Pending) => {}
+                Ok(Frame::Closed) | Err(frames::Error::Io) => return Err(Ended::Died),
+                Err(frames::Error::TooLarge(size)) => {
+                    return Err(Ended::Message(format!(
+                        "the parser's child process sent {size} bytes at once, more than [isolation] \
+                         max_output_bytes = {}",
+                        limits.max_output_bytes
+                    )))
+                }
+            }
+        };
+        let message: ToHost = serde_json::from_slice(&frame)
+            .map_err(|e| Ended::Message(format!("the parser's child process sent an unreadable message: {e}")))?;
+        match message {
+            ToHost::Service { name, request } => {
+                let reply = if name == toolshed_plugin_api::services::ISOLATE_RUN {
+                    Reply { ok: false, text: nested_error() }
+                } else {
+                    match host.service(name.as_str().into(), request.as_str().into()) {
+                        abi_stable::std_types::RResult::ROk(text) => Reply { ok: true, text: text.into_string() },
+                        abi_stable::std_types::RResult::RErr(text) => Reply { ok: false, text: text.into_string() },
+                    }
+                };
+                let reply = serde_json::to_vec(&reply).map_err(|e| Ended::Message(e.to_string()))?;
+                frames::write(&mut to_child, &reply).map_err(|_| Ended::Died)?;
+            }
+            ToHost::Log { level, message } => host.log(level, message.as_str().into()),
+            ToHost::Done { ok: true, text } => {
+                return serde_json::from_str::<IsolateResponse>(&text).map_err(|e| {
+                    Ended::Message(format!("the plugin's job answered something that is not a job answer: {e}"))
+                })
+            }
+            ToHost::Done { ok: false, text } => return Err(Ended::Message(format!("the plugin's job failed: {text}"))),
+            ToHost::Broken { message } => return Err(Ended::Message(message)),
+        }
+    }
+}
+
+fn nested_error() -> String {
+    let error = ServiceError::new(ServiceErrorKind::UnknownService, "isolate.run is not offered inside a job");
+    serde_json::to_string(&error).unwrap_or_default()
+}
