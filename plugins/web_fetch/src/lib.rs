@@ -15,14 +15,18 @@
 //! ```
 #![deny(missing_docs)]
 
+mod markdown;
 mod web_common;
+
+pub use markdown::{html_to_markdown, pretty_json, MAX_DEPTH, MAX_JSON_DEPTH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use toolshed_plugin_api::sdk::lenient_string;
 use toolshed_plugin_api::services::{HttpRequest, WebSettings};
 use toolshed_plugin_api::{
-    export_plugin, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration, ToolInit,
+    export_plugin, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration, ToolError,
+    ToolInit,
 };
 use web_common::{
     field, ok_status, param, post_cline_api, present, read_error, request_failed, tool_message, Failure, WebTool,
@@ -115,12 +119,10 @@ impl Tool for WebFetch {
             return result::missing_parameter(name);
         };
         host.say("tool", &fetch_message(url), false);
-        let fetched = if settings.direct() {
-            fetch_direct(url, prompt, &settings, host)
-        } else {
-            fetch_through_api(url, prompt, &call.task.task_id, &settings, host)
-        };
-        TOOL.outcome(fetched)
+        if settings.direct() {
+            return fetch_direct(url, prompt, &settings, host);
+        }
+        TOOL.outcome(fetch_through_api(url, prompt, &call.task.task_id, &settings, host))
     }
 
     fn partial(&self, block: &toolshed_plugin_api::PartialBlock, host: &HostClient<'_>) {
@@ -174,8 +176,9 @@ fn fetch_through_api(
 }
 
 /// The direct backend: the page through the host's client, as Markdown (JSON pretty-printed), with the
-/// prompt for the model to apply.
-fn fetch_direct(url: &str, prompt: &str, settings: &WebSettings, host: &HostClient<'_>) -> Result<String, Failure> {
+/// prompt for the model to apply. A conversion that failed in its child process (out of memory, stack or
+/// time) is a tool error in the host's words.
+fn fetch_direct(url: &str, prompt: &str, settings: &WebSettings, host: &HostClient<'_>) -> Outcome {
     let request = HttpRequest {
         method: "GET".to_owned(),
         url: url.to_owned(),
@@ -187,111 +190,76 @@ fn fetch_direct(url: &str, prompt: &str, settings: &WebSettings, host: &HostClie
         timeout_ms: Some(settings.fetch_timeout_ms),
         cline_api: false,
     };
-    let response = ok_status(request_failed(host.http_request(&request))?)?;
+    let response = match request_failed(host.http_request(&request)).and_then(ok_status) {
+        Ok(response) => response,
+        Err(failure) => return TOOL.outcome(Err(failure)),
+    };
     let content_type = response.header("content-type").unwrap_or("").to_ascii_lowercase();
-    let content = convert(&content_type, &response.body).ok_or_else(|| {
-        Failure::Message(format!("{url} returned {content_type}, which is not text this tool can read"))
-    })?;
-    let (content, truncated) = cap(&content, MAX_CONTENT_BYTES);
+    let converted = match convert(&content_type, &response.body, |html| html_in_child(html, host)) {
+        Ok(converted) => converted,
+        Err(message) => {
+            return Outcome::Error(ToolError { message: format!("{}: {message}", TOOL.error_prefix), mistake: false })
+        }
+    };
+    let Some((content, truncated)) = converted else {
+        return TOOL.outcome(Err(Failure::Message(format!(
+            "{url} returned {content_type}, which is not text this tool can read"
+        ))));
+    };
     let mut text = format!("Prompt: {prompt}\n\nFetched Markdown for {}:\n\n{content}", response.final_url);
     if truncated {
         text.push_str("\n\n[Content truncated: only the first 400 KB are shown.]");
     }
-    Ok(text)
+    TOOL.outcome(Ok(text))
 }
 
-/// The body as Markdown or text by its media type; `None` for media that is not text.
-fn convert(content_type: &str, body: &str) -> Option<String> {
+/// The body as Markdown or text by its media type, cut to [`MAX_CONTENT_BYTES`], with whether it was cut;
+/// `None` for media that is not text. `html` converts HTML (in a child process, in the plugin); its error
+/// is the call's.
+fn convert(
+    content_type: &str,
+    body: &str,
+    html: impl FnOnce(&str) -> Result<(String, bool), String>,
+) -> Result<Option<(String, bool)>, String> {
     let media = content_type.split(';').next().unwrap_or("").trim();
     let looks_html = {
         let start = body.trim_start().get(..15).unwrap_or("").to_ascii_lowercase();
         start.starts_with("<!doctype html") || start.starts_with("<html")
     };
     if media == "text/html" || media == "application/xhtml+xml" || (media.is_empty() && looks_html) {
-        // What a reader sees: the head (title, metadata) and scripts are not content.
-        let converter =
-            htmd::HtmlToMarkdown::builder().skip_tags(vec!["head", "script", "style", "noscript", "template"]).build();
-        // htmd fails only on I/O errors, which a string cannot give; fall back to the text all the same.
-        return Some(converter.convert(body).unwrap_or_else(|_| body.to_owned()).trim().to_owned());
+        return html(body).map(Some);
     }
+    let owned = |(text, cut): (&str, bool)| Ok(Some((text.to_owned(), cut)));
     if media == "application/json" || media.ends_with("+json") {
-        return Some(pretty_json(body).unwrap_or_else(|| body.to_owned()));
+        return match markdown::pretty_json(body, MAX_CONTENT_BYTES) {
+            Some(pretty) => owned(markdown::cap(&pretty, MAX_CONTENT_BYTES)),
+            None => owned(markdown::cap(body, MAX_CONTENT_BYTES)),
+        };
     }
     let textual = media.is_empty()
         || media.starts_with("text/")
         || media.ends_with("+xml")
         || matches!(media, "application/xml" | "application/javascript" | "application/x-yaml" | "application/yaml");
-    textual.then(|| body.to_owned())
+    if !textual {
+        return Ok(None);
+    }
+    owned(markdown::cap(body, MAX_CONTENT_BYTES))
 }
 
-/// Pretty-prints JSON text with two-space indents, keeping its key order; `None` if it is not JSON.
-fn pretty_json(text: &str) -> Option<String> {
-    serde_json::from_str::<serde::de::IgnoredAny>(text).ok()?;
-    let mut out = String::with_capacity(text.len() * 2);
-    let mut depth = 0usize;
-    let (mut in_string, mut escaped) = (false, false);
-    let mut chars = text.chars().peekable();
-    let newline = |out: &mut String, depth: usize| {
-        out.push('\n');
-        out.extend(std::iter::repeat_n("  ", depth));
-    };
-    while let Some(c) = chars.next() {
-        if in_string {
-            out.push(c);
-            match (escaped, c) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match c {
-            '"' => {
-                in_string = true;
-                out.push(c);
-            }
-            '{' | '[' => {
-                out.push(c);
-                while chars.peek().is_some_and(|n| n.is_whitespace()) {
-                    chars.next();
-                }
-                if matches!(chars.peek(), Some('}' | ']')) {
-                    if let Some(close) = chars.next() {
-                        out.push(close);
-                    }
-                } else {
-                    depth += 1;
-                    newline(&mut out, depth);
-                }
-            }
-            '}' | ']' => {
-                depth = depth.saturating_sub(1);
-                newline(&mut out, depth);
-                out.push(c);
-            }
-            ',' => {
-                out.push(c);
-                newline(&mut out, depth);
-            }
-            ':' => out.push_str(": "),
-            c if c.is_whitespace() => {}
-            c => out.push(c),
-        }
-    }
-    Some(out)
+/// Converts HTML in the host's child process, where a parser's stack overflow or runaway allocation ends
+/// the child, not the host.
+fn html_in_child(html: &str, _host: &HostClient<'_>) -> Result<(String, bool), String> {
+    let answer = html_job(&serde_json::json!({ "html": html }))?;
+    let markdown = answer.get("markdown").and_then(Value::as_str).unwrap_or("").to_owned();
+    Ok((markdown, answer.get("truncated").and_then(Value::as_bool).unwrap_or(false)))
 }
 
-/// The text cut to at most `max` bytes on a character boundary, and whether it was cut.
-fn cap(text: &str, max: usize) -> (&str, bool) {
-    if text.len() <= max {
-        return (text, false);
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    (&text[..end], true)
+/// The job: `{"html"}` in, `{"markdown", "truncated"}` out, the Markdown already cut to
+/// [`MAX_CONTENT_BYTES`] so the answer that crosses the pipe is small.
+fn html_job(input: &Value) -> Result<Value, String> {
+    let html = input.get("html").and_then(Value::as_str).ok_or("the job needs an html string")?;
+    let (markdown, truncated) = markdown::html_to_markdown(html, MAX_CONTENT_BYTES);
+    Ok(serde_json::json!({ "markdown": markdown, "truncated": truncated }))
 }
 
 #[cfg(test)]
@@ -314,34 +282,45 @@ mod tests {
         assert_eq!(body, r#"{"Url":"https://a.example","Prompt":"sum \"it\""}"#);
     }
 
-    #[test]
-    fn json_is_pretty_printed_in_its_own_order() {
-        let text = r#"{"b":1,"a":[1, {"x":"y, z: {"}],"e":{},"f":[ ]}"#;
-        assert_eq!(
-            pretty_json(text).unwrap(),
-            "{\n  \"b\": 1,\n  \"a\": [\n    1,\n    {\n      \"x\": \"y, z: {\"\n    }\n  ],\n  \"e\": {},\n  \"f\": []\n}"
-        );
-        assert_eq!(pretty_json(r#""a\"b""#).unwrap(), r#""a\"b""#);
-        assert_eq!(pretty_json("{nope"), None);
+    /// `convert` with the HTML job run in-process, its text without the cut flag.
+    fn converted(content_type: &str, body: &str) -> Option<String> {
+        convert(content_type, body, |html| {
+            html_job(&serde_json::json!({ "html": html })).map(|answer| {
+                let markdown = answer["markdown"].as_str().unwrap().to_owned();
+                (markdown, answer["truncated"].as_bool().unwrap())
+            })
+        })
+        .unwrap()
+        .map(|(text, _)| text)
     }
 
     #[test]
     fn media_types_decide_the_conversion() {
         let html = "<html><head><title>T</title><style>p {}</style></head><body><h1>Title</h1>\
                     <script>alert(1)</script><p>Some <b>bold</b> text.</p></body></html>";
-        assert_eq!(convert("text/html; charset=utf-8", html).unwrap(), "# Title\n\nSome **bold** text.");
-        assert_eq!(convert("", "<!DOCTYPE html><h2>X</h2>").unwrap(), "## X");
-        assert_eq!(convert("application/json", "[1,2]").unwrap(), "[\n  1,\n  2\n]");
-        assert_eq!(convert("text/plain", "plain").unwrap(), "plain");
-        assert_eq!(convert("image/png", "\u{fffd}PNG"), None);
+        assert_eq!(converted("text/html; charset=utf-8", html).unwrap(), "# Title\n\nSome **bold** text.");
+        assert_eq!(converted("", "<!DOCTYPE html><h2>X</h2>").unwrap(), "## X");
+        assert_eq!(converted("application/json", "[1,2]").unwrap(), "[\n  1,\n  2\n]");
+        assert_eq!(converted("text/plain", "plain").unwrap(), "plain");
+        assert_eq!(converted("image/png", "\u{fffd}PNG"), None);
     }
 
     #[test]
-    fn content_is_capped_on_a_character_boundary() {
-        let text = "é".repeat(10);
-        let (cut, truncated) = cap(&text, 5);
-        assert_eq!((cut, truncated), ("éé", true));
-        assert_eq!(cap("short", 400), ("short", false));
+    fn every_media_is_cut_to_the_content_cap() {
+        let cut = |content_type: &str, body: &str| {
+            let job = |html: &str| Ok(markdown::html_to_markdown(html, MAX_CONTENT_BYTES));
+            let (text, truncated) = convert(content_type, body, job).unwrap().unwrap();
+            // On a character boundary at most three bytes short of the cap.
+            (text.len() <= MAX_CONTENT_BYTES && text.len() + 3 >= MAX_CONTENT_BYTES, truncated)
+        };
+        let big = "é".repeat(MAX_CONTENT_BYTES);
+        assert_eq!(cut("text/plain", &big), (true, true));
+        assert_eq!(cut("text/html", &format!("<p>{big}</p>")), (true, true));
+        assert_eq!(cut("application/json", &format!("[\"{big}\"]")), (true, true));
+        // Not JSON: the body as it came, cut all the same.
+        assert_eq!(cut("application/json", &format!("[{big}")), (true, true));
+        let job = |html: &str| Ok(markdown::html_to_markdown(html, MAX_CONTENT_BYTES));
+        assert_eq!(convert("text/html", "<p>short</p>", job), Ok(Some(("short".to_owned(), false))));
     }
 
     #[test]
