@@ -3,8 +3,9 @@
 //! Every struct tolerates unknown fields and defaults missing optional ones, so either side can grow a field
 //! without breaking the other: this is how the ABI evolves.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use std::cell::Cell;
 use std::collections::BTreeMap;
 
 /// What a plugin library declares: its tools.
@@ -371,9 +372,9 @@ pub mod log_level {
 #[derive(Deserialize)]
 struct FlatAnswer {
     status: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "budgeted_blocks")]
     blocks: Vec<FlatBlock>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "budgeted_text")]
     message: Option<String>,
     #[serde(default)]
     mistake: bool,
@@ -391,12 +392,78 @@ struct FlatAnswer {
 struct FlatBlock {
     #[serde(rename = "type")]
     kind: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "budgeted_text")]
     text: Option<String>,
     #[serde(default)]
     media_type: Option<String>,
     #[serde(default)]
     data: Option<String>,
+}
+
+thread_local! {
+    /// The text budget of a capped parse on this thread ([`Outcome::from_json_capped`]): the bytes of text
+    /// still kept and the bytes cut so far. `None` outside one: every text is read whole.
+    static TEXT_BUDGET: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+}
+
+/// A text field (a block's text, an error's message) read against the budget: the part that fits is kept,
+/// cut on a character boundary, so a huge answer is never copied whole into the parsed structure.
+fn budgeted_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
+    struct Budgeted;
+    impl<'de> serde::de::Visitor<'de> for Budgeted {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string or null")
+        }
+        fn visit_str<E>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Some(TEXT_BUDGET.with(|cell| match cell.get() {
+                None => text.to_owned(),
+                Some((left, cut)) => {
+                    let mut keep = left.min(text.len());
+                    while !text.is_char_boundary(keep) {
+                        keep -= 1;
+                    }
+                    cell.set(Some((left - keep, cut + (text.len() - keep))));
+                    text[..keep].to_owned()
+                }
+            })))
+        }
+        fn visit_none<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+            deserializer.deserialize_str(self)
+        }
+    }
+    deserializer.deserialize_option(Budgeted)
+}
+
+/// The blocks, read against the budget: once it is spent, further text blocks are dropped (their bytes are
+/// counted as cut), so a flood of small blocks does not become a larger structure than the answer.
+fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<FlatBlock>, D::Error> {
+    struct Blocks;
+    impl<'de> serde::de::Visitor<'de> for Blocks {
+        type Value = Vec<FlatBlock>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of blocks")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut blocks = Vec::new();
+            loop {
+                let spent = TEXT_BUDGET.with(|cell| matches!(cell.get(), Some((0, _))));
+                let Some(block) = seq.next_element::<FlatBlock>()? else {
+                    return Ok(blocks);
+                };
+                if !(spent && block.kind == "text") {
+                    blocks.push(block);
+                }
+            }
+        }
+    }
+    deserializer.deserialize_seq(Blocks)
 }
 
 fn flat_error(what: &str) -> serde_json::Error {
@@ -456,6 +523,23 @@ impl Outcome {
             other => Err(flat_error(&format!("unknown execute status '{other}'"))),
         }
     }
+
+    /// [`Outcome::from_json`] keeping at most `max_text_bytes` of text (blocks' texts and an error's
+    /// message together, cut on a character boundary), and how many bytes of text it cut. The parsed
+    /// structure stays within the cap however large the answer; images are kept whole.
+    pub fn from_json_capped(text: &str, max_text_bytes: usize) -> Result<(Outcome, usize), serde_json::Error> {
+        /// Ends the budget however the parse ends.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                TEXT_BUDGET.with(|cell| cell.set(None));
+            }
+        }
+        TEXT_BUDGET.with(|cell| cell.set(Some((max_text_bytes, 0))));
+        let _reset = Reset;
+        let outcome = Outcome::from_json(text)?;
+        Ok((outcome, TEXT_BUDGET.with(|cell| cell.get().map_or(0, |(_, cut)| cut))))
+    }
 }
 
 #[cfg(test)]
@@ -495,6 +579,32 @@ mod tests {
             assert_eq!(Prepared::from_json(&json).unwrap(), p, "{json}");
         }
         assert!(Outcome::from_json(r#"{"status":"weird"}"#).is_err());
+        assert_eq!(
+            Outcome::from_json(r#"{"status":"success","blocks":[{"type":"text","text":null}]}"#).unwrap(),
+            Outcome::Success { blocks: vec![Block::Text { text: String::new() }] }
+        );
         assert!(Prepared::from_json(r#"{"status":"error"}"#).is_err());
+    }
+
+    #[test]
+    fn a_capped_parse_keeps_the_budget_of_text() {
+        let text = |text: &str| Block::Text { text: text.into() };
+        let image = Block::Image { media_type: "image/png".into(), data: "AAAA".into() };
+        let many: Vec<Block> =
+            [text("héllo"), image.clone(), text("world")].into_iter().chain((0..1000).map(|_| text("x"))).collect();
+        let json = serde_json::to_string(&Outcome::Success { blocks: many }).unwrap();
+        let (outcome, cut) = Outcome::from_json_capped(&json, 8).unwrap();
+        // "héllo" is 6 bytes; 2 more fit of "world"; the single-byte blocks after it are dropped.
+        assert_eq!(outcome, Outcome::Success { blocks: vec![text("héllo"), image, text("wo")] });
+        assert_eq!(cut, 3 + 1000);
+        // A cut never splits a character, and the budget ends with the parse.
+        let json = serde_json::to_string(&Outcome::Error(ToolError { message: "ééé".into(), mistake: false })).unwrap();
+        let (outcome, cut) = Outcome::from_json_capped(&json, 3).unwrap();
+        assert_eq!((outcome, cut), (Outcome::Error(ToolError { message: "é".into(), mistake: false }), 4));
+        assert!(Outcome::from_json_capped("{", 3).is_err());
+        assert_eq!(
+            Outcome::from_json(&json).unwrap(),
+            Outcome::Error(ToolError { message: "ééé".into(), mistake: false })
+        );
     }
 }
