@@ -27,12 +27,14 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::UNIX_EPOCH;
-use toolshed_plugin_api::sdk::{lenient_int, lenient_string, OpenError};
+use toolshed_plugin_api::sdk::{lenient_int, lenient_string, IsolatedError, OpenError};
 use toolshed_plugin_api::{
     capability, export_plugin, log_level, result, services, Block, HostClient, Outcome, ParamSpec, Prepared, Risk,
     Tool, ToolCall, ToolDeclaration, ToolInit, ToolSpec,
 };
 use window::{read_window, LineRange};
+
+pub use documents::{Document, DocumentJob, DocumentLimits, DocumentWindow, JOB as DOCUMENT_JOB};
 
 /// Cline's description of the tool (apps/vscode/src/core/prompts/system-prompt/tools/read_file.ts).
 const DESCRIPTION: &str = "Request to read the contents of a file at the specified path. Use this when you need to examine the contents of an existing file you do not know the contents of, for example to analyze code, review text files, or extract information from configuration files. Returned text lines are prefixed with line labels (e.g. `1 |`, `2 |`). These labels are metadata, not part of the file content. For large files, output is automatically limited to 1000 lines. Use start_line and end_line to read specific sections. Automatically extracts raw text from PDF and DOCX files. May not be suitable for other types of binary files, as it returns the raw content as a string. Do NOT use this tool to list the contents of a directory. Only use this tool on files.";
@@ -81,9 +83,12 @@ impl ReadFileArgs {
     }
 }
 
-/// The `read_file` tool. It holds no state: the dedup cache lives in the host, per task.
+/// The `read_file` tool. It holds no state but its config: the dedup cache lives in the host, per task.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ReadFile;
+pub struct ReadFile {
+    /// The document limits of `[plugins.config.read_file]`.
+    limits: DocumentLimits,
+}
 
 impl Tool for ReadFile {
     type Args = ReadFileArgs;
@@ -111,8 +116,8 @@ impl Tool for ReadFile {
         }
     }
 
-    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
-        Ok(Some(ReadFile))
+    fn new(init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        Ok(Some(ReadFile { limits: DocumentLimits::from_config(init.config)? }))
     }
 
     fn prepare(&self, call: &ToolCall<ReadFileArgs>, host: &HostClient<'_>) -> Prepared {
@@ -146,7 +151,7 @@ impl Tool for ReadFile {
             Err(e) => return result::mistake(e.message),
         };
         let (content, mtime_ns) =
-            match extract(&resolved.absolute, call.approved, &call.input, call.task.supports_images, host) {
+            match extract(&resolved.absolute, call.approved, &call.input, call.task.supports_images, self, host) {
                 Ok(read) => read,
                 Err(message) if message.starts_with(ERROR_PREFIX) => return result::mistake(message),
                 Err(message) => return result::mistake(format!("{ERROR_PREFIX} {message}")),
@@ -163,6 +168,14 @@ impl Tool for ReadFile {
                 result::blocks(vec![image, Block::Text { text: with_notice("Successfully read image".to_owned()) }])
             }
         }
+    }
+
+    fn job(&self, name: &str, input: serde_json::Value, host: &HostClient<'_>) -> Result<serde_json::Value, String> {
+        if name != DOCUMENT_JOB {
+            return Err(format!("read_file has no job named `{name}`"));
+        }
+        let job: DocumentJob = serde_json::from_value(input).map_err(|e| format!("bad document_text input: {e}"))?;
+        serde_json::to_value(self.document_job(&job, host)?).map_err(|e| e.to_string())
     }
 }
 
@@ -189,6 +202,7 @@ fn extract(
     approved: bool,
     args: &ReadFileArgs,
     supports_images: bool,
+    tool: &ReadFile,
     host: &HostClient<'_>,
 ) -> Result<(Content, u128), String> {
     let path = Path::new(absolute);
@@ -216,13 +230,40 @@ fn extract(
         return Ok((Content::Image(image::read_image(file, media_type)?), mtime_ns));
     }
     let range = LineRange::new(args.start_line, args.end_line);
-    // PDF, Word, notebook and Excel files: their extracted text gets the same window, footers and cap.
-    if let Some(document) = extension.as_deref().and_then(documents::Document::for_extension) {
-        let text = document.extract(file, path)?;
-        let window = read_window(text.as_bytes(), range).map_err(|e| format!("{}: {e}", path.display()))?;
-        return Ok((Content::Text(window.render(range)), mtime_ns));
+    // PDF, Word, notebook and Excel files: their extracted text gets the same window, footers and cap. The
+    // extraction runs as a job, which opens the file again through the same confirmed read.
+    if let Some(format) = extension.as_deref().and_then(Document::for_extension) {
+        drop(file);
+        let job = DocumentJob {
+            path: absolute.to_owned(),
+            approved,
+            format,
+            start_line: args.start_line,
+            end_line: args.end_line,
+        };
+        return Ok((Content::Text(tool.run_document_job(&job, host)?.text), mtime_ns));
     }
     Ok((Content::Text(read_text(file, path, extension.as_deref(), range, host)?), mtime_ns))
+}
+
+impl ReadFile {
+    /// Runs the `document_text` job in a child process (inline when the host does not offer that): a parser's
+    /// crash, overrun or endless loop ends the child and comes back as a tool error naming the limit.
+    fn run_document_job(&self, job: &DocumentJob, host: &HostClient<'_>) -> Result<DocumentWindow, String> {
+        let input = serde_json::to_value(job).map_err(|e| e.to_string())?;
+        let output = host.isolated(self, DOCUMENT_JOB, input).map_err(|e| match e {
+            IsolatedError::Job(message) | IsolatedError::Failed(message) => message,
+        })?;
+        serde_json::from_value(output).map_err(|e| format!("the document reader answered oddly: {e}"))
+    }
+
+    /// The `document_text` job: the document's text, read through the confirmed read, rendered as its window.
+    fn document_job(&self, job: &DocumentJob, host: &HostClient<'_>) -> Result<DocumentWindow, String> {
+        let text = job.format.read(host, &job.path, job.approved, &self.limits)?;
+        let range = LineRange::new(job.start_line, job.end_line);
+        let window = read_window(text.as_bytes(), range).map_err(|e| format!("{}: {e}", job.path))?;
+        Ok(DocumentWindow { text: window.render(range) })
+    }
 }
 
 /// Reads and renders the window `range` of a text file, refusing binary files that have an extension.
@@ -386,15 +427,15 @@ mod tests {
     }
 
     fn execute(host: &FakeHost, input: serde_json::Value) -> Outcome {
-        ReadFile.execute(&call(input, false), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+        ReadFile::default().execute(&call(input, false), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
     }
 
     fn execute_with_images(host: &FakeHost, input: serde_json::Value) -> Outcome {
-        ReadFile.execute(&call(input, true), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+        ReadFile::default().execute(&call(input, true), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
     }
 
     fn prepare(host: &FakeHost, input: serde_json::Value) -> Prepared {
-        ReadFile.prepare(&call(input, false), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+        ReadFile::default().prepare(&call(input, false), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
     }
 
     fn workspace() -> io::Result<tempfile::TempDir> {
