@@ -3,9 +3,9 @@
 //! 127.0.0.1. The server picks its script by a marker in the prompt and its step by the number of assistant
 //! messages in the request, so every request is answered from the conversation it carries.
 
-use crate::util::{shipped, text, workspace};
+use crate::util::{read_json_request, shipped, text, workspace};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
@@ -58,23 +58,7 @@ impl Server {
     }
 
     fn serve(&self, stream: TcpStream) {
-        let mut reader = BufReader::new(stream.try_clone().unwrap());
-        let mut length = 0;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap();
-            }
-            if line == "\r\n" {
-                break;
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let body: Value = serde_json::from_slice(&body).unwrap();
+        let Some(body) = read_json_request(&stream) else { return };
         let prompt = body["messages"][1]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
         let step = body["messages"].as_array().unwrap().iter().filter(|m| m["role"] == "assistant").count();
         {
