@@ -3,3 +3,4 @@
 mod fixtures;
 mod isolation;
 mod one_process;
+mod peers;
