@@ -17,13 +17,22 @@
 //! `@@` anchor that is not found fails too (as codex does), and the file's line breaks are kept per line:
 //! context lines keep theirs, an inserted line takes the break of the line it replaces.
 
-use crate::parse::{Chunk, Line};
+//!
+//! The cost is near-linear in the file and the patch: the file's lines are canonicalised once and indexed by
+//! their form in each exact pass, so a chunk's search looks only at the places where its rarest line occurs
+//! (never scanning the file again for each chunk), and the new text is built in one pass over the file instead
+//! of a splice per chunk. The similarity pass cannot be made linear (a Levenshtein table per place); it keeps
+//! the window's length and character counts as it slides, so the two cheap bounds cost nothing per place, and
+//! the tables it does compute share one budget per call, [`Limits::max_similarity_cells`].
 
-/// A comparison of a file line with a patch line, both canonicalised.
-type Same<'a> = &'a dyn Fn(&str, &str) -> bool;
+use crate::parse::{Chunk, Line};
+use std::collections::HashMap;
 
 /// A line with its line break.
 type Broken = (String, &'static str);
+
+/// The similarity the last pass needs.
+const THRESHOLD: f64 = 0.66;
 
 /// Cline's canonical form of a line for matching.
 pub fn canonical(s: &str) -> String {
@@ -37,29 +46,48 @@ pub fn canonical(s: &str) -> String {
             other => other,
         })
         .collect();
+    if !mapped.contains('\\') {
+        return mapped;
+    }
     mapped.replace("\\`", "`").replace("\\'", "'").replace("\\\"", "\"")
+}
+
+/// The similarity pass ran out of its budget ([`Limits::max_similarity_cells`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exhausted;
+
+/// Whether `(longer - distance) / longer` reaches `threshold`.
+fn reaches(longer: usize, distance: usize, threshold: f64) -> bool {
+    (longer - distance.min(longer)) as f64 / longer as f64 >= threshold
+}
+
+/// The two cheap lower bounds on the distance of texts of these lengths whose character counts differ by
+/// `unbalanced` in all: the length difference, and half the imbalance (every edit changes the counts by at
+/// most two). `false` when either already rules the pair out.
+fn within_bounds(a_len: usize, b_len: usize, unbalanced: usize, threshold: f64) -> bool {
+    let longer = a_len.max(b_len);
+    longer == 0
+        || (reaches(longer, a_len.abs_diff(b_len), threshold) && reaches(longer, unbalanced.div_ceil(2), threshold))
 }
 
 /// Whether the similarity `(longer - distance) / longer` of two texts reaches `threshold`. The Levenshtein
 /// distance is computed only as far as the threshold needs, after two cheap lower bounds.
 pub fn similar(a: &[char], b: &[char], threshold: f64) -> bool {
-    let longer = a.len().max(b.len());
-    if longer == 0 {
-        return true;
-    }
-    let max_distance = ((1.0 - threshold) * longer as f64).floor() as usize;
-    let reaches = |distance: usize| (longer - distance.min(longer)) as f64 / longer as f64 >= threshold;
-    if !reaches(a.len().abs_diff(b.len())) {
-        return false;
-    }
-    // Every edit changes the character counts by at most two.
-    let mut counts = std::collections::HashMap::<char, i64>::new();
+    let mut counts = HashMap::<char, i64>::new();
     a.iter().for_each(|c| *counts.entry(*c).or_default() += 1);
     b.iter().for_each(|c| *counts.entry(*c).or_default() -= 1);
-    let unbalanced: i64 = counts.values().map(|n| n.abs()).sum();
-    if !reaches(unbalanced.unsigned_abs().div_ceil(2) as usize) {
-        return false;
+    let unbalanced: u64 = counts.values().map(|n| n.unsigned_abs()).sum();
+    within_bounds(a.len(), b.len(), unbalanced as usize, threshold)
+        && banded(a, b, threshold, &mut { u64::MAX }) == Ok(true)
+}
+
+/// The banded Levenshtein test behind [`similar`], spending one unit of `budget` per table cell.
+fn banded(a: &[char], b: &[char], threshold: f64, budget: &mut u64) -> Result<bool, Exhausted> {
+    let longer = a.len().max(b.len());
+    if longer == 0 {
+        return Ok(true);
     }
+    let max_distance = ((1.0 - threshold) * longer as f64).floor() as usize;
     // Banded dynamic programming: cells further than `band` from the diagonal cannot stay within budget.
     let band = max_distance + 1;
     let big = usize::MAX / 2;
@@ -68,6 +96,9 @@ pub fn similar(a: &[char], b: &[char], threshold: f64) -> bool {
     for i in 1..=a.len() {
         let from = i.saturating_sub(band).max(1);
         let to = (i + band).min(b.len());
+        // The row's cells, and the reset of the row before them.
+        let cost = (b.len() + 1 + to.saturating_sub(from) + 1) as u64;
+        *budget = budget.checked_sub(cost).ok_or(Exhausted)?;
         current.iter_mut().for_each(|c| *c = big);
         current[0] = if i <= band { i } else { big };
         let mut row_min = current[0];
@@ -77,52 +108,210 @@ pub fn similar(a: &[char], b: &[char], threshold: f64) -> bool {
             row_min = row_min.min(current[j]);
         }
         if row_min > max_distance {
-            return false;
+            return Ok(false);
         }
         std::mem::swap(&mut previous, &mut current);
     }
-    reaches(previous[b.len()])
+    Ok(reaches(longer, previous[b.len()], threshold))
 }
 
-/// Where a chunk's old lines are, and how fuzzily they were found.
-fn find(file: &[String], old: &[&str], from: usize, eof: bool, cancelled: &dyn Fn() -> bool) -> Option<(usize, u32)> {
-    if old.len() > file.len() {
-        return None;
+/// Limits on what one call may spend matching.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The Levenshtein table cells the similarity pass may compute over a whole patch
+    /// (`[plugins.config.apply_patch] max_similarity_cells`). Exact passes are not counted: they are linear.
+    pub max_similarity_cells: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        // About a second of tables in a release build; a chunk found by similarity normally costs a few
+        // thousand cells, since the bounds rule out almost every place before a table is built.
+        Self { max_similarity_cells: 500_000_000 }
     }
-    let last_start = file.len() - old.len();
-    let old_canonical: Vec<String> = old.iter().map(|l| canonical(l)).collect();
-    let file_canonical: Vec<String> = file.iter().map(|l| canonical(l)).collect();
-    let joined_old: Vec<char> = old_canonical.join("\n").chars().collect();
-    let search = |from: usize| -> Option<(usize, u32)> {
-        let starts = from..=last_start;
-        let all = |i: usize, same: &dyn Fn(&str, &str) -> bool| {
-            old_canonical.iter().enumerate().all(|(k, o)| same(&file_canonical[i + k], o))
+}
+
+/// The comparison form of a line in an exact pass: canonical, then trailing or surrounding whitespace gone.
+fn key(pass: usize, canonical: &str) -> &str {
+    match pass {
+        0 => canonical,
+        1 => canonical.trim_end(),
+        _ => canonical.trim(),
+    }
+}
+
+/// The fuzz of each exact pass.
+const PASS_FUZZ: [u32; 3] = [0, 1, 100];
+
+/// One exact pass's view of the file: each distinct line form numbered, the form of every line, and where
+/// each form occurs.
+struct Pass<'a> {
+    ids: HashMap<&'a str, u32>,
+    of_line: Vec<u32>,
+    at: Vec<Vec<usize>>,
+}
+
+impl<'a> Pass<'a> {
+    fn new(pass: usize, lines: &'a [String]) -> Self {
+        let mut ids: HashMap<&'a str, u32> = HashMap::new();
+        let mut at: Vec<Vec<usize>> = Vec::new();
+        let of_line = lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| {
+                let next = ids.len() as u32;
+                let id = *ids.entry(key(pass, line)).or_insert(next);
+                if id == next {
+                    at.push(Vec::new());
+                }
+                at[id as usize].push(i);
+                id
+            })
+            .collect();
+        Self { ids, of_line, at }
+    }
+
+    /// The first start in `from..=last_start` where every line of `old` (canonical) has the file's form.
+    /// Only the places of the chunk's rarest line are tried, so a chunk costs what its matches cost.
+    fn first(&self, pass: usize, old: &[String], from: usize, last_start: usize) -> Option<usize> {
+        if from > last_start {
+            return None;
+        }
+        let wanted: Vec<u32> = old.iter().map(|l| self.ids.get(key(pass, l)).copied()).collect::<Option<_>>()?;
+        let Some((k, rarest)) = wanted.iter().copied().enumerate().min_by_key(|(_, id)| self.at[*id as usize].len())
+        else {
+            return Some(from);
         };
-        let passes: [(u32, Same<'_>); 3] =
-            [(0, &|f, o| f == o), (1, &|f, o| f.trim_end() == o.trim_end()), (100, &|f, o| f.trim() == o.trim())];
-        for (fuzz, same) in passes {
-            if let Some(i) = starts.clone().find(|&i| all(i, same)) {
-                return Some((i, fuzz));
+        let places = &self.at[rarest as usize];
+        let begin = places.partition_point(|&p| p < from + k);
+        places[begin..]
+            .iter()
+            .take_while(|&&p| p <= last_start + k)
+            .map(|&p| p - k)
+            .find(|&i| wanted.iter().enumerate().all(|(j, id)| self.of_line[i + j] == *id))
+    }
+}
+
+/// The character counts of a sliding window of joined lines against a fixed text's, and the sum of their
+/// differences, kept up to date one character at a time.
+struct Window {
+    counts: HashMap<char, i64>,
+    unbalanced: u64,
+    len: usize,
+}
+
+impl Window {
+    fn against(text: &[char]) -> Self {
+        let mut window = Self { counts: HashMap::new(), unbalanced: 0, len: 0 };
+        text.iter().for_each(|&c| window.count(c, -1));
+        window.len = 0;
+        window
+    }
+
+    fn count(&mut self, c: char, by: i64) {
+        let n = self.counts.entry(c).or_default();
+        let before = n.unsigned_abs();
+        *n += by;
+        self.unbalanced = self.unbalanced - before + n.unsigned_abs();
+        self.len = self.len.wrapping_add_signed(by as isize);
+    }
+
+    fn line(&mut self, line: &str, by: i64) {
+        line.chars().for_each(|c| self.count(c, by));
+    }
+}
+
+/// The file, canonicalised once, with each exact pass's index.
+struct Index<'a> {
+    lines: &'a [String],
+    passes: [Pass<'a>; 3],
+}
+
+impl<'a> Index<'a> {
+    fn new(lines: &'a [String]) -> Self {
+        Self { lines, passes: [Pass::new(0, lines), Pass::new(1, lines), Pass::new(2, lines)] }
+    }
+
+    /// The first line at or after `from` that is `wanted` (fuzz 0) or is it once trimmed (fuzz 1).
+    fn anchor(&self, wanted: &str, from: usize) -> Option<(usize, u32)> {
+        let first = |pass: &Pass<'_>| {
+            let places = &pass.at[*pass.ids.get(wanted)? as usize];
+            places.get(places.partition_point(|&p| p < from)).copied()
+        };
+        let i = first(&self.passes[0]).into_iter().chain(first(&self.passes[2])).min()?;
+        Some((i, u32::from(self.lines[i] != wanted)))
+    }
+
+    /// Where a chunk's old lines are, and how fuzzily they were found.
+    fn find(
+        &self,
+        old: &[&str],
+        from: usize,
+        eof: bool,
+        cancelled: &dyn Fn() -> bool,
+        budget: &mut u64,
+    ) -> Result<Option<(usize, u32)>, Exhausted> {
+        if old.len() > self.lines.len() {
+            return Ok(None);
+        }
+        let last_start = self.lines.len() - old.len();
+        let old: Vec<String> = old.iter().map(|l| canonical(l)).collect();
+        let mut search = |from: usize| -> Result<Option<(usize, u32)>, Exhausted> {
+            for (pass, fuzz) in PASS_FUZZ.into_iter().enumerate() {
+                if let Some(i) = self.passes[pass].first(pass, &old, from, last_start) {
+                    return Ok(Some((i, fuzz)));
+                }
+            }
+            Ok(self.similar_from(&old, from, last_start, cancelled, budget)?.map(|i| (i, 1000)))
+        };
+        if eof {
+            if let Some(found) = search(last_start)? {
+                return Ok(Some(found));
+            }
+            return Ok(search(from.min(last_start + 1))?.map(|(i, fuzz)| (i, fuzz + 10_000)));
+        }
+        if from > last_start {
+            return Ok(None);
+        }
+        search(from)
+    }
+
+    /// The first start in `from..=last_start` whose lines, joined, are similar to the chunk's joined.
+    fn similar_from(
+        &self,
+        old: &[String],
+        from: usize,
+        last_start: usize,
+        cancelled: &dyn Fn() -> bool,
+        budget: &mut u64,
+    ) -> Result<Option<usize>, Exhausted> {
+        if from > last_start {
+            return Ok(None);
+        }
+        let joined: Vec<char> = old.join("\n").chars().collect();
+        let count = old.len();
+        let mut window = Window::against(&joined);
+        self.lines[from..from + count].iter().for_each(|line| window.line(line, 1));
+        (1..count).for_each(|_| window.count('\n', 1));
+        for i in from..=last_start {
+            if cancelled() {
+                return Ok(None);
+            }
+            if i > from {
+                window.line(&self.lines[i - 1], -1);
+                window.line(&self.lines[i + count - 1], 1);
+            }
+            if !within_bounds(window.len, joined.len(), window.unbalanced as usize, THRESHOLD) {
+                continue;
+            }
+            let text: Vec<char> = self.lines[i..i + count].join("\n").chars().collect();
+            *budget = budget.checked_sub(text.len() as u64).ok_or(Exhausted)?;
+            if banded(&text, &joined, THRESHOLD, budget)? {
+                return Ok(Some(i));
             }
         }
-        starts
-            .clone()
-            .take_while(|_| !cancelled())
-            .find(|&i| {
-                similar(&file_canonical[i..i + old.len()].join("\n").chars().collect::<Vec<_>>(), &joined_old, 0.66)
-            })
-            .map(|i| (i, 1000))
-    };
-    if eof {
-        if let Some(found) = search(last_start) {
-            return Some(found);
-        }
-        return search(from.min(last_start + 1)).map(|(i, fuzz)| (i, fuzz + 10_000));
+        Ok(None)
     }
-    if from > last_start {
-        return None;
-    }
-    search(from)
 }
 
 /// A file's lines, each with its own line break (`""` for a last line without one).
@@ -170,7 +359,12 @@ impl FileLines {
                 };
             }
         }
-        self.lines.into_iter().flat_map(|(line, eol)| [line, eol.to_owned()]).collect()
+        let mut text = String::with_capacity(self.lines.iter().map(|(line, eol)| line.len() + eol.len()).sum());
+        for (line, eol) in &self.lines {
+            text.push_str(line);
+            text.push_str(eol);
+        }
+        text
     }
 }
 
@@ -191,30 +385,44 @@ pub enum ChunkError {
         /// The lines looked for.
         lines: Vec<String>,
     },
+    /// The chunk was not found exactly, and looking for a similar passage used up
+    /// [`Limits::max_similarity_cells`].
+    Exhausted {
+        /// The chunk, 1-based.
+        chunk: usize,
+        /// The lines looked for.
+        lines: Vec<String>,
+        /// The limit.
+        limit: u64,
+    },
+    /// An end-of-file chunk was found where an earlier chunk had removed lines, so its change has nowhere to
+    /// go.
+    Overlap {
+        /// The chunk, 1-based.
+        chunk: usize,
+    },
 }
 
-/// Applies an update's chunks; returns the new text and the fuzz spent.
-pub fn apply(text: &str, chunks: &[Chunk], cancelled: &dyn Fn() -> bool) -> Result<(String, u32), ChunkError> {
+/// Applies an update's chunks; returns the new text and the fuzz spent. `budget` is what is left of
+/// [`Limits::max_similarity_cells`] for the whole patch, and shrinks by what this file's chunks spend.
+pub fn apply(
+    text: &str,
+    chunks: &[Chunk],
+    cancelled: &dyn Fn() -> bool,
+    budget: &mut u64,
+) -> Result<(String, u32), ChunkError> {
     let mut file = FileLines::new(text);
-    let contents: Vec<String> = file.lines.iter().map(|(l, _)| l.clone()).collect();
+    let canonical_lines: Vec<String> = file.lines.iter().map(|(l, _)| canonical(l)).collect();
+    let index = Index::new(&canonical_lines);
+    let line_count = file.lines.len();
+    let limit = *budget;
     let mut fuzz = 0;
     let mut cursor = 0;
-    // (start, old length, new lines) in file order.
-    let mut replacements: Vec<(usize, usize, Vec<Broken>)> = Vec::new();
+    // (start, old length, new lines, chunk) in file order.
+    let mut replacements: Vec<(usize, usize, Vec<Broken>, usize)> = Vec::new();
     for (n, chunk) in chunks.iter().enumerate() {
         for anchor in &chunk.anchors {
-            let wanted = canonical(anchor);
-            let found = (cursor..contents.len()).find_map(|i| {
-                let line = canonical(&contents[i]);
-                if line == wanted {
-                    Some((i, 0))
-                } else if line.trim() == wanted {
-                    Some((i, 1))
-                } else {
-                    None
-                }
-            });
-            let Some((i, anchor_fuzz)) = found else {
+            let Some((i, anchor_fuzz)) = index.anchor(&canonical(anchor), cursor) else {
                 return Err(ChunkError::Anchor { chunk: n + 1, anchor: anchor.clone() });
             };
             cursor = i + 1;
@@ -224,16 +432,20 @@ pub fn apply(text: &str, chunks: &[Chunk], cancelled: &dyn Fn() -> bool) -> Resu
         let start = if old.is_empty() {
             // Pure insertion: after its anchor, at the end of the file without one (as codex does).
             if chunk.anchors.is_empty() {
-                contents.len()
+                line_count
             } else {
                 cursor
             }
         } else {
-            let Some((start, found_fuzz)) = find(&contents, &old, cursor, chunk.eof, cancelled) else {
-                return Err(ChunkError::Context { chunk: n + 1, lines: old.iter().map(|l| (*l).to_owned()).collect() });
-            };
-            fuzz += found_fuzz;
-            start
+            let lines = || old.iter().map(|l| (*l).to_owned()).collect();
+            match index.find(&old, cursor, chunk.eof, cancelled, budget) {
+                Ok(Some((start, found_fuzz))) => {
+                    fuzz += found_fuzz;
+                    start
+                }
+                Ok(None) => return Err(ChunkError::Context { chunk: n + 1, lines: lines() }),
+                Err(Exhausted) => return Err(ChunkError::Exhausted { chunk: n + 1, lines: lines(), limit }),
+            }
         };
         let mut new_lines = Vec::new();
         let mut at = start;
@@ -264,13 +476,31 @@ pub fn apply(text: &str, chunks: &[Chunk], cancelled: &dyn Fn() -> bool) -> Resu
         if !(old.is_empty() && chunk.anchors.is_empty()) {
             cursor = at;
         }
-        replacements.push((start, at - start, new_lines));
+        replacements.push((start, at - start, new_lines, n + 1));
     }
-    // Stable: insertions at one point keep their patch order. Applied from the end, so starts stay valid.
-    replacements.sort_by_key(|(start, _, _)| *start);
-    for (start, old_len, new_lines) in replacements.into_iter().rev() {
-        file.lines.splice(start..start + old_len, new_lines);
+    // Stable: insertions at one point keep their patch order. The replacements take effect as splicing each
+    // in, from the last start to the first, would (an end-of-file chunk may overlap the chunk before it), but
+    // in one pass: `kept` is the front of the file no replacement has reached yet, `after` what follows it,
+    // last line first, so every step only shortens `kept` and pushes onto `after`.
+    replacements.sort_by_key(|(start, ..)| *start);
+    let mut kept = std::mem::take(&mut file.lines);
+    let mut after: Vec<Broken> = Vec::new();
+    for (start, old_len, new_lines, chunk) in replacements.into_iter().rev() {
+        let end = start + old_len;
+        if end <= kept.len() {
+            after.extend(kept.drain(end..).rev());
+        } else {
+            let reach = end - kept.len();
+            if reach > after.len() {
+                return Err(ChunkError::Overlap { chunk });
+            }
+            after.truncate(after.len() - reach);
+        }
+        kept.truncate(start);
+        after.extend(new_lines.into_iter().rev());
     }
+    kept.extend(after.into_iter().rev());
+    file.lines = kept;
     Ok((file.join(), fuzz))
 }
 
@@ -284,7 +514,7 @@ mod tests {
     fn update(text: &str, patch_body: &str) -> Result<(String, u32), ChunkError> {
         let actions = parse(&format!("*** Begin Patch\n*** Update File: f\n{patch_body}\n*** End Patch")).unwrap();
         let [Action::Update { chunks, .. }] = actions.as_slice() else { panic!("{actions:?}") };
-        apply(text, chunks, &|| false)
+        apply(text, chunks, &|| false, &mut { u64::MAX })
     }
 
     #[test]

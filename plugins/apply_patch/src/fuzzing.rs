@@ -10,7 +10,8 @@ pub use crate::parse::{parse, Action, Chunk, Line};
 /// encode with the file's byte-order mark. `Err` says why the file would be left alone.
 pub fn update(bytes: &[u8], chunks: &[Chunk]) -> Result<(Vec<u8>, u32), String> {
     let file = TextFile::decode(bytes)?;
-    let (text, fuzz) = crate::apply::apply(&file.text, chunks, &|| false).map_err(|e| format!("{e:?}"))?;
+    let (text, fuzz) =
+        crate::apply::apply(&file.text, chunks, &|| false, &mut { u64::MAX }).map_err(|e| format!("{e:?}"))?;
     Ok((file.encode(&text), fuzz))
 }
 

@@ -31,7 +31,7 @@ mod tests;
 #[cfg(test)]
 mod upstream;
 
-use apply::ChunkError;
+use apply::{ChunkError, Limits};
 use edit_io::{Change, Target, TargetError, TextFile, Transaction};
 use parse::Action;
 use serde::Deserialize;
@@ -57,9 +57,24 @@ pub struct ApplyPatchArgs {
     pub input: Option<String>,
 }
 
-/// The `apply_patch` tool. It holds nothing: approvals and streamed progress live in the task's state.
+/// The `apply_patch` tool. It holds only its limits: approvals and streamed progress live in the task's state.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct ApplyPatch;
+pub struct ApplyPatch {
+    limits: Limits,
+}
+
+/// `[plugins.config.apply_patch]`.
+#[derive(Debug, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Config {
+    max_similarity_cells: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self { max_similarity_cells: Limits::default().max_similarity_cells }
+    }
+}
 
 /// What one action will do, checked and computed.
 struct Planned {
@@ -124,6 +139,7 @@ impl ApplyPatch {
         let mut fuzz = 0;
         let mut files = Vec::new();
         let cancelled = || host.is_cancelled();
+        let mut budget = self.limits.max_similarity_cells;
         for action in actions {
             let source = locate(host, action.path(), call).map_err(|e| mistake(failure(&e)))?;
             let planned = match &action {
@@ -150,7 +166,7 @@ impl ApplyPatch {
                 }
                 Action::Update { path, move_to, chunks } => {
                     let file = read_text(&source, path, &mut hasher).map_err(|e| mistake(failure(&e)))?;
-                    let (text, chunk_fuzz) = apply::apply(&file.text, chunks, &cancelled).map_err(|error| {
+                    let (text, chunk_fuzz) = apply::apply(&file.text, chunks, &cancelled, &mut budget).map_err(|error| {
                         mistake(failure(&match error {
                             ChunkError::Context { chunk, lines } => format!(
                                 "{path}: chunk {chunk} of {} did not match: these lines were not found in the file:\n{}\nNo file was changed. Read the file again and retry with its exact lines as context.",
@@ -159,6 +175,15 @@ impl ApplyPatch {
                             ),
                             ChunkError::Anchor { chunk, anchor } => format!(
                                 "{path}: chunk {chunk} of {} did not match: its @@ line '{anchor}' was not found in the file.\nNo file was changed. Read the file again and retry.",
+                                chunks.len()
+                            ),
+                            ChunkError::Exhausted { chunk, lines, limit } => format!(
+                                "{path}: chunk {chunk} of {} did not match exactly, and the search for similar lines stopped after {limit} comparisons (the limit is [plugins.config.apply_patch] max_similarity_cells = {limit}). These lines were looked for:\n{}\nNo file was changed. Read the file again and retry with its exact lines as context.",
+                                chunks.len(),
+                                lines.join("\n")
+                            ),
+                            ChunkError::Overlap { chunk } => format!(
+                                "{path}: chunk {chunk} of {} changes lines that an earlier chunk removed.\nNo file was changed. Read the file again and retry with one chunk for those lines.",
                                 chunks.len()
                             ),
                         }))
@@ -262,8 +287,10 @@ impl Tool for ApplyPatch {
         }
     }
 
-    fn new(_init: &ToolInit<'_>) -> Result<Option<Self>, String> {
-        Ok(Some(ApplyPatch))
+    fn new(init: &ToolInit<'_>) -> Result<Option<Self>, String> {
+        let config: Config = serde_json::from_str(if init.config.trim().is_empty() { "{}" } else { init.config })
+            .map_err(|e| format!("invalid apply_patch config: {e}"))?;
+        Ok(Some(ApplyPatch { limits: Limits { max_similarity_cells: config.max_similarity_cells } }))
     }
 
     fn prepare(&self, call: &ToolCall<ApplyPatchArgs>, host: &HostClient<'_>) -> Prepared {

@@ -1,6 +1,8 @@
 //! The V4A patch text, read into file operations: Cline's preprocessing (bash wrappers, `\r`, sentinels) and
 //! markers, with codex's tolerance of blank lines and of whitespace around the markers.
 
+use std::collections::{HashMap, HashSet};
+
 /// `*** Begin Patch`.
 pub const BEGIN: &str = "*** Begin Patch";
 /// `*** End Patch`.
@@ -148,6 +150,15 @@ pub fn parse(text: &str) -> Result<Vec<Action>, String> {
         _ => return Err("Invalid patch text - incomplete sentinels. Try breaking it into smaller patches.".to_owned()),
     };
 
+    // Where each path's last update or delete header is, so an Add can tell whether one follows it without
+    // reading the rest of the patch again; and the paths seen, so a duplicate costs no scan of the actions.
+    let mut changed_at: HashMap<&str, usize> = HashMap::new();
+    for (at, line) in body.iter().enumerate() {
+        if let Some((_, path)) = header(line).filter(|(marker, _)| *marker != ADD) {
+            changed_at.insert(path, at);
+        }
+    }
+    let mut seen: HashSet<String> = HashSet::new();
     let mut actions: Vec<Action> = Vec::new();
     let mut i = 0;
     while i < body.len() {
@@ -164,7 +175,7 @@ pub fn parse(text: &str) -> Result<Vec<Action>, String> {
             DELETE => "delete",
             _ => "update",
         };
-        if actions.iter().any(|a| a.path() == path) {
+        if !seen.insert(path.to_owned()) {
             return Err(format!("Duplicate {operation} for file: {path}"));
         }
         i += 1;
@@ -172,9 +183,7 @@ pub fn parse(text: &str) -> Result<Vec<Action>, String> {
             DELETE => actions.push(Action::Delete { path: path.to_owned() }),
             ADD => {
                 // Cline loads the files to update or delete first, so adding one of them is an error.
-                let changed_later =
-                    body[i..].iter().any(|l| matches!(header(l), Some((m, p)) if m != ADD && p == path));
-                if changed_later {
+                if changed_at.get(path).is_some_and(|&at| at >= i) {
                     return Err(format!("Add File Error: File already exists: {path}"));
                 }
                 let mut content = String::new();

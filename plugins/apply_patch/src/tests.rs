@@ -106,12 +106,12 @@ impl FakeHost {
     /// `prepare`, then `execute` when it asks for approval: the result text or the error.
     pub fn run(&self, patch: &str) -> Result<String, String> {
         let call = self.call(json!({ "input": patch }));
-        match ApplyPatch.prepare(&call, &self.client()) {
+        match ApplyPatch::default().prepare(&call, &self.client()) {
             Prepared::Approval(_) => {}
             Prepared::Error(e) => return Err(e.message),
             Prepared::Proceed => panic!("patches must ask for approval"),
         }
-        match ApplyPatch.execute(&call, &self.client()) {
+        match ApplyPatch::default().execute(&call, &self.client()) {
             Outcome::Success { blocks } => match blocks.as_slice() {
                 [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
                 other => panic!("{other:?}"),
@@ -128,7 +128,7 @@ impl FakeHost {
             input: json!({ "input": patch }),
             task: self.call(json!({})).task,
         };
-        ApplyPatch.partial(&block, &self.client());
+        ApplyPatch::default().partial(&block, &self.client());
     }
 }
 
@@ -284,4 +284,77 @@ fn streamed_headers_are_split_invariant() {
         cuts.sort_unstable();
         assert_eq!(run(&cuts), whole, "cuts {cuts:?}");
     }
+}
+
+/// A 20,000-line file and a patch of `hunks` chunks spread over it, each keeping one line as context and
+/// replacing the next; and the file the patch should give.
+fn many_hunks(hunks: usize) -> (String, String, String) {
+    let lines: Vec<String> = (0..20_000).map(|i| format!("line {i} of the file")).collect();
+    let step = lines.len() / hunks;
+    let mut patch = String::from("*** Begin Patch\n*** Update File: big.txt\n");
+    let mut expected = lines.clone();
+    for k in 0..hunks {
+        let i = k * step;
+        patch.push_str(&format!("@@\n {}\n-{}\n+changed {}\n", lines[i], lines[i + 1], i + 1));
+        expected[i + 1] = format!("changed {}", i + 1);
+    }
+    patch.push_str("*** End Patch");
+    (lines.join("\n") + "\n", patch, expected.join("\n") + "\n")
+}
+
+#[test]
+fn six_thousand_hunks_on_a_large_file_apply() {
+    let (file, patch, expected) = many_hunks(6_000);
+    let (_dir, host) = workspace(&[("big.txt", file.as_bytes())]);
+    let text = host.run(&patch).unwrap();
+    assert!(text.starts_with("Successfully applied patch to the following files:"), "{}", &text[..200]);
+    assert_eq!(std::fs::read_to_string(host.root.join("big.txt")).unwrap(), expected);
+}
+
+/// The tool with a similarity budget of `cells`.
+fn with_budget(host: &FakeHost, patch: &str, cells: u64) -> Result<String, String> {
+    let tool = ApplyPatch { limits: Limits { max_similarity_cells: cells } };
+    let call = host.call(json!({ "input": patch }));
+    match tool.prepare(&call, &host.client()) {
+        Prepared::Error(e) => Err(e.message),
+        _ => match tool.execute(&call, &host.client()) {
+            Outcome::Error(e) => Err(e.message),
+            other => Ok(format!("{other:?}")),
+        },
+    }
+}
+
+#[test]
+fn a_chunk_found_nowhere_in_a_large_file_fails_without_scanning_for_long() {
+    let (file, _, _) = many_hunks(1);
+    let (_dir, host) = workspace(&[("big.txt", file.as_bytes())]);
+    let mut patch = String::from("*** Begin Patch\n*** Update File: big.txt\n@@\n");
+    for i in 0..40 {
+        patch.push_str(&format!(" this line {i} is in no file at all\n"));
+    }
+    patch.push_str("-gone\n*** End Patch");
+    let error = host.run(&patch).unwrap_err();
+    assert!(error.contains("big.txt: chunk 1 of 1 did not match"), "{error}");
+}
+
+#[test]
+fn similarity_search_over_hostile_lines_stops_at_its_budget() {
+    // Every window of the file has the chunk's length and characters, so only the Levenshtein table can
+    // rule a place out: the pass that cannot be linear, bounded by its budget.
+    // The file cycles through 20 words of 20 distinct letters in order; the chunk holds each word reversed.
+    let words: Vec<String> = (0..20u8).map(|i| (0..20u8).map(|j| char::from(b'a' + (i + j) % 26)).collect()).collect();
+    let file: String = (0..20_000).map(|i| format!("{}\n", words[i % 20])).collect();
+    let (_dir, host) = workspace(&[("big.txt", file.as_bytes())]);
+    let mut patch = String::from("*** Begin Patch\n*** Update File: big.txt\n@@\n");
+    for word in &words {
+        patch.push_str(&format!(" {}\n", word.chars().rev().collect::<String>()));
+    }
+    patch.push_str("*** End Patch");
+    let before = snapshot(&host.root);
+    let error = with_budget(&host, &patch, 2_000_000).unwrap_err();
+    assert!(
+        error.contains("stopped after 2000000 comparisons (the limit is [plugins.config.apply_patch] max_similarity_cells = 2000000)"),
+        "{error}"
+    );
+    assert_eq!(snapshot(&host.root), before);
 }
