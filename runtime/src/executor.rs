@@ -561,7 +561,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
         Err(error) => Err(error),
     };
     let outcome = match executed {
-        Ok(text) => Outcome::from_json(&text).unwrap_or_else(|e| {
+        Ok(text) => crate::result_limit::parse_outcome(&text, shared.max_result_bytes).unwrap_or_else(|e| {
             Outcome::Error(boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
         }),
         Err(error) => Outcome::Error(phase_error(&route, &error)),

@@ -83,6 +83,7 @@ mod messages;
 mod policy;
 mod pool;
 mod process;
+mod result_limit;
 mod runtime;
 pub mod serve;
 pub mod shown;

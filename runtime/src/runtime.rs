@@ -40,6 +40,8 @@ pub(crate) struct Shared {
     pub host: Arc<HostServices>,
     /// PreToolUse and PostToolUse hooks: the host's callbacks, then the configured commands.
     pub hooks: Hooks,
+    /// `[limits] max_result_bytes`: the most text any tool result carries.
+    pub max_result_bytes: usize,
 }
 
 impl Shared {
@@ -260,7 +262,10 @@ impl RuntimeBuilder {
 
     /// Loads the plugins and starts the actor system.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
-        let mut hooks = Hooks::new(std::time::Duration::from_millis(self.config.hooks.timeout_ms));
+        let mut hooks = Hooks::new(
+            std::time::Duration::from_millis(self.config.hooks.timeout_ms),
+            self.config.hooks.max_output_bytes,
+        );
         for (event, matcher, hook) in &self.hooks {
             hooks.add_callback(*event, matcher.as_deref(), Arc::clone(hook)).map_err(RuntimeError::Hook)?;
         }
@@ -349,6 +354,7 @@ impl RuntimeBuilder {
                 cancel_grace: Duration::from_millis(config.timeouts.cancel_grace_ms),
             },
             plugin_timeouts,
+            max_result_bytes: usize::try_from(config.limits.max_result_bytes).unwrap_or(usize::MAX),
             events: self.events,
             host: Arc::new(HostServices {
                 isolation: config.isolation.clone(),
