@@ -3,4 +3,5 @@
 mod fixtures;
 mod isolation;
 mod one_process;
+mod serve;
 mod peers;
