@@ -1,7 +1,7 @@
-//! The fuzz targets of every parser that reads model output (issue 16), as plain functions of the fuzzer's
-//! bytes. `fuzz/fuzz_targets/*.rs` wraps each in `libfuzzer_sys::fuzz_target!` for `cargo xtask fuzz`, and
-//! `tests/replay.rs` runs every saved corpus and regression input through them under `cargo test`, on the
-//! stable toolchain.
+//! The fuzz targets of every parser that reads model output (issue 16) or hostile files (issue 22: read_file's
+//! documents), as plain functions of the fuzzer's bytes. `fuzz/fuzz_targets/*.rs` wraps each in
+//! `libfuzzer_sys::fuzz_target!` for `cargo xtask fuzz`, and `tests/replay.rs` runs every saved corpus and
+//! regression input through them under `cargo test`, on the stable toolchain.
 //!
 //! Each target asserts the parser's invariants, so a violation is a crash the fuzzer keeps: no panic, no
 //! hang (the fuzzer's and the replay test's time bounds), a failed edit leaves the content unchanged, an edit
@@ -16,12 +16,14 @@
 //! toolshed_fuzz_targets::replace_in_file(b"\x00\x04\x00a\nb\n------- SEARCH\nb\n=======\nB\n+++++++ REPLACE\n");
 //! ```
 
+mod documents;
 mod edits;
 mod exec;
 mod input;
 mod paths;
 mod stream;
 
+pub use documents::{docx, ipynb, pdf_text, xlsx};
 pub use edits::{apply_patch, replace_in_file};
 pub use exec::command_permissions_exec;
 pub use input::{command_permissions, tool_input};
@@ -42,6 +44,10 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("path_hints", path_hints),
     ("partial_json", partial_json),
     ("xml_tool_use", xml_tool_use),
+    ("docx", docx),
+    ("xlsx", xlsx),
+    ("pdf_text", pdf_text),
+    ("ipynb", ipynb),
 ];
 
 /// The parts of a text input, split at `0xFF` bytes, each read as UTF-8 (invalid sequences replaced).

@@ -23,6 +23,10 @@ const TARGETS: &[&str] = &[
     "path_hints",
     "partial_json",
     "xml_tool_use",
+    "docx",
+    "xlsx",
+    "pdf_text",
+    "ipynb",
 ];
 
 /// Seconds per target when `--seconds` is not given.
@@ -30,6 +34,10 @@ const DEFAULT_SECONDS: u64 = 60;
 
 /// libFuzzer's bound for one input: far above any real input's cost, so only a hang trips it.
 const INPUT_TIMEOUT_SECONDS: u64 = 20;
+
+/// libFuzzer's memory bound (`-rss_limit_mb`): the document targets' limits keep an input far below it, so an
+/// input that passes it is a memory bomb the limits missed.
+const RSS_LIMIT_MB: u64 = 2048;
 
 /// Runs the fuzzers.
 pub fn run(args: &[String]) -> Result<()> {
@@ -89,6 +97,7 @@ pub fn run(args: &[String]) -> Result<()> {
             .arg(&seeds)
             .arg(format!("-max_total_time={seconds}"))
             .arg(format!("-timeout={INPUT_TIMEOUT_SECONDS}"))
+            .arg(format!("-rss_limit_mb={RSS_LIMIT_MB}"))
             .arg(format!("-artifact_prefix={}/", artifacts.display()))
             .arg("-print_final_stats=1")
             .stdout(log_file.try_clone()?)
