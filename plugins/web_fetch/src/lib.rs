@@ -22,7 +22,7 @@ pub use markdown::{html_to_markdown, pretty_json, MAX_DEPTH, MAX_JSON_DEPTH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolshed_plugin_api::sdk::lenient_string;
+use toolshed_plugin_api::sdk::{lenient_string, IsolatedError};
 use toolshed_plugin_api::services::{HttpRequest, WebSettings};
 use toolshed_plugin_api::{
     export_plugin, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration, ToolError,
@@ -120,9 +120,16 @@ impl Tool for WebFetch {
         };
         host.say("tool", &fetch_message(url), false);
         if settings.direct() {
-            return fetch_direct(url, prompt, &settings, host);
+            return self.fetch_direct(url, prompt, &settings, host);
         }
         TOOL.outcome(fetch_through_api(url, prompt, &call.task.task_id, &settings, host))
+    }
+
+    fn job(&self, name: &str, input: Value, _host: &HostClient<'_>) -> Result<Value, String> {
+        if name != HTML_JOB {
+            return Err(format!("web_fetch has no job named `{name}`"));
+        }
+        html_job(&input)
     }
 
     fn partial(&self, block: &toolshed_plugin_api::PartialBlock, host: &HostClient<'_>) {
@@ -175,42 +182,58 @@ fn fetch_through_api(
     })
 }
 
-/// The direct backend: the page through the host's client, as Markdown (JSON pretty-printed), with the
-/// prompt for the model to apply. A conversion that failed in its child process (out of memory, stack or
-/// time) is a tool error in the host's words.
-fn fetch_direct(url: &str, prompt: &str, settings: &WebSettings, host: &HostClient<'_>) -> Outcome {
-    let request = HttpRequest {
-        method: "GET".to_owned(),
-        url: url.to_owned(),
-        headers: vec![(
-            "Accept".to_owned(),
-            "text/html,application/xhtml+xml,application/json;q=0.9,text/*;q=0.8,*/*;q=0.5".to_owned(),
-        )],
-        body: None,
-        timeout_ms: Some(settings.fetch_timeout_ms),
-        cline_api: false,
-    };
-    let response = match request_failed(host.http_request(&request)).and_then(ok_status) {
-        Ok(response) => response,
-        Err(failure) => return TOOL.outcome(Err(failure)),
-    };
-    let content_type = response.header("content-type").unwrap_or("").to_ascii_lowercase();
-    let converted = match convert(&content_type, &response.body, |html| html_in_child(html, host)) {
-        Ok(converted) => converted,
-        Err(message) => {
-            return Outcome::Error(ToolError { message: format!("{}: {message}", TOOL.error_prefix), mistake: false })
+impl WebFetch {
+    /// The direct backend: the page through the host's client, as Markdown (JSON pretty-printed), with the
+    /// prompt for the model to apply. A conversion that failed in its child process (out of memory, stack or
+    /// time) is a tool error in the host's words.
+    fn fetch_direct(&self, url: &str, prompt: &str, settings: &WebSettings, host: &HostClient<'_>) -> Outcome {
+        let request = HttpRequest {
+            method: "GET".to_owned(),
+            url: url.to_owned(),
+            headers: vec![(
+                "Accept".to_owned(),
+                "text/html,application/xhtml+xml,application/json;q=0.9,text/*;q=0.8,*/*;q=0.5".to_owned(),
+            )],
+            body: None,
+            timeout_ms: Some(settings.fetch_timeout_ms),
+            cline_api: false,
+        };
+        let response = match request_failed(host.http_request(&request)).and_then(ok_status) {
+            Ok(response) => response,
+            Err(failure) => return TOOL.outcome(Err(failure)),
+        };
+        let content_type = response.header("content-type").unwrap_or("").to_ascii_lowercase();
+        let converted = match convert(&content_type, &response.body, |html| self.html_in_child(html, host)) {
+            Ok(converted) => converted,
+            Err(message) => {
+                return Outcome::Error(ToolError {
+                    message: format!("{}: {message}", TOOL.error_prefix),
+                    mistake: false,
+                })
+            }
+        };
+        let Some((content, truncated)) = converted else {
+            return TOOL.outcome(Err(Failure::Message(format!(
+                "{url} returned {content_type}, which is not text this tool can read"
+            ))));
+        };
+        let mut text = format!("Prompt: {prompt}\n\nFetched Markdown for {}:\n\n{content}", response.final_url);
+        if truncated {
+            text.push_str("\n\n[Content truncated: only the first 400 KB are shown.]");
         }
-    };
-    let Some((content, truncated)) = converted else {
-        return TOOL.outcome(Err(Failure::Message(format!(
-            "{url} returned {content_type}, which is not text this tool can read"
-        ))));
-    };
-    let mut text = format!("Prompt: {prompt}\n\nFetched Markdown for {}:\n\n{content}", response.final_url);
-    if truncated {
-        text.push_str("\n\n[Content truncated: only the first 400 KB are shown.]");
+        TOOL.outcome(Ok(text))
     }
-    TOOL.outcome(Ok(text))
+
+    /// Converts HTML in the host's child process (`[isolation]`), where a parser's stack overflow, runaway
+    /// allocation or endless loop ends the child, not the host; the child's failure is the call's, in the
+    /// host's words naming the limit.
+    fn html_in_child(&self, html: &str, host: &HostClient<'_>) -> Result<(String, bool), String> {
+        let answer = host.isolated(self, HTML_JOB, serde_json::json!({ "html": html })).map_err(|e| match e {
+            IsolatedError::Job(message) | IsolatedError::Failed(message) => message,
+        })?;
+        let markdown = answer.get("markdown").and_then(Value::as_str).unwrap_or("").to_owned();
+        Ok((markdown, answer.get("truncated").and_then(Value::as_bool).unwrap_or(false)))
+    }
 }
 
 /// The body as Markdown or text by its media type, cut to [`MAX_CONTENT_BYTES`], with whether it was cut;
@@ -246,13 +269,8 @@ fn convert(
     owned(markdown::cap(body, MAX_CONTENT_BYTES))
 }
 
-/// Converts HTML in the host's child process, where a parser's stack overflow or runaway allocation ends
-/// the child, not the host.
-fn html_in_child(html: &str, _host: &HostClient<'_>) -> Result<(String, bool), String> {
-    let answer = html_job(&serde_json::json!({ "html": html }))?;
-    let markdown = answer.get("markdown").and_then(Value::as_str).unwrap_or("").to_owned();
-    Ok((markdown, answer.get("truncated").and_then(Value::as_bool).unwrap_or(false)))
-}
+/// The name of the job that turns HTML into Markdown.
+const HTML_JOB: &str = "html_to_markdown";
 
 /// The job: `{"html"}` in, `{"markdown", "truncated"}` out, the Markdown already cut to
 /// [`MAX_CONTENT_BYTES`] so the answer that crosses the pipe is small.
