@@ -47,7 +47,7 @@ pub enum Grammar {
 }
 
 /// Every grammar, in the order of [`Grammar`]'s variants.
-const ALL: [Grammar; 14] = [
+pub(crate) const ALL: [Grammar; 14] = [
     Grammar::JavaScript,
     Grammar::TypeScript,
     Grammar::Tsx,

@@ -14,7 +14,10 @@
 //! Where this differs from Cline, on purpose: the directory's entries are taken in name order rather than the
 //! filesystem's, so the files kept at the limits are the same everywhere; Kotlin is outlined (Cline's Kotlin
 //! query does not compile); a directory named like a source file is skipped instead of failing the call; and
-//! files over the size cap, or whose links lead where the call may not read, are skipped with a note.
+//! files over the size cap, or whose links lead where the call may not read, are skipped with a note; a
+//! printed line is cut after `max_line_chars` characters (500) with a note of its length, and the answer
+//! stops at `max_output_bytes` (400 KB) with a note naming the key, where Cline printed a minified file's one
+//! line once per definition in it.
 //!
 //! ```
 //! use toolshed_plugin_api::Tool;
@@ -39,7 +42,7 @@ use toolshed_plugin_api::{
 };
 
 pub use languages::{Grammar, Queries};
-pub use outline::outline;
+pub use outline::{outline, OutlineLimits};
 
 /// Cline's description, the same for every model family.
 const DESCRIPTION: &str = "Request to list definition names (classes, functions, methods, etc.) used in source code files at the top level of the specified directory. This tool provides insights into the codebase structure and important constructs, encapsulating high-level concepts and relationships that are crucial for understanding the overall architecture.";
@@ -62,6 +65,20 @@ struct Config {
     /// The largest file outlined, in bytes.
     #[serde(default = "default_max_file_bytes")]
     max_file_bytes: u64,
+    /// The most characters of a definition's line printed.
+    #[serde(default = "default_max_line_chars")]
+    max_line_chars: usize,
+    /// The most bytes of outline the call returns, all files together.
+    #[serde(default = "default_max_output_bytes")]
+    max_output_bytes: usize,
+}
+
+fn default_max_line_chars() -> usize {
+    OutlineLimits::default().max_line_chars
+}
+
+fn default_max_output_bytes() -> usize {
+    OutlineLimits::default().max_bytes
 }
 
 fn default_max_file_bytes() -> u64 {
@@ -88,6 +105,8 @@ pub struct ListCodeDefinitionNames {
     queries: Queries,
     /// Files larger than this are skipped with a note.
     max_file_bytes: u64,
+    /// How much each outline, and the whole answer, may print.
+    limits: OutlineLimits,
 }
 
 impl Tool for ListCodeDefinitionNames {
@@ -122,7 +141,8 @@ impl Tool for ListCodeDefinitionNames {
     fn new(init: &ToolInit<'_>) -> Result<Option<Self>, String> {
         let config: Config = serde_json::from_str(if init.config.trim().is_empty() { "{}" } else { init.config })
             .map_err(|e| format!("invalid list_code_definition_names config: {e}"))?;
-        Ok(Some(ListCodeDefinitionNames { queries: Queries::default(), max_file_bytes: config.max_file_bytes }))
+        let limits = OutlineLimits { max_line_chars: config.max_line_chars, max_bytes: config.max_output_bytes };
+        Ok(Some(ListCodeDefinitionNames { queries: Queries::default(), max_file_bytes: config.max_file_bytes, limits }))
     }
 
     fn prepare(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Prepared {
@@ -162,6 +182,7 @@ impl Tool for ListCodeDefinitionNames {
         let reads = Reads {
             approved_outside: call.approved && !resolved.inside_workspace,
             max_file_bytes: self.max_file_bytes,
+            limits: self.limits,
         };
         match list_definitions(dir, host, &self.queries, &reads) {
             Ok(text) => result::text(text),
@@ -176,6 +197,8 @@ struct Reads {
     approved_outside: bool,
     /// Larger files are skipped with a note.
     max_file_bytes: u64,
+    /// What the outlines may print.
+    limits: OutlineLimits,
 }
 
 /// What became of one file.
@@ -213,9 +236,15 @@ fn list_definitions(dir: &Path, host: &HostClient<'_>, queries: &Queries, reads:
             Err(e) => Ok(Err(e.describe(&file.relative))),
         }
     };
-    let outlines = outline_all(&files, queries, &read, &|| host.is_cancelled())?;
+    let outlines = outline_all(&files, queries, reads.limits, &read, &|| host.is_cancelled())?;
     let mut text = String::new();
     for (file, outline) in files.iter().zip(outlines) {
+        // Each outline is bounded; so is the answer they make together.
+        if text.len() >= reads.limits.max_bytes {
+            text.push_str(&outline::cut_note(reads.limits.max_bytes));
+            text.push('\n');
+            break;
+        }
         match outline {
             FileOutline::Outline(outline) => {
                 text.push_str(&file.relative);
@@ -245,6 +274,7 @@ type ReadFn<'a> = dyn Fn(&SourceFile) -> Result<Result<Vec<u8>, String>, String>
 fn outline_all(
     files: &[SourceFile],
     queries: &Queries,
+    limits: OutlineLimits,
     read: &ReadFn<'_>,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<Vec<FileOutline>, String> {
@@ -256,7 +286,7 @@ fn outline_all(
             Ok(bytes) => bytes,
             Err(why) => return Ok(FileOutline::Skipped(why)),
         };
-        Ok(match outline::outline(&String::from_utf8_lossy(&bytes), file.grammar, queries)? {
+        Ok(match outline::outline(&String::from_utf8_lossy(&bytes), file.grammar, queries, limits)? {
             Some(outline) => FileOutline::Outline(outline),
             None => FileOutline::Empty,
         })

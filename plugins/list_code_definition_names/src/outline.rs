@@ -45,6 +45,31 @@ pub fn source_files(dir: &Path) -> std::io::Result<Vec<SourceFile>> {
         .collect())
 }
 
+/// What an outline may print. Cline prints each capture's whole first line, so one minified line holding
+/// thousands of definitions was printed once per definition (a 89 KB `.js` outlined to 444 MB): the line is
+/// cut, and the outline stops growing at a total.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutlineLimits {
+    /// The most characters of a line printed; the rest is replaced by a note of how long the line was.
+    pub max_line_chars: usize,
+    /// The most bytes of outline printed; after them one note line says the outline was cut.
+    pub max_bytes: usize,
+}
+
+impl Default for OutlineLimits {
+    fn default() -> Self {
+        Self { max_line_chars: 500, max_bytes: 400 * 1024 }
+    }
+}
+
+/// The note ending an outline cut at `max` bytes.
+pub fn cut_note(max: usize) -> String {
+    format!(
+        "(outline truncated at {max} bytes: [plugins.config.list_code_definition_names] max_output_bytes; \
+         use search_files or read_file to look further)"
+    )
+}
+
 /// One file's outline: `|----\n`, the lines, `|----\n`; `None` when the query captured no printable line.
 ///
 /// This is Cline's `parseFile`: the captures are sorted by start row (a stable sort, so captures on one row
@@ -52,7 +77,16 @@ pub fn source_files(dir: &Path) -> std::io::Result<Vec<SourceFile>> {
 /// after the earlier one ends; every capture whose name contains `name` prints the whole first line of its
 /// node, untrimmed, after `│`, unless that line is empty. Lines are split on `\n` only, so a CRLF file's
 /// lines keep their `\r`, as in Cline.
-pub fn outline(source: &str, grammar: Grammar, queries: &Queries) -> Result<Option<String>, String> {
+///
+/// Where this differs from Cline, on purpose: a line longer than `limits.max_line_chars` characters is cut
+/// there and ends in `… (line truncated: N characters)`, and once the outline holds `limits.max_bytes` the
+/// captures left are dropped for a [`cut_note`] line.
+pub fn outline(
+    source: &str,
+    grammar: Grammar,
+    queries: &Queries,
+    limits: OutlineLimits,
+) -> Result<Option<String>, String> {
     let query = queries.get(grammar)?;
     let mut parser = Parser::new();
     parser.set_language(&grammar.language()).map_err(|e| e.to_string())?;
@@ -76,19 +110,40 @@ pub fn outline(source: &str, grammar: Grammar, queries: &Queries) -> Result<Opti
     let mut out = String::new();
     let mut last_line: Option<usize> = None;
     for (start, end, printed) in captures {
+        if out.len() >= limits.max_bytes {
+            out.push('│');
+            out.push_str(&cut_note(limits.max_bytes));
+            out.push('\n');
+            break;
+        }
         if last_line.is_some_and(|last| start > last + 1) {
             out.push_str("|----\n");
         }
         if printed {
             if let Some(line) = lines.get(start).filter(|line| !line.is_empty()) {
                 out.push('│');
-                out.push_str(line);
+                push_line(&mut out, line, limits.max_line_chars);
                 out.push('\n');
             }
         }
         last_line = Some(end);
     }
     Ok((!out.is_empty()).then(|| format!("|----\n{out}|----\n")))
+}
+
+/// Appends `line`, cut after `max_chars` characters with a note of its length (a `\r` ending is kept).
+fn push_line(out: &mut String, line: &str, max_chars: usize) {
+    match line.char_indices().nth(max_chars) {
+        None => out.push_str(line),
+        Some((end, _)) => {
+            out.push_str(&line[..end]);
+            let total = max_chars + line[end..].chars().count();
+            out.push_str(&format!("… (line truncated: {total} characters)"));
+            if line.ends_with('\r') {
+                out.push('\r');
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -100,19 +155,70 @@ mod tests {
     fn cline_verified_example() {
         let ts = "export class App {\n\n  constructor() {}\n\n  run(): void {\n  }\n}\n\nfunction helper() {\n}\n";
         assert_eq!(
-            outline(ts, Grammar::TypeScript, &Queries::default()).ok().flatten().as_deref(),
+            outline(ts, Grammar::TypeScript, &Queries::default(), OutlineLimits::default()).ok().flatten().as_deref(),
             Some("|----\n│export class App {\n|----\n│  constructor() {}\n|----\n│  run(): void {\n|----\n│function helper() {\n|----\n")
         );
         let py = "class Foo:\n    def bar(self):\n        pass\n\n    def baz(self):\n        pass\n";
         assert_eq!(
-            outline(py, Grammar::Python, &Queries::default()).ok().flatten().as_deref(),
+            outline(py, Grammar::Python, &Queries::default(), OutlineLimits::default()).ok().flatten().as_deref(),
             Some("|----\n│class Foo:\n│    def bar(self):\n|----\n│    def baz(self):\n|----\n")
         );
     }
 
     #[test]
     fn nothing_captured() {
-        assert_eq!(outline("x = 1\n", Grammar::Python, &Queries::default()), Ok(None));
-        assert_eq!(outline("", Grammar::Rust, &Queries::default()), Ok(None));
+        let limits = OutlineLimits::default();
+        assert_eq!(outline("x = 1\n", Grammar::Python, &Queries::default(), limits), Ok(None));
+        assert_eq!(outline("", Grammar::Rust, &Queries::default(), limits), Ok(None));
+    }
+
+    /// One minified line of `count` definitions in `grammar`'s syntax.
+    fn minified(grammar: Grammar, count: usize) -> String {
+        let one = |n: usize| match grammar {
+            Grammar::JavaScript | Grammar::TypeScript | Grammar::Tsx => format!("function f{n}(a){{return a}}"),
+            Grammar::Python => format!("class C{n}: pass;"),
+            Grammar::Rust => format!("fn f{n}(a:u8)->u8{{a}}"),
+            Grammar::Go => format!("func F{n}(a int)int{{return a}};"),
+            Grammar::C | Grammar::Cpp => format!("int f{n}(int a){{return a;}}"),
+            Grammar::CSharp | Grammar::Java => format!("class C{n}{{int f(int a){{return a;}}}}"),
+            Grammar::Ruby => format!("def f{n}(a);a;end;"),
+            Grammar::Php => format!("function f{n}($a){{return $a;}}"),
+            Grammar::Swift => format!("func f{n}(a:Int)->Int{{return a}};"),
+            Grammar::Kotlin => format!("fun f{n}(a:Int):Int{{return a}};"),
+        };
+        let body: String = (0..count).map(one).collect();
+        match grammar {
+            Grammar::Go => format!("package p;{body}\n"),
+            Grammar::Php => format!("<?php {body}\n"),
+            _ => format!("{body}\n"),
+        }
+    }
+
+    #[test]
+    fn minified_lines_are_cut_in_every_grammar() {
+        let queries = Queries::default();
+        let limits = OutlineLimits { max_line_chars: 40, max_bytes: 10_000 };
+        for grammar in crate::languages::ALL {
+            // 5,000 definitions on one line printed 444 MB for an 89 KB file.
+            let source = minified(grammar, 5000);
+            let text = outline(&source, grammar, &queries, limits).unwrap().unwrap_or_default();
+            assert!(text.len() < 10_000 + 1000, "{grammar:?}: {}", text.len());
+            let printed: Vec<&str> = text.lines().filter(|line| line.starts_with('│')).collect();
+            assert!(!printed.is_empty(), "{grammar:?}: {text}");
+            for line in &printed[..printed.len() - 1] {
+                assert!(line.chars().count() <= 1 + 40 + 40, "{grammar:?}: {line}");
+                assert!(line.ends_with(&format!("… (line truncated: {} characters)", source.len() - 1)), "{line}");
+            }
+            assert_eq!(printed.last().copied(), Some(format!("│{}", cut_note(10_000)).as_str()), "{grammar:?}");
+        }
+    }
+
+    #[test]
+    fn lines_within_the_limit_are_whole() {
+        let mut out = String::new();
+        push_line(&mut out, "ééé", 3);
+        assert_eq!(out, "ééé");
+        push_line(&mut out, "\nabcd\r", 3);
+        assert_eq!(out, "ééé\nab… (line truncated: 6 characters)\r");
     }
 }
