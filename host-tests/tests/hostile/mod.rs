@@ -5,3 +5,4 @@ mod isolation;
 mod one_process;
 mod serve;
 mod peers;
+mod documents;
