@@ -163,7 +163,7 @@ mod tests {
         let mut nb = String::from(r#"{"cells":[{"cell_type":"markdown","source":"#);
         nb.push_str(&"[".repeat(depth));
         nb.push_str(&"\"xxxxxxxxxx\",".repeat(1000));
-        nb.push_str("0");
+        nb.push('0');
         nb.push_str(&"]".repeat(depth));
         nb.push_str("}]}");
         let unbounded = notebook(nb.as_bytes());

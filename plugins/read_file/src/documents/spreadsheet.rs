@@ -5,6 +5,11 @@
 //! of its own). Rows are built sparsely from the cells the file has, and written as Cline writes them — the
 //! cells from column A to the row's last one, empty ones included, joined by tabs — up to
 //! `max_sheet_row_cells` cells and `max_sheet_row_chars` characters a row, with a note where a row is cut.
+//!
+//! Where this differs from Cline on purpose: a row longer than the caps ends in that note instead of running
+//! on (Cline writes 16,384 cells for one value in column XFD); past row 50,000 the truncation line is written
+//! once and the sheet ends (ExcelJS's `eachRow` ignores the callback's `false`, so Cline writes the line for
+//! every later row); and rows a damaged file lists out of order come in the file's order.
 
 use super::archive::{self, Inflate};
 use super::limits::{Amount, CappedText, DocumentLimits, Failure};
@@ -119,7 +124,7 @@ impl Row {
     /// Writes the row when one of its cells has visible text, and empties it; `false` once the text is cut.
     fn flush(&mut self, text: &mut CappedText) -> bool {
         let cells = std::mem::take(&mut self.cells);
-        let (beyond, last, beyond_visible) = std::mem::replace(&mut self.beyond, (0, 0, false));
+        let (beyond, last, beyond_visible) = std::mem::take(&mut self.beyond);
         if !beyond_visible && !cells.values().any(|cell| !cell.trim().is_empty()) {
             return true;
         }
