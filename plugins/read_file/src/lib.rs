@@ -664,6 +664,37 @@ mod tests {
     }
 
     #[test]
+    fn documents_run_as_the_document_text_job() -> io::Result<()> {
+        let dir = workspace()?;
+        // A notebook that is not JSON reads as its text; a PDF over a limit names it.
+        std::fs::write(dir.path().join("draft.ipynb"), "one\ntwo\n")?;
+        std::fs::write(dir.path().join("big.pdf"), vec![b' '; 2048])?;
+        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        assert_eq!(
+            execute(&host, json!({ "path": "draft.ipynb", "start_line": 2 })),
+            result::text("2 | two\n\n(File has 2 lines total.)")
+        );
+        let config = r#"{"max_document_bytes": 1024}"#;
+        let tool = match ReadFile::new(&ToolInit { name: "read_file", config }) {
+            Ok(Some(tool)) => tool,
+            other => panic!("{other:?}"),
+        };
+        let client = HostClient::new(Host_TO::from_ptr(&host, TD_Opaque));
+        assert_eq!(
+            tool.execute(&call(json!({ "path": "big.pdf" }), false), &client),
+            result::mistake("Error reading file: File is too large to read into context. (Documents are read up to 1 KiB: [plugins.config.read_file] max_document_bytes.)")
+        );
+        // The job is the same code the child process runs.
+        let input = json!({ "path": dir.path().join("draft.ipynb"), "approved": false, "format": "ipynb", "start_line": null, "end_line": 1 });
+        assert_eq!(
+            tool.job(DOCUMENT_JOB, input, &client),
+            Ok(json!({ "text": "1 | one\n\n(Showing lines 1-1 of 2 total. Use start_line=2 to continue reading.)" }))
+        );
+        assert!(tool.job("other", json!({}), &client).is_err_and(|e| e.contains("no job named `other`")));
+        Ok(())
+    }
+
+    #[test]
     fn a_large_file_is_windowed_not_refused() -> io::Result<()> {
         let dir = workspace()?;
         // Over Cline's 20 MB refusal threshold: 21 MB of 100-byte lines.

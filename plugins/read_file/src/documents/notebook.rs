@@ -7,16 +7,21 @@ use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
 
 /// Cline's `sanitizeNotebookForLLM(text, true)`: every code cell's `outputs` becomes `[]`, and the notebook is
 /// written back as `JSON.stringify(nb, null, 1)`. Text that is not a notebook (not JSON, or no `cells` array) is
-/// returned as it is.
+/// returned as it is (up to the text cap, like any text).
 pub(crate) fn notebook_text(bytes: &[u8], limits: &DocumentLimits) -> String {
+    let as_it_is = |text: &str| {
+        let mut capped = CappedText::new(limits.max_document_text_bytes);
+        capped.push_str(text);
+        capped.finish()
+    };
     let text = String::from_utf8_lossy(bytes);
     // iconv-lite drops a UTF-8 byte order mark when it decodes.
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let Ok(Json::Object(mut notebook)) = serde_json::from_str::<Json>(text) else {
-        return text.to_owned();
+        return as_it_is(text);
     };
     let Some((_, Json::Array(cells))) = notebook.iter_mut().find(|(key, _)| key == "cells") else {
-        return text.to_owned();
+        return as_it_is(text);
     };
     for cell in cells.iter_mut() {
         let Json::Object(fields) = cell else { continue };
@@ -38,7 +43,7 @@ pub(crate) fn notebook_text(bytes: &[u8], limits: &DocumentLimits) -> String {
     match Json::Object(notebook).serialize(&mut serializer) {
         Ok(()) => out.finish(),
         Err(_) if out.is_cut() => out.finish(),
-        Err(_) => text.to_owned(),
+        Err(_) => as_it_is(text),
     }
 }
 

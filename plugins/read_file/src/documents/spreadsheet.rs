@@ -64,8 +64,8 @@ pub(crate) fn spreadsheet_text(bytes: &[u8], limits: &DocumentLimits) -> Result<
                 if !row.flush(&mut text) {
                     break 'sheets;
                 }
-                if row_index + 1 > MAX_ROWS {
-                    if !text.push_str(&format!("[... truncated at row {} ...]\n", row_index + 1)) {
+                if row_index >= MAX_ROWS {
+                    if !text.push_str(&format!("[... truncated at row {} ...]\n", u64::from(row_index) + 1)) {
                         break 'sheets;
                     }
                     break;
