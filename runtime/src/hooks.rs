@@ -4,7 +4,9 @@
 //! Commands speak Claude Code's hook protocol, so hooks written for it work unchanged: the call as JSON on
 //! stdin (`hook_event_name`, `session_id` (the task id), `cwd`, `tool_name`, `tool_input`, `tool_use_id`, and
 //! for PostToolUse `tool_response`); exit 0 allows (stdout may hold a JSON reply), exit 2 blocks with stderr
-//! as the reason, any other exit is a hook failure that is logged and ignored. A JSON reply may carry
+//! as the reason, any other exit is a hook failure that is logged and ignored. So is a hook that runs past
+//! `[hooks] timeout_ms` (one deadline for the whole exchange: writing its input, reading its output) or prints
+//! more than `[hooks] max_output_bytes` on stdout or stderr: it is killed with everything it started. A JSON reply may carry
 //! `decision` (`block` / `approve`) and `reason`, or `hookSpecificOutput` with `permissionDecision` (`allow`,
 //! `deny`, `ask`), `permissionDecisionReason` and `additionalContext`; Cline's own reply shape (`cancel`,
 //! `errorMessage`, `contextModification`) is read too.
@@ -15,13 +17,14 @@
 //! as Cline's `<hook_context source="…" type="…">` block.
 
 use crate::policy::BoxFuture;
+use crate::process::Tree;
 use serde::Serialize;
 use serde_json::Value;
 use std::future::Future;
 use std::io::{Read, Write};
-use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::process::{ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 /// When a hook runs.
@@ -138,11 +141,11 @@ struct Hook {
 }
 
 /// Every hook of a runtime.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Hooks {
     pre: Vec<Hook>,
     post: Vec<Hook>,
-    timeout: Duration,
+    limits: Limits,
 }
 
 /// The merged answer of every hook for one event.
@@ -155,8 +158,10 @@ pub(crate) struct Verdict {
 }
 
 impl Hooks {
-    pub fn new(timeout: Duration) -> Self {
-        Self { pre: Vec::new(), post: Vec::new(), timeout }
+    /// Hooks whose commands get `timeout` for the whole exchange and may print `max_output` bytes on each
+    /// stream.
+    pub fn new(timeout: Duration, max_output: u64) -> Self {
+        Self { pre: Vec::new(), post: Vec::new(), limits: Limits { timeout, max_output } }
     }
 
     pub fn add_callback(&mut self, event: HookEvent, matcher: Option<&str>, hook: HookFn) -> Result<(), String> {
@@ -214,7 +219,7 @@ impl Hooks {
                     }
                 }
                 HookKind::Command(command) => {
-                    match run_command(command.clone(), &input, cwd.clone(), self.timeout).await {
+                    match run_command(command.clone(), &input, cwd.clone(), self.limits).await {
                         Ok(outcome) => outcome,
                         Err(message) => {
                             tracing::warn!(hook = event.name(), command = %command, "{message}");
@@ -283,84 +288,158 @@ pub(crate) fn hook_context(source: &str, context: &str) -> Option<String> {
     Some(format!("<hook_context source=\"{source}\" type=\"{kind}\">\n{content}\n</hook_context>"))
 }
 
-/// Runs a command hook on a thread of its own (the host's executor may be any), killing its process group
-/// at the timeout.
-async fn run_command(
-    command: String,
-    input: &HookInput,
-    cwd: PathBuf,
+/// What bounds one command hook: the whole exchange's time and each stream's size.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    /// `[hooks] timeout_ms`: from the start to the answer, writing the input and reading the output included.
     timeout: Duration,
-) -> Result<HookOutcome, String> {
+    /// `[hooks] max_output_bytes`: the most read from stdout, and from stderr.
+    max_output: u64,
+}
+
+/// Runs a command hook on a thread of its own (the host's executor may be any).
+async fn run_command(command: String, input: &HookInput, cwd: PathBuf, limits: Limits) -> Result<HookOutcome, String> {
     let stdin = serde_json::to_vec(input).map_err(|e| e.to_string())?;
     let event = input.hook_event_name;
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()
         .name("toolshed-hook".to_owned())
         .spawn(move || {
-            let _ = tx.send(run_blocking(&command, &stdin, &cwd, timeout));
+            let _ = tx.send(run_blocking(&command, stdin, &cwd, limits));
         })
         .map_err(|e| format!("cannot start the hook thread: {e}"))?;
     let (code, stdout, stderr) = rx.await.map_err(|_| "the hook thread ended without an answer".to_owned())??;
     interpret(event, code, &stdout, &stderr)
 }
 
-fn run_blocking(
-    command: &str,
-    stdin: &[u8],
-    cwd: &std::path::Path,
-    timeout: Duration,
-) -> Result<(i32, String, String), String> {
-    use std::os::unix::process::CommandExt;
-    let mut child = Command::new("/bin/sh")
-        .arg("-c")
+/// What the threads around a running hook report.
+enum Event {
+    /// The shell exited (it is left unreaped until its tree is gone).
+    Exited(ExitStatus),
+    /// A stream reached its end: 0 is stdout, 1 stderr.
+    Read(usize, Vec<u8>),
+    /// A stream went over `[hooks] max_output_bytes`.
+    Overflow(usize),
+}
+
+const STREAMS: [&str; 2] = ["stdout", "stderr"];
+
+/// Runs the hook in a process tree of its own and exchanges its input and output under one deadline.
+///
+/// The input is written on a thread of its own while both outputs are read, so a hook that prints before it
+/// reads (or never reads) cannot block the exchange; a hook that closes its input early (`true`) gets
+/// `EPIPE` on that thread only, and its exit status and output still decide. At the deadline, or when a
+/// stream passes the cap, the whole tree is killed and the hook counts as failed. When the shell exits,
+/// what it left running (a `sleep 1000 &`) is killed too, so its pipes close and nothing outlives the hook.
+fn run_blocking(command: &str, stdin: Vec<u8>, cwd: &Path, limits: Limits) -> Result<(i32, String, String), String> {
+    let deadline = Instant::now() + limits.timeout;
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c")
         .arg(command)
         .current_dir(cwd)
         .env("CLAUDE_PROJECT_DIR", cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| format!("cannot start hook command: {e}"))?;
-    if let Some(mut pipe) = child.stdin.take() {
-        // A hook that does not read its input must not block us: ignore a closed pipe.
-        let _ = pipe.write_all(stdin);
+        .stderr(Stdio::piped());
+    let mut tree = Tree::spawn(&mut cmd).map_err(|e| format!("cannot start hook command: {e}"))?;
+    let (events, received) = mpsc::channel();
+    let child = tree.child();
+    let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let pid = child.id();
+    let mut started = vec![spawn_named("toolshed-hook-in", move || write_input(pipes.0, &stdin))];
+    let streams: [Option<Box<dyn Read + Send>>; 2] =
+        [pipes.1.map(|p| Box::new(p) as Box<dyn Read + Send>), pipes.2.map(|p| Box::new(p) as Box<dyn Read + Send>)];
+    for (index, pipe) in streams.into_iter().enumerate() {
+        let events = events.clone();
+        started.push(spawn_named("toolshed-hook-out", move || {
+            let _ = events.send(read_capped(index, pipe, limits.max_output));
+        }));
     }
-    let readers: Vec<_> = [
-        child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-        child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-    ]
-    .into_iter()
-    .map(|pipe| {
-        std::thread::spawn(move || {
-            let mut out = Vec::new();
-            if let Some(mut pipe) = pipe {
-                let _ = pipe.read_to_end(&mut out);
-            }
-            String::from_utf8_lossy(&out).into_owned()
-        })
-    })
-    .collect();
-    let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(child.id() as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-                let _ = child.wait();
-                return Err(format!("hook command timed out after {} ms ([hooks] timeout_ms)", timeout.as_millis()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(2)),
-            Err(e) => return Err(format!("waiting for the hook command failed: {e}")),
+    let exits = events;
+    // The shell is waited for without being reaped, so its pid and group id stay the tree's until `tree`
+    // goes.
+    started.push(spawn_named("toolshed-hook-wait", move || {
+        let _ = exits.send(Event::Exited(crate::process::exit_status(pid as i32)));
+    }));
+    if let Some(Err(e)) = started.into_iter().find(Result::is_err) {
+        return Err(format!("cannot start the threads that talk to the hook: {e}"));
+    }
+    let timed_out = || format!("hook command timed out after {} ms ([hooks] timeout_ms)", limits.timeout.as_millis());
+    let mut status = None;
+    let mut outputs: [Option<Vec<u8>>; 2] = [None, None];
+    while status.is_none() || outputs.iter().any(Option::is_none) {
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(timed_out());
         }
+        // Now and then the tree is surveyed, so a process that leaves the hook's group is still known.
+        match received.recv_timeout((deadline - now).min(Duration::from_millis(200))) {
+            Ok(Event::Exited(exit)) => {
+                status = Some(exit);
+                // What the hook left running would hold its pipes open: it ends with the hook.
+                tree.kill();
+            }
+            Ok(Event::Read(index, bytes)) => outputs[index] = Some(bytes),
+            Ok(Event::Overflow(index)) => {
+                return Err(format!(
+                    "hook command printed more than {} bytes on {} ([hooks] max_output_bytes); it was stopped",
+                    limits.max_output, STREAMS[index]
+                ))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => tree.survey(),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err("the hook's threads ended early".to_owned()),
+        }
+    }
+    let code = status.and_then(|s| s.code()).unwrap_or(-1);
+    let [stdout, stderr] = outputs.map(|bytes| String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned());
+    Ok((code, stdout, stderr))
+}
+
+fn spawn_named(name: &str, f: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    std::thread::Builder::new().name(name.to_owned()).spawn(f).map(drop)
+}
+
+/// Writes the hook's input and closes its stdin. A hook may stop reading (or never start): the write then
+/// fails with `EPIPE`, which ends this thread and nothing else.
+fn write_input(pipe: Option<ChildStdin>, input: &[u8]) {
+    let Some(mut pipe) = pipe else {
+        return;
     };
-    let mut texts = readers.into_iter().map(|r| r.join().unwrap_or_default());
-    let stdout = texts.next().unwrap_or_default();
-    let stderr = texts.next().unwrap_or_default();
-    Ok((status.code().unwrap_or(-1), stdout, stderr))
+    // The `toolshed` binary ignores SIGPIPE, but a host embedding the runtime may not: blocked on this thread,
+    // the signal a write to a closed pipe raises stays pending here (and goes with the thread) instead of
+    // ending the process.
+    let _ = nix::sys::signal::SigSet::from(nix::sys::signal::Signal::SIGPIPE).thread_block();
+    match pipe.write_all(input) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+            tracing::debug!("the hook closed its input before reading all of it");
+        }
+        Err(e) => tracing::debug!("writing the hook's input failed: {e}"),
+    }
+}
+
+/// One output stream of the hook, to its end, or [`Event::Overflow`] once it passes `cap`.
+fn read_capped(index: usize, pipe: Option<impl Read>, cap: u64) -> Event {
+    let mut bytes = Vec::new();
+    if let Some(pipe) = pipe {
+        // One byte past the cap tells a stream that reached it from one that went over. A read error ends
+        // the stream like its end would.
+        let _ = pipe.take(cap.saturating_add(1)).read_to_end(&mut bytes);
+    }
+    if bytes.len() as u64 > cap {
+        Event::Overflow(index)
+    } else {
+        Event::Read(index, bytes)
+    }
+}
+
+/// The start of a hook's stderr, for a log line: up to a megabyte may have been read.
+fn excerpt(text: &str) -> std::borrow::Cow<'_, str> {
+    const MAX_CHARS: usize = 2000;
+    match text.char_indices().nth(MAX_CHARS) {
+        Some((end, _)) => format!("{}… ({} bytes in all)", &text[..end], text.len()).into(),
+        None => text.into(),
+    }
 }
 
 /// Reads a command hook's exit code and output as Claude Code does.
@@ -375,7 +454,7 @@ fn interpret(event: HookEvent, code: i32, stdout: &str, stderr: &str) -> Result<
                 HookEvent::PostToolUse => HookOutcome::pass().with_context(reason),
             });
         }
-        other => return Err(format!("hook command failed with exit code {other}: {}", stderr.trim())),
+        other => return Err(format!("hook command failed with exit code {other}: {}", excerpt(stderr.trim()))),
     }
     let text = stdout.trim();
     if !text.starts_with('{') {

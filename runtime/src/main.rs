@@ -8,6 +8,27 @@ use std::process::ExitCode;
 use toolshed::shown::{escape, escape_line};
 use toolshed::{ConfigLoader, Provider, Runtime, SpecContext, TaskContext, TerminalApprover, ToolUse};
 
+/// `println!` for our own output, whose reader may go away early (`toolshed tools | head -1`): a write to
+/// the closed pipe is `EPIPE` (SIGPIPE is ignored), and the output simply ends there, quietly, where
+/// `println!` would panic. Other write errors are returned.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        match writeln!(std::io::stdout().lock(), $($arg)*) {
+            Err(e) if !is_closed(&e) => Err(e),
+            _ => Ok(()),
+        }
+    }};
+}
+
+/// `eprintln!` that cannot panic: with standard error closed, there is nowhere left to say anything.
+macro_rules! err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 #[derive(Parser, Debug)]
 #[command(name = "toolshed", version, about = "Runs AI coding agents' tools from native plugins.")]
 struct Cli {
@@ -104,11 +125,13 @@ fn main() -> ExitCode {
     if let Ok(exe) = std::env::current_exe() {
         toolshed::isolate::set_executable(exe);
     }
-    // Like every Unix filter, end quietly when the reader of our output goes away (`toolshed tools | head`);
-    // Rust's runtime ignores SIGPIPE, which would turn that into a panic in `println!`.
-    // SAFETY: nothing else is running yet, and the default action needs no handler code.
+    // A write to a pipe whose reader is gone must fail with EPIPE, never kill the process: a hook that does
+    // not read its input, an MCP server or child that exits early is that peer's failure, and under `serve`
+    // the process answers other clients. (Rust's runtime ignores SIGPIPE already; a host may not, so say so.)
+    // Our own output ends quietly when its reader goes (`toolshed tools | head`): see `out!`.
+    // SAFETY: nothing else is running yet, and ignoring needs no handler code.
     let _ =
-        unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigDfl) };
+        unsafe { nix::sys::signal::signal(nix::sys::signal::Signal::SIGPIPE, nix::sys::signal::SigHandler::SigIgn) };
     // A write past the file-size limit (RLIMIT_FSIZE) must fail with EFBIG, which an edit turns into a clear
     // error with the file put back, rather than kill the process halfway through writing a file in place.
     // SAFETY: as above; ignoring needs no handler code.
@@ -117,7 +140,7 @@ fn main() -> ExitCode {
     // Blocked before any thread starts, so every thread inherits the mask and one thread takes the signals
     // (children get a clean mask from `std::process::Command`).
     if let Err(e) = stop_signals().thread_block() {
-        eprintln!("toolshed: cannot block SIGINT and SIGTERM: {e}");
+        err!("toolshed: cannot block SIGINT and SIGTERM: {e}");
     }
     let cli = Cli::parse();
     let filter = match cli.verbose {
@@ -129,6 +152,8 @@ fn main() -> ExitCode {
     // (tracing's own escaping leaves CR, LF and bidi characters), and so carries no colour codes either.
     tracing_subscriber::fmt()
         .with_writer(|| ShownStderr)
+        // With standard error closed its own report of the failed write would panic in `eprintln!`.
+        .log_internal_errors(false)
         .with_ansi(false)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("TOOLSHED_LOG").unwrap_or_else(|_| filter.into()))
         .with_target(false)
@@ -136,11 +161,18 @@ fn main() -> ExitCode {
         .init();
     match run(cli) {
         Ok(code) => code,
+        // Whoever read our output has gone (`toolshed watch | head -3`): end quietly, as a filter does.
+        Err(error) if error.downcast_ref::<std::io::Error>().is_some_and(is_closed) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("toolshed: {}", escape(&format!("{error:#}")));
+            err!("toolshed: {}", escape(&format!("{error:#}")));
             ExitCode::from(2)
         }
     }
+}
+
+/// Whether a write failed because its reader is gone.
+fn is_closed(error: &std::io::Error) -> bool {
+    error.kind() == std::io::ErrorKind::BrokenPipe
 }
 
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
@@ -199,19 +231,19 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             report_load_errors(&runtime);
             let tools = runtime.tools();
             if json {
-                println!("{}", serde_json::to_string_pretty(&tools)?);
+                out!("{}", serde_json::to_string_pretty(&tools)?)?;
             } else {
                 for tool in &tools {
                     let aliases = if tool.aliases.is_empty() { "-".to_owned() } else { tool.aliases.join(",") };
                     let caps = if tool.capabilities.is_empty() { "-".to_owned() } else { tool.capabilities.join(",") };
-                    println!(
+                    out!(
                         "{:<28} {:<20} {:<10} aliases={} capabilities={}",
                         escape_line(&tool.name),
                         escape_line(&tool.plugin),
                         escape_line(&tool.version),
                         escape_line(&aliases),
                         escape_line(&caps)
-                    );
+                    )?;
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -246,7 +278,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 multi_root: context.roots.len() > 1,
                 ..SpecContext::default()
             };
-            println!("{}", runtime.schema(provider, &family, &spec_context));
+            out!("{}", runtime.schema(provider, &family, &spec_context))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { tool, input, yes, images } => {
@@ -271,12 +303,12 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             // Exactly what the model sees, for scripts; on a terminal, a file's escape sequences are shown, not run.
             let text = result.to_model_text();
             if std::io::stdout().is_terminal() {
-                println!("{}", escape(&text));
+                out!("{}", escape(&text))?;
             } else {
-                println!("{text}");
+                out!("{text}")?;
             }
             if let Some(note) = &result.note {
-                eprintln!("toolshed: {}", escape(note));
+                err!("toolshed: {}", escape(note));
             }
             Ok(if result.is_error() { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
@@ -308,7 +340,7 @@ fn stop_on_signal() {
         }
     });
     if let Err(e) = spawned {
-        eprintln!("toolshed: cannot watch for signals: {e}");
+        err!("toolshed: cannot watch for signals: {e}");
     }
 }
 
@@ -410,11 +442,11 @@ impl std::io::Write for ShownStderr {
 
 fn report_load_errors(runtime: &Runtime) {
     for error in runtime.load_errors() {
-        eprintln!("toolshed: plugin not loaded: {}", escape_line(&error.to_string()));
+        err!("toolshed: plugin not loaded: {}", escape_line(&error.to_string()));
     }
     for event in runtime.register_events() {
         if let toolshed::RegisterEvent::Refused { reason, .. } = event {
-            eprintln!("toolshed: tool not registered: {}", escape_line(reason));
+            err!("toolshed: tool not registered: {}", escape_line(reason));
         }
     }
 }

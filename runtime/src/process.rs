@@ -12,6 +12,9 @@
 //! group, the runtime's reparented children carrying the command's `TOOLSHED_PROCESS` marker, and the
 //! processes seen in the tree before (by pid and start time).
 //!
+//! Hooks, whose pipes the hook runner reads and writes itself, start their tree through [`Tree`], which is
+//! found and killed the same way.
+//!
 //! Reaping is the delicate part: a subreaper inherits zombies, but other code in this process (tokio's child
 //! handles, `std::process::Child`, a host's own children) waits for its children by pid, and a stray
 //! `waitpid(-1)` would steal their exit statuses. So only processes identified as a command's orphans are
@@ -140,6 +143,21 @@ fn me() -> i32 {
 }
 
 impl Proc {
+    /// A started shell of `task_id`, `pgid` its pid and group, `marker_value` the marker its processes carry.
+    fn new(task_id: &str, pgid: i32, marker_value: &str) -> Self {
+        Proc {
+            task_id: task_id.to_owned(),
+            pgid,
+            marker: format!("{MARKER}={marker_value}"),
+            buffer: Mutex::new(Buffer::default()),
+            changed: Condvar::new(),
+            members: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashSet::new()),
+            last_survey: Mutex::new(None),
+            reaped: Mutex::new(false),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Buffer> {
         lock(&self.buffer)
     }
@@ -355,17 +373,7 @@ impl ProcessManager {
         let child =
             spawned.map_err(|e| ProcessError::Spawn(format!("cannot start {shell} in {}: {e}", cwd.display())))?;
         let pid = child.id();
-        let proc = Arc::new(Proc {
-            task_id: task_id.to_owned(),
-            pgid: pid as i32,
-            marker: format!("{MARKER}={marker_value}"),
-            buffer: Mutex::new(Buffer::default()),
-            changed: Condvar::new(),
-            members: Mutex::new(HashMap::new()),
-            groups: Mutex::new(HashSet::new()),
-            last_survey: Mutex::new(None),
-            reaped: Mutex::new(false),
-        });
+        let proc = Arc::new(Proc::new(task_id, pid as i32, &marker_value));
         self.procs.insert(id, Arc::clone(&proc));
         self.trees.insert(id, Arc::clone(&proc));
 
@@ -543,7 +551,7 @@ fn watch_shell(mut child: Child, proc: &Proc, settings: Settings, forget: impl F
 }
 
 /// Waits for `pid` to exit and returns its status, leaving it a zombie (`WNOWAIT`).
-fn exit_status(pid: i32) -> ExitStatus {
+pub(crate) fn exit_status(pid: i32) -> ExitStatus {
     loop {
         match waitid(Id::Pid(Pid::from_raw(pid)), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT) {
             Ok(WaitStatus::Exited(_, code)) => return ExitStatus::from_raw((code & 0xff) << 8),
@@ -572,6 +580,59 @@ fn signal_or_reap(entries: &[table::Entry], signal: Option<Signal>, me: i32) -> 
         }
     }
     left
+}
+
+/// A process tree the runtime starts outside the manager — a hook command, whose pipes its caller reads and
+/// writes itself — held as a command's is: its own group, the marker in its environment, its shell a
+/// subreaper. Dropping it kills whatever is left of the tree and reaps the shell, so every way out of the
+/// caller (an answer, a timeout, too much output) leaves no process behind.
+pub(crate) struct Tree {
+    proc: Proc,
+    child: Child,
+}
+
+impl Tree {
+    /// Starts `cmd` as the root of a tree of its own.
+    pub fn spawn(cmd: &mut Command) -> std::io::Result<Tree> {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        become_subreaper();
+        let marker_value = format!("{}:tree:{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+        cmd.env(MARKER, &marker_value).process_group(0);
+        // SAFETY: as in `ProcessManager::spawn`: prctl is async-signal-safe and the closure allocates nothing.
+        unsafe {
+            cmd.pre_exec(|| nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from));
+        }
+        let child = cmd.spawn()?;
+        let proc = Proc::new("", child.id() as i32, &marker_value);
+        Ok(Tree { proc, child })
+    }
+
+    /// The root process, for its pipes.
+    pub fn child(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// Records the tree's processes now, so one that later leaves both the group and the marker is still
+    /// known by pid and start time.
+    pub fn survey(&self) {
+        self.proc.survey(&table::snapshot());
+    }
+
+    /// SIGKILL to the whole tree until it is gone (bounded by [`KILL_SETTLE`]); the root, if it still runs,
+    /// included.
+    pub fn kill(&self) {
+        self.proc.kill_tree();
+    }
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        self.kill();
+        // Only now may the shell's pid (and group id) go back to the kernel.
+        let mut reaped = lock(&self.proc.reaped);
+        let _ = self.child.wait();
+        *reaped = true;
+    }
 }
 
 /// Makes this process a child subreaper, once: orphans of commands come back to it instead of init.

@@ -262,7 +262,10 @@ impl RuntimeBuilder {
 
     /// Loads the plugins and starts the actor system.
     pub fn build(self) -> Result<Runtime, RuntimeError> {
-        let mut hooks = Hooks::new(std::time::Duration::from_millis(self.config.hooks.timeout_ms));
+        let mut hooks = Hooks::new(
+            std::time::Duration::from_millis(self.config.hooks.timeout_ms),
+            self.config.hooks.max_output_bytes,
+        );
         for (event, matcher, hook) in &self.hooks {
             hooks.add_callback(*event, matcher.as_deref(), Arc::clone(hook)).map_err(RuntimeError::Hook)?;
         }

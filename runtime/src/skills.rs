@@ -44,32 +44,45 @@ impl SkillDirs {
     /// The skills available to a task working in `root`: the user's first, then (trusted workspaces only)
     /// the workspace's, each name once.
     pub fn list(&self, root: &Path) -> Vec<SkillInfo> {
+        self.scan(root).0
+    }
+
+    /// [`Self::list`], and the skill folders refused (by folder name, with why).
+    fn scan(&self, root: &Path) -> (Vec<SkillInfo>, Vec<(String, String)>) {
+        let (mut skills, mut refused): (Vec<SkillInfo>, Vec<(String, String)>) = (Vec::new(), Vec::new());
         if !self.enabled {
-            return Vec::new();
+            return (skills, refused);
         }
-        let mut skills: Vec<SkillInfo> = Vec::new();
-        let mut add = |dir: &Path, source: &str| {
-            for skill in scan(dir, source) {
-                if !skills.iter().any(|s| s.name == skill.name) {
-                    skills.push(skill);
+        let mut add = |dir: &Path, source: &str, within: Option<&Path>| {
+            for found in scan(dir, source, within) {
+                match found {
+                    Ok(skill) if !skills.iter().any(|s| s.name == skill.name) => skills.push(skill),
+                    Ok(_) => {}
+                    Err(why) => refused.push(why),
                 }
             }
         };
         for dir in &self.user {
-            add(dir, "global");
+            add(dir, "global", None);
         }
-        if self.trusted.contains(&canonical(root)) {
+        let root = canonical(root);
+        if self.trusted.contains(&root) {
             for dir in WORKSPACE_DIRS {
-                add(&root.join(dir), "project");
+                add(&root.join(dir), "project", Some(&root));
             }
         }
-        skills
+        (skills, refused)
     }
 
-    /// One available skill and its instructions (the body of its `SKILL.md`, trimmed).
+    /// One available skill and its instructions (the body of its `SKILL.md`, trimmed). A skill whose folder
+    /// was refused (a `SKILL.md` that is a FIFO, a link out of its folder, too large…) is an error saying why.
     pub fn load(&self, root: &Path, name: &str) -> std::io::Result<Option<(SkillInfo, String)>> {
-        let Some(skill) = self.list(root).into_iter().find(|s| s.name == name) else {
-            return Ok(None);
+        let (skills, refused) = self.scan(root);
+        let Some(skill) = skills.into_iter().find(|s| s.name == name) else {
+            return match refused.into_iter().find(|(folder, _)| folder == name) {
+                Some((_, why)) => Err(std::io::Error::other(why)),
+                None => Ok(None),
+            };
         };
         let text = read_skill_file(Path::new(&skill.path))?;
         let body = front_matter(&text).map_or(text.as_str(), |(_, body)| body).trim().to_owned();
@@ -81,9 +94,12 @@ impl SkillDirs {
 const MAX_SKILL_BYTES: u64 = 1024 * 1024;
 
 /// A `SKILL.md`'s text: a regular file (a FIFO would block the listing forever, a device never end) of at
-/// most [`MAX_SKILL_BYTES`].
+/// most [`MAX_SKILL_BYTES`], inside its skill's folder whatever links lead to it (a link to `~/.ssh/…` or
+/// a hard link would put any file in front of the model), with no other hard link. Every read of a skill's
+/// file, listing or loading, comes here.
 fn read_skill_file(path: &Path) -> std::io::Result<String> {
-    crate::small_file::read_text(path, MAX_SKILL_BYTES)
+    let folder = path.parent().unwrap_or(path);
+    crate::small_file::read_text_within(path, folder, MAX_SKILL_BYTES)
         .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))
 }
 
@@ -91,30 +107,69 @@ fn canonical(path: &Path) -> PathBuf {
     std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
 }
 
-/// The valid skills of one directory, sorted by name (directory order differs between file systems).
-fn scan(dir: &Path, source: &str) -> Vec<SkillInfo> {
+/// The skills of one directory, sorted by name (directory order differs between file systems), and the
+/// folders refused: with `within` (a workspace's skills), a folder that resolves outside it; any folder
+/// whose `SKILL.md` cannot be read safely. Each refusal is logged as a warning naming the skill; the other
+/// skills load. Folders that are not skills (no `SKILL.md`, no front matter, a name that differs) are left
+/// out as Cline leaves them out.
+fn scan(dir: &Path, source: &str, within: Option<&Path>) -> Vec<Result<SkillInfo, (String, String)>> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let mut skills: Vec<SkillInfo> = entries
+    let mut found: Vec<Result<SkillInfo, (String, String)>> = entries
         .flatten()
         .filter(|entry| entry.path().is_dir())
         .filter_map(|entry| {
             let folder = entry.file_name().to_string_lossy().into_owned();
+            let refuse = |why: String| {
+                warn_once(format!("skill \"{folder}\" skipped: {why}"));
+                Some(Err((folder.clone(), why)))
+            };
+            if let Some(root) = within.filter(|root| !canonical(&entry.path()).starts_with(root)) {
+                return refuse(format!("its folder leads out of the workspace {}", root.display()));
+            }
             let path = entry.path().join("SKILL.md");
-            let text = read_skill_file(&path).ok()?;
+            // A folder without a SKILL.md is simply not a skill; one whose SKILL.md is there but cannot be
+            // read (a dangling link included) is refused.
+            if std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+                return None;
+            }
+            let text = match read_skill_file(&path) {
+                Ok(text) => text,
+                Err(e) => return refuse(e.to_string()),
+            };
             let (fields, _) = front_matter(&text)?;
             let name = field(&fields, "name")?;
             let description = field(&fields, "description")?;
             if name != folder {
-                tracing::warn!("skill name \"{name}\" does not match its directory \"{folder}\"; skipped");
+                warn_once(format!("skill name \"{name}\" does not match its directory \"{folder}\"; skipped"));
                 return None;
             }
-            Some(SkillInfo { name, description, path: path.to_string_lossy().into_owned(), source: source.to_owned() })
+            let path = path.to_string_lossy().into_owned();
+            Some(Ok(SkillInfo { name, description, path, source: source.to_owned() }))
         })
         .collect();
-    skills.sort_by(|a, b| a.name.cmp(&b.name));
-    skills
+    found.sort_by(|a, b| key(a).cmp(key(b)));
+    found
+}
+
+/// Logs a warning the first time it is seen: every listing scans again (a use_skill call lists twice), and
+/// a bad skill would otherwise be reported on every call of a long-running host.
+fn warn_once(message: String) {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !seen.contains(&message) {
+        tracing::warn!("{message}");
+        seen.insert(message);
+    }
+}
+
+fn key(found: &Result<SkillInfo, (String, String)>) -> &str {
+    match found {
+        Ok(skill) => &skill.name,
+        Err((folder, _)) => folder,
+    }
 }
 
 fn field(fields: &[(String, String)], key: &str) -> Option<String> {

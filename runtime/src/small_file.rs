@@ -16,10 +16,40 @@ use std::path::Path;
 /// The open's own error (`NotFound` for a missing file); `InvalidInput` for anything that is not a regular
 /// file; `FileTooLarge` for a file over `cap`. Each message says which, in words for the user.
 pub(crate) fn read(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
-    let file = std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK).open(path)?;
+    read_open(open(path, 0)?, cap, false)
+}
+
+/// [`read`] for a file that must stay inside `dir` (a skill's folder), whatever links lead to it: the path
+/// resolved must lie in `dir` resolved, it is opened by that resolved path without following a link (one
+/// swapped in after the look is refused), and it may have no other hard link (which could be a file
+/// anywhere on the file system).
+///
+/// # Errors
+///
+/// As [`read`]; `PermissionDenied` for a file that resolves outside `dir` or has other hard links.
+pub(crate) fn read_within(path: &Path, dir: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    let dir = dir.canonicalize()?;
+    let real = path.canonicalize()?;
+    if !real.starts_with(&dir) {
+        let message = format!("it leads out of {} (to {})", dir.display(), real.display());
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, message));
+    }
+    read_open(open(&real, nix::libc::O_NOFOLLOW)?, cap, true)
+}
+
+fn open(path: &Path, flags: i32) -> io::Result<std::fs::File> {
+    std::fs::OpenOptions::new().read(true).custom_flags(nix::libc::O_NONBLOCK | flags).open(path)
+}
+
+fn read_open(file: std::fs::File, cap: u64, single_link: bool) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::MetadataExt as _;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "it is not a regular file"));
+    }
+    if single_link && meta.nlink() > 1 {
+        let message = format!("it has {} hard links, and another may be any file", meta.nlink());
+        return Err(io::Error::new(io::ErrorKind::PermissionDenied, message));
     }
     let too_large = || io::Error::new(io::ErrorKind::FileTooLarge, format!("it is larger than {} KiB", cap / 1024));
     if meta.len() > cap {
@@ -36,7 +66,16 @@ pub(crate) fn read(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 
 /// [`read`], as UTF-8 text (`InvalidData` when it is not).
 pub(crate) fn read_text(path: &Path, cap: u64) -> io::Result<String> {
-    String::from_utf8(read(path, cap)?).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
+    utf8(read(path, cap)?)
+}
+
+/// [`read_within`], as UTF-8 text (`InvalidData` when it is not).
+pub(crate) fn read_text_within(path: &Path, dir: &Path, cap: u64) -> io::Result<String> {
+    utf8(read_within(path, dir, cap)?)
+}
+
+fn utf8(bytes: Vec<u8>) -> io::Result<String> {
+    String::from_utf8(bytes).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
 }
 
 #[cfg(test)]
@@ -59,5 +98,32 @@ mod tests {
         assert_eq!(read(&dir.path().join("missing"), 1).unwrap_err().kind(), io::ErrorKind::NotFound);
         std::fs::write(&small, [0xe9]).unwrap();
         assert_eq!(read_text(&small, 8).unwrap_err().kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn a_confined_read_stays_in_its_directory() {
+        let outside = tempfile::tempdir().unwrap();
+        let secret = outside.path().join("secret");
+        std::fs::write(&secret, "secret").unwrap();
+        let dir = outside.path().join("skill");
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("real"), "inside").unwrap();
+        std::os::unix::fs::symlink("real", dir.join("link-in")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join("link-out")).unwrap();
+        std::os::unix::fs::symlink("../secret", dir.join("relative-out")).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", dir.join("zero")).unwrap();
+        assert_eq!(read_within(&dir.join("link-in"), &dir, 64).unwrap(), b"inside");
+        for name in ["link-out", "relative-out", "zero"] {
+            let error = read_within(&dir.join(name), &dir, 64).unwrap_err();
+            assert_eq!(error.kind(), io::ErrorKind::PermissionDenied, "{name}: {error}");
+        }
+        std::fs::hard_link(&secret, dir.join("hard")).unwrap();
+        let error = read_within(&dir.join("hard"), &dir, 64).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::PermissionDenied, "{error}");
+        let fifo = dir.join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        assert_eq!(read_within(&fifo, &dir, 64).unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        std::fs::write(dir.join("big"), "x".repeat(65)).unwrap();
+        assert_eq!(read_within(&dir.join("big"), &dir, 64).unwrap_err().kind(), io::ErrorKind::FileTooLarge);
     }
 }

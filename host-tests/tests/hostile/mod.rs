@@ -5,4 +5,8 @@ mod isolation;
 mod one_process;
 mod serve;
 mod peers;
+mod hooks;
+mod skills;
 mod documents;
+mod edits;
+mod output;
