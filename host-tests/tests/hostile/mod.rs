@@ -8,5 +8,3 @@ mod peers;
 mod hooks;
 mod skills;
 mod documents;
-mod edits;
-mod output;
