@@ -392,6 +392,16 @@ fn hostile_hooks_under_toolshed_serve() {
         assert!(plain.contains("1 | hello after the storm"), "after {}: {plain}\n{stderr}", case.name);
     }
     assert!(served.child.try_wait().unwrap().is_none(), "the server ended");
+    // Endless output is read up to the cap and no further: `yes` once took the host to 4 GB. Generous: the
+    // host with its plugins loaded sits near 100 MB.
+    let status = std::fs::read_to_string(format!("/proc/{}/status", served.child.id())).unwrap();
+    let peak_kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    eprintln!("toolshed serve's peak resident set after the hostile hooks: {peak_kib} KiB");
+    assert!(peak_kib < 512 * 1024, "the server's peak resident set is {peak_kib} KiB");
     let stderr = std::fs::read_to_string(&log).unwrap();
     for log in cases.iter().filter_map(|c| c.log) {
         assert!(stderr.contains(log), "expected {log:?} in the log:\n{stderr}");
