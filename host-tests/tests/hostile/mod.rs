@@ -8,3 +8,4 @@ mod peers;
 mod hooks;
 mod skills;
 mod documents;
+mod output;
