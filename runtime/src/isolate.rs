@@ -128,6 +128,7 @@ pub(crate) fn run(
         stack_mb: limits.stack_mb,
         max_frame: limits.max_output_bytes,
     };
+    let _pipe_guard = PipeSignalBlocked::new();
     let mut child = spawn(limits, library.as_raw_fd()).map_err(failed)?;
     let stderr = child.stderr.take().map(keep_tail);
     let outcome = converse(&mut child, &start, limits, host);
@@ -144,6 +145,48 @@ pub(crate) fn run(
             limits.timeout_ms
         ))),
         Err(Ended::Died) => Err(failed(exit::describe(status, &tail, limits))),
+    }
+}
+
+/// SIGPIPE blocked on the calling thread while it talks to a child: the `toolshed` binary ignores it, but a
+/// host embedding the runtime may not, and a child that died at once must be an EPIPE, not the host's end.
+/// On drop, a SIGPIPE left pending by such a write is taken off before the old mask comes back.
+struct PipeSignalBlocked(Option<nix::sys::signal::SigSet>);
+
+impl PipeSignalBlocked {
+    fn new() -> Self {
+        use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+        let mut old = SigSet::empty();
+        let blocked = SigSet::from(Signal::SIGPIPE);
+        let ok = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&blocked), Some(&mut old)).is_ok();
+        Self(ok.then_some(old))
+    }
+}
+
+impl Drop for PipeSignalBlocked {
+    fn drop(&mut self) {
+        use nix::sys::signal::{SigSet, SigmaskHow, Signal};
+        let Some(old) = self.0.take() else { return };
+        if old.contains(Signal::SIGPIPE) {
+            return;
+        }
+        let pipe = SigSet::from(Signal::SIGPIPE);
+        if pipe_pending() {
+            let _ = pipe.wait();
+        }
+        let _ = nix::sys::signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&old), None);
+    }
+}
+
+/// Whether a SIGPIPE is pending for this thread or the process.
+fn pipe_pending() -> bool {
+    let mut set = std::mem::MaybeUninit::<nix::libc::sigset_t>::uninit();
+    // SAFETY: sigpending fills the set it is given; it is read only after success.
+    unsafe {
+        if nix::libc::sigpending(set.as_mut_ptr()) != 0 {
+            return false;
+        }
+        nix::libc::sigismember(set.as_ptr(), nix::libc::SIGPIPE) == 1
     }
 }
 
