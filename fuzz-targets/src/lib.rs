@@ -1,7 +1,8 @@
-//! The fuzz targets of every parser that reads model output (issue 16) or hostile files (issue 22: read_file's
-//! documents), as plain functions of the fuzzer's bytes. `fuzz/fuzz_targets/*.rs` wraps each in
-//! `libfuzzer_sys::fuzz_target!` for `cargo xtask fuzz`, and `tests/replay.rs` runs every saved corpus and
-//! regression input through them under `cargo test`, on the stable toolchain.
+//! The fuzz targets of every parser that reads model output (issue 16) or hostile content (issue 22:
+//! read_file's documents, web_fetch's HTML conversion), as plain functions of the fuzzer's bytes.
+//! `fuzz/fuzz_targets/*.rs` wraps each in `libfuzzer_sys::fuzz_target!` for `cargo xtask fuzz`, and
+//! `tests/replay.rs` runs every saved corpus and regression input through them under `cargo test`, on the
+//! stable toolchain.
 //!
 //! Each target asserts the parser's invariants, so a violation is a crash the fuzzer keeps: no panic, no
 //! hang (the fuzzer's and the replay test's time bounds), a failed edit leaves the content unchanged, an edit
@@ -22,6 +23,7 @@ mod exec;
 mod input;
 mod paths;
 mod stream;
+mod web;
 
 pub use documents::{docx, ipynb, pdf_text, xlsx};
 pub use edits::{apply_patch, replace_in_file};
@@ -29,6 +31,7 @@ pub use exec::command_permissions_exec;
 pub use input::{command_permissions, tool_input};
 pub use paths::{clineignore, path_hints};
 pub use stream::{partial_json, xml_tool_use};
+pub use web::html_to_markdown;
 
 /// A target: the fuzzer's bytes in, a panic on a broken invariant.
 pub type Target = fn(&[u8]);
@@ -48,6 +51,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("xlsx", xlsx),
     ("pdf_text", pdf_text),
     ("ipynb", ipynb),
+    ("html_to_markdown", html_to_markdown),
 ];
 
 /// The parts of a text input, split at `0xFF` bytes, each read as UTF-8 (invalid sequences replaced).

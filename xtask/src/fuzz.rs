@@ -27,6 +27,7 @@ const TARGETS: &[&str] = &[
     "xlsx",
     "pdf_text",
     "ipynb",
+    "html_to_markdown",
 ];
 
 /// Seconds per target when `--seconds` is not given.
