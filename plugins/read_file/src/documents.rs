@@ -57,12 +57,23 @@ impl Document {
     }
 
     /// The text of a document's bytes, or the error read_file reports (after `Error reading file: `).
+    ///
+    /// The readers panic on some malformed files instead of failing (pdf-extract's `expect`s, calamine's
+    /// arithmetic on a reversed dimension in a build with overflow checks); the panic is contained here so the
+    /// model gets a sentence rather than a crashed call.
     pub fn text(self, bytes: &[u8], limits: &DocumentLimits) -> Result<String, String> {
-        match self {
-            Self::Pdf => pdf::pdf_text(bytes, limits).map_err(|e| e.message("PDF")),
-            Self::Docx => word::docx_text(bytes, limits).map_err(|e| e.message("Word document")),
-            Self::Notebook => Ok(notebook::notebook_text(bytes, limits)),
-            Self::Spreadsheet => spreadsheet::spreadsheet_text(bytes, limits).map_err(|e| e.message("Excel")),
+        type Reader = fn(&[u8], &DocumentLimits) -> Result<String, limits::Failure>;
+        let (format, read): (&str, Reader) = match self {
+            Self::Pdf => ("PDF", pdf::pdf_text),
+            Self::Docx => ("Word document", word::docx_text),
+            Self::Notebook => ("notebook", |bytes, limits| Ok(notebook::notebook_text(bytes, limits))),
+            Self::Spreadsheet => ("Excel", spreadsheet::spreadsheet_text),
+        };
+        match std::panic::catch_unwind(|| read(bytes, limits)) {
+            Ok(outcome) => outcome.map_err(|e| e.message(format)),
+            Err(_) => Err(format!(
+                "Failed to extract text from {format}: the file is damaged or uses a feature the reader does not support"
+            )),
         }
     }
 

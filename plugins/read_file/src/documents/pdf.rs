@@ -24,33 +24,26 @@ use std::io::Read;
 /// The zlib layers followed inside one stream (a filter chain of `FlateDecode`s inflates each layer whole).
 const LAYERS: u8 = 4;
 
-/// The text of a PDF's pages. pdf-extract panics on some malformed files instead of failing; the panic is
-/// contained here so the model gets a sentence rather than a crashed call.
+/// The text of a PDF's pages.
 pub(crate) fn pdf_text(bytes: &[u8], limits: &DocumentLimits) -> Result<String, Failure> {
     check_raw_streams(bytes, limits)?;
-    let extract = || -> Result<String, Failure> {
-        let mut doc = Document::load_mem(bytes).map_err(|e| Failure::damaged(pdf_extract::OutputError::from(e)))?;
-        if doc.is_encrypted() {
-            // pdf-extract's own `extract_text_from_mem` tries the empty password too.
-            doc.decrypt("").map_err(|e| Failure::damaged(pdf_extract::OutputError::from(e)))?;
-        }
-        check_document(&doc, limits)?;
-        let mut text = CappedText::new(limits.max_document_text_bytes);
-        let outcome = {
-            let writer: &mut dyn std::io::Write = &mut text;
-            let mut output = pdf_extract::PlainTextOutput::new(writer);
-            pdf_extract::output_doc(&doc, &mut output)
-        };
-        match outcome {
-            Ok(()) => Ok(text.finish()),
-            // The text reached its cap: what came before it is the answer.
-            Err(_) if text.is_cut() => Ok(text.finish()),
-            Err(e) => Err(Failure::damaged(e)),
-        }
+    let mut doc = Document::load_mem(bytes).map_err(|e| Failure::damaged(pdf_extract::OutputError::from(e)))?;
+    if doc.is_encrypted() {
+        // pdf-extract's own `extract_text_from_mem` tries the empty password too.
+        doc.decrypt("").map_err(|e| Failure::damaged(pdf_extract::OutputError::from(e)))?;
+    }
+    check_document(&doc, limits)?;
+    let mut text = CappedText::new(limits.max_document_text_bytes);
+    let outcome = {
+        let writer: &mut dyn std::io::Write = &mut text;
+        let mut output = pdf_extract::PlainTextOutput::new(writer);
+        pdf_extract::output_doc(&doc, &mut output)
     };
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(extract)) {
-        Ok(outcome) => outcome,
-        Err(_) => Err(Failure::Damaged("the file is damaged or uses a feature the reader does not support".to_owned())),
+    match outcome {
+        Ok(()) => Ok(text.finish()),
+        // The text reached its cap: what came before it is the answer.
+        Err(_) if text.is_cut() => Ok(text.finish()),
+        Err(e) => Err(Failure::damaged(e)),
     }
 }
 
@@ -198,22 +191,28 @@ fn check_document(doc: &Document, limits: &DocumentLimits) -> Result<(), Failure
     Ok(())
 }
 
-/// A page's resources as pdf-extract finds them: its own, else its nearest ancestor's; and the page tree
-/// walked to its root, since pdf-extract's search up the tree for a missing key never ends when it loops.
+/// A page's resources as pdf-extract finds them: its own, else its nearest ancestor's; the page tree walked
+/// to its root, since pdf-extract's search up the tree for a missing key never ends when it loops; and the
+/// media box pdf-extract requires.
 fn page_resources(doc: &Document, page_id: ObjectId, number: u32) -> Result<Option<&Dictionary>, Failure> {
     let mut seen = HashSet::from([page_id]);
     let mut resources = None;
+    let mut media_box = None;
     let mut node = doc.get_dictionary(page_id).ok();
     while let Some(dict) = node {
-        if resources.is_none() {
-            resources =
-                dict.get(b"Resources").ok().and_then(|o| doc.dereference(o).ok()).and_then(|(_, o)| o.as_dict().ok());
-        }
+        let inherited = |key: &[u8]| dict.get(key).ok().and_then(|o| doc.dereference(o).ok()).map(|(_, o)| o);
+        resources = resources.or_else(|| inherited(b"Resources").and_then(|o| o.as_dict().ok()));
+        media_box = media_box.or_else(|| inherited(b"MediaBox").and_then(|o| o.as_array().ok()));
         let Ok(parent) = dict.get(b"Parent").and_then(Object::as_reference) else { break };
         if !seen.insert(parent) {
             return Err(Failure::Damaged(format!("the page tree loops: page {number} is its own ancestor")));
         }
         node = doc.get_dictionary(parent).ok();
+    }
+    // pdf-extract insists on four numbers, and panics without them.
+    let is_number = |n: &Object| doc.dereference(n).is_ok_and(|(_, n)| n.as_float().is_ok());
+    if media_box.map_or(0, |numbers| numbers.iter().filter(|n| is_number(n)).count()) < 4 {
+        return Err(Failure::Damaged(format!("page {number} has no media box (/MediaBox) of four numbers")));
     }
     Ok(resources)
 }
