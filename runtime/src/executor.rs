@@ -491,7 +491,10 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
                 Prepared::Error(boundary_error(&tool_use.name, &format!("unreadable answer from prepare: {e}")))
             });
             let request = match prepared {
-                Prepared::Error(error) => return (tool_error(task, &tool_use, description, error), Some(sig)),
+                Prepared::Error(error) => {
+                    let error = crate::result_limit::cap_error(error, shared.max_result_bytes);
+                    return (tool_error(task, &tool_use, description, error), Some(sig));
+                }
                 Prepared::Proceed => None,
                 Prepared::Approval(request) => Some(request),
             };
@@ -564,7 +567,9 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
         Ok(text) => crate::result_limit::parse_outcome(&text, shared.max_result_bytes).unwrap_or_else(|e| {
             Outcome::Error(boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
         }),
-        Err(error) => Outcome::Error(phase_error(&route, &error)),
+        Err(error) => {
+            Outcome::Error(crate::result_limit::cap_error(phase_error(&route, &error), shared.max_result_bytes))
+        }
     };
     let mut result = match outcome {
         Outcome::Success { blocks } => {

@@ -8,7 +8,7 @@
 //! ([`Outcome::from_json_capped`]). Image blocks are kept whole; the tools that make them bound them
 //! (read_file's image size cap, the MCP hub's message cap).
 
-use toolshed_plugin_api::{Block, Outcome};
+use toolshed_plugin_api::{Block, Outcome, ToolError};
 
 /// `execute`'s answer as an outcome whose text (every text block, or the error's message) is at most
 /// `max` bytes, cut on a character boundary, with a note saying how much was cut and which key raises the
@@ -26,12 +26,39 @@ pub(crate) fn parse_outcome(text: &str, max: usize) -> Result<Outcome, serde_jso
     Ok(outcome)
 }
 
-/// Appends the truncation note to the last text the model reads.
-fn add_note(outcome: &mut Outcome, cut: usize, max: usize) {
-    let note = format!(
+/// A tool error whose message (the plugin's own words, a panic's message) is at most `max` bytes, cut on
+/// a character boundary with the note.
+pub(crate) fn cap_error(mut error: ToolError, max: usize) -> ToolError {
+    if error.message.len() > max {
+        let mut keep = max;
+        while !error.message.is_char_boundary(keep) {
+            keep -= 1;
+        }
+        let cut = error.message.len() - keep;
+        error.message.truncate(keep);
+        error.message.shrink_to_fit();
+        append(&mut error.message, &note(cut, max));
+    }
+    error
+}
+
+/// What the model reads where text was cut.
+fn note(cut: usize, max: usize) -> String {
+    format!(
         "[Result truncated: {cut} more bytes of text were cut. Tool results are limited to {max} bytes of text \
          ([limits] max_result_bytes).]"
-    );
+    )
+}
+
+/// Appends `note` after a blank line.
+fn append(text: &mut String, note: &str) {
+    text.push_str("\n\n");
+    text.push_str(note);
+}
+
+/// Appends the truncation note to the last text the model reads.
+fn add_note(outcome: &mut Outcome, cut: usize, max: usize) {
+    let note = note(cut, max);
     match outcome {
         Outcome::Success { blocks } => {
             let last_text = blocks.iter_mut().rev().find_map(|block| match block {
@@ -39,17 +66,11 @@ fn add_note(outcome: &mut Outcome, cut: usize, max: usize) {
                 Block::Image { .. } => None,
             });
             match last_text {
-                Some(text) => {
-                    text.push_str("\n\n");
-                    text.push_str(&note);
-                }
+                Some(text) => append(text, &note),
                 None => blocks.push(Block::Text { text: note }),
             }
         }
-        Outcome::Error(error) => {
-            error.message.push_str("\n\n");
-            error.message.push_str(&note);
-        }
+        Outcome::Error(error) => append(&mut error.message, &note),
         Outcome::Denied => {}
     }
 }
@@ -59,7 +80,6 @@ fn add_note(outcome: &mut Outcome, cut: usize, max: usize) {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-    use toolshed_plugin_api::ToolError;
 
     fn json(outcome: &Outcome) -> String {
         serde_json::to_string(outcome).unwrap()
@@ -97,6 +117,14 @@ mod tests {
         };
         assert!(mistake);
         assert!(message.starts_with("xxxxxxxxxx\n\n[Result truncated: 40 more bytes"), "{message}");
+    }
+
+    #[test]
+    fn error_messages_are_capped_too() {
+        let error = cap_error(ToolError { message: format!("boom {}", "é".repeat(100)), mistake: false }, 10);
+        assert!(error.message.starts_with("boom éé\n\n[Result truncated: 196 more bytes"), "{}", error.message);
+        let small = ToolError { message: "fine".into(), mistake: true };
+        assert_eq!(cap_error(small.clone(), 10), small);
     }
 
     #[test]
