@@ -2,6 +2,7 @@
 //! answers the `mcp.*` host services (`use_mcp_tool`, `access_mcp_resource`, native `{server}__mcp__{tool}`
 //! tools).
 
+mod http;
 mod hub;
 mod settings;
 mod transport;

@@ -9,3 +9,4 @@ mod hooks;
 mod skills;
 mod documents;
 mod output;
+mod peers_http;

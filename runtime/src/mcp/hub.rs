@@ -2,6 +2,7 @@
 //! timeout, restarted when the settings file changes, and reached synchronously by the host services that
 //! plugins call from their worker threads.
 
+use super::http::CheckedHttp;
 use super::settings::{self, ServerSettings, Servers, Transport};
 use super::transport::{Checked, Fault, Lines};
 use crate::config::McpConfig;
@@ -552,11 +553,13 @@ async fn connect(settings: &ServerSettings, limits: Limits) -> Result<Connection
                 custom.insert(name, value);
             }
             // rmcp's HTTP client caps each SSE event and each JSON body before parsing; both take the
-            // message cap here, and the ids are checked as over stdio.
+            // message cap here. Our client below rmcp reads each event as a stdio line is read (see http.rs),
+            // and the ids are checked as over stdio.
             let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str()).custom_headers(custom);
             config.max_sse_event_size = max_message_bytes;
             config.max_json_response_size = max_message_bytes;
-            let transport = rmcp::transport::StreamableHttpClientTransport::from_config(config);
+            let client = CheckedHttp::new(fault.clone(), max_message_bytes)?;
+            let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
             ().serve(Checked::new(transport, fault.clone())).await.map_err(|e| initialize_error(&fault, &e))?
         }
     };

@@ -14,9 +14,10 @@ use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use serde_json::Value;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader};
+use tokio::sync::watch;
 
 /// serde_json's recursion limit, which the typed decoding runs into first.
 const MAX_DEPTH: usize = 128;
@@ -24,30 +25,41 @@ const MAX_DEPTH: usize = 128;
 /// How long a server whose input was closed may take to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
 
-/// Why a connection was closed by the hub's side, shared by the transport that found it and the hub that
-/// reports it. The first reason recorded stays.
-#[derive(Clone, Default)]
-pub(crate) struct Fault(Arc<Mutex<Option<String>>>);
+/// Why a connection was closed by the hub's side, shared by the transport that found it, the layers that
+/// must stop at once when it is found, and the hub that reports it. The first reason recorded stays.
+#[derive(Clone)]
+pub(crate) struct Fault(Arc<watch::Sender<Option<String>>>);
+
+impl Default for Fault {
+    fn default() -> Self {
+        Self(Arc::new(watch::Sender::new(None)))
+    }
+}
 
 impl Fault {
     /// Records `reason` (a phrase with the server as its subject: "sent …") unless one is recorded already.
     pub fn set(&self, reason: String) {
-        let mut slot = match self.0.lock() {
-            Ok(slot) => slot,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if slot.is_none() {
+        self.0.send_if_modified(|slot| {
+            if slot.is_some() {
+                return false;
+            }
             tracing::warn!("closing an MCP connection: the server {reason}");
             *slot = Some(reason);
-        }
+            true
+        });
     }
 
     /// The reason recorded, if any.
     pub fn get(&self) -> Option<String> {
-        match self.0.lock() {
-            Ok(slot) => slot.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+        self.0.borrow().clone()
+    }
+
+    /// Resolves once a reason is recorded. A fault found away from the receiving side (in an HTTP response
+    /// stream rmcp reads in a task of its own) must end the connection without waiting for another message.
+    pub async fn recorded(&self) {
+        let mut changes = self.0.subscribe();
+        // The sender lives in `self`, so the wait ends only by a reason.
+        let _ = changes.wait_for(Option::is_some).await;
     }
 }
 
@@ -112,7 +124,12 @@ where
         if self.fault.get().is_some() {
             return None;
         }
-        let message = self.inner.receive().await?;
+        // Both sides are cancel-safe: rmcp's worker transport reads a channel, and `Lines` keeps a partial
+        // line in itself.
+        let message = tokio::select! {
+            message = self.inner.receive() => message?,
+            () = self.fault.recorded() => return None,
+        };
         match self.check(&message) {
             Ok(()) => Some(message),
             Err(reason) => {
@@ -148,13 +165,16 @@ enum Read {
     Failed(std::io::Error),
 }
 
-/// What a line holds, for rmcp.
+/// What one message holds, for rmcp.
 #[derive(Debug)]
-enum Decoded {
+pub(super) enum Decoded {
     Message(Box<RxJsonRpcMessage<RoleClient>>),
-    /// Blank lines, stray output that is not JSON-RPC, and notifications or server requests of a shape rmcp
-    /// does not know: nobody here waits for them.
+    /// Blank lines, and notifications or server requests of a shape rmcp does not know: nobody here waits
+    /// for them.
     Skip,
+    /// Text that is not JSON, or JSON that is not JSON-RPC, with the fault's words should it be one: stray
+    /// output on a server's stdout is harmless, but an SSE event carries nothing else than a message.
+    Stray(String),
     Fault(String),
 }
 
@@ -255,10 +275,7 @@ where
             match self.read_line().await {
                 Read::Line => {}
                 Read::TooLong => {
-                    let max = self.max_message_bytes;
-                    self.fault.set(format!(
-                        "sent a message longer than {max} bytes (the limit is [mcp] max_message_bytes = {max})"
-                    ));
+                    self.fault.set(too_long(self.max_message_bytes));
                     return None;
                 }
                 // A server that exits ends its connection as before: rmcp ends the calls in flight.
@@ -272,6 +289,9 @@ where
             self.line.clear();
             match decoded {
                 Decoded::Message(message) => return Some(*message),
+                // A log line on stdout is the server's mistake but harmless, as rmcp and the TypeScript SDK
+                // treat it.
+                Decoded::Stray(what) => tracing::debug!("ignoring MCP server output: it {what}"),
                 Decoded::Skip => {}
                 Decoded::Fault(reason) => {
                     self.fault.set(reason);
@@ -297,20 +317,40 @@ where
     }
 }
 
+/// The fault of a message over `[mcp] max_message_bytes`.
+pub(super) fn too_long(max: usize) -> String {
+    format!("sent a message longer than {max} bytes (the limit is [mcp] max_message_bytes = {max})")
+}
+
+/// The fault of bytes that are not UTF-8; `detail` says where.
+pub(super) fn not_utf8(detail: &str) -> String {
+    format!("sent a message that is not valid UTF-8 ({detail})")
+}
+
+/// The fault of JSON past serde_json's recursion limit.
+pub(super) fn too_deep() -> String {
+    format!("sent JSON nested deeper than {MAX_DEPTH} levels")
+}
+
+/// Whether serde_json gave up on `error` at its recursion limit.
+pub(super) fn is_too_deep(error: &impl std::fmt::Display) -> bool {
+    error.to_string().starts_with("recursion limit exceeded")
+}
+
 /// Reads one line (with its newline) as rmcp would, but answers a fault where rmcp would drop it.
 fn decode(line: &[u8]) -> Decoded {
     let line = line.strip_suffix(b"\n").unwrap_or(line);
     let line = line.strip_suffix(b"\r").unwrap_or(line);
     let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
-    let text = match std::str::from_utf8(line) {
-        Ok(text) => text,
-        Err(e) => {
-            return Decoded::Fault(format!(
-                "sent a message that is not valid UTF-8 (at byte {} of the line)",
-                e.valid_up_to()
-            ))
-        }
-    };
+    match std::str::from_utf8(line) {
+        Ok(text) => decode_text(text),
+        Err(e) => Decoded::Fault(not_utf8(&format!("at byte {} of the line", e.valid_up_to()))),
+    }
+}
+
+/// Reads one message's text as rmcp would (a stdio line, an SSE event's data), telling apart what rmcp
+/// would drop.
+pub(super) fn decode_text(text: &str) -> Decoded {
     let text = text.trim();
     if text.is_empty() {
         return Decoded::Skip;
@@ -319,21 +359,16 @@ fn decode(line: &[u8]) -> Decoded {
         Ok(message) => return Decoded::Message(Box::new(message)),
         Err(e) => e,
     };
-    let too_deep = |e: &serde_json::Error| e.to_string().starts_with("recursion limit exceeded");
-    if too_deep(&typed_error) {
-        return Decoded::Fault(format!("sent JSON nested deeper than {MAX_DEPTH} levels"));
+    if is_too_deep(&typed_error) {
+        return Decoded::Fault(too_deep());
     }
     match serde_json::from_str::<Value>(text) {
-        Err(e) if too_deep(&e) => Decoded::Fault(format!("sent JSON nested deeper than {MAX_DEPTH} levels")),
-        // A log line on stdout is the server's mistake but harmless, as rmcp and the TypeScript SDK treat it;
-        // something that starts like JSON and breaks off may be the answer a call waits for.
+        Err(e) if is_too_deep(&e) => Decoded::Fault(too_deep()),
+        // Something that starts like JSON and breaks off may be the answer a call waits for.
         Err(e) if text.starts_with(['{', '[']) => {
             Decoded::Fault(format!("sent a message that is not valid JSON ({e})"))
         }
-        Err(_) => {
-            tracing::debug!("ignoring a line of MCP server output that is not JSON");
-            Decoded::Skip
-        }
+        Err(e) => Decoded::Stray(format!("sent a message that is not JSON ({e})")),
         Ok(Value::Object(object)) if object.contains_key("method") => {
             tracing::debug!("ignoring an MCP message rmcp cannot read: {typed_error}");
             Decoded::Skip
@@ -342,10 +377,7 @@ fn decode(line: &[u8]) -> Decoded {
             Decoded::Fault(format!("sent a response that is not a valid JSON-RPC message ({typed_error})"))
         }
         Ok(Value::Array(_)) => Decoded::Fault("sent a JSON-RPC batch, which MCP does not allow".to_owned()),
-        Ok(_) => {
-            tracing::debug!("ignoring JSON on an MCP server's stdout that is not JSON-RPC");
-            Decoded::Skip
-        }
+        Ok(_) => Decoded::Stray("sent JSON that is not a JSON-RPC message".to_owned()),
     }
 }
 

@@ -16,7 +16,7 @@ fn fault_of(line: &[u8]) -> String {
 }
 
 #[test]
-fn lines_rmcp_would_drop_are_faults_and_stray_output_is_skipped() {
+fn lines_rmcp_would_drop_are_faults_and_stray_output_is_told_apart() {
     let deep = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"content":{}{}}}}}"#, "[".repeat(200), "]".repeat(200));
     assert_eq!(fault_of(deep.as_bytes()), "sent JSON nested deeper than 128 levels");
     let mut invalid = br#"{"jsonrpc":"2.0","id":1,"result":{"text":""#.to_vec();
@@ -28,8 +28,9 @@ fn lines_rmcp_would_drop_are_faults_and_stray_output_is_skipped() {
         fault_of(br#"[{"jsonrpc":"2.0","id":1,"result":{}}]"#),
         "sent a JSON-RPC batch, which MCP does not allow"
     );
-    for skipped in [&b"\r\n"[..], b"Server listening on stdio\n", br#"{"level":"info","msg":"ready"}"#] {
-        assert!(matches!(decode(skipped), Decoded::Skip), "{}", String::from_utf8_lossy(skipped));
+    assert!(matches!(decode(b"\r\n"), Decoded::Skip));
+    for stray in [&b"Server listening on stdio\n"[..], br#"{"level":"info","msg":"ready"}"#] {
+        assert!(matches!(decode(stray), Decoded::Stray(_)), "{}", String::from_utf8_lossy(stray));
     }
     assert!(matches!(decode(b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\r\n"), Decoded::Message(_)));
 }
