@@ -1,11 +1,12 @@
 //! Class 7 over streamable HTTP: a scripted Node MCP server on 127.0.0.1 answers `initialize` and
-//! `tools/list` properly, then answers each `tools/call` in its own broken way and keeps the stream open —
-//! SSE data that is garbage, JSON nested 200 deep, JSON that is not JSON-RPC, a batch, invalid UTF-8, an id
-//! nobody asked for, an error naming no request, an event over `[mcp] max_message_bytes`, garbage after a
-//! resumable event id, garbage on the standalone GET stream while a call waits; JSON bodies that are garbage,
-//! too deep, too big or answer the wrong id; and an `initialize` answered with garbage. With a 60 s call
-//! timeout, each call fails at once with the words the stdio transport uses, naming the server, and the next
-//! call answers. A session the server expires is recovered by rmcp without tripping the id check.
+//! `tools/list` properly, then answers each `tools/call` in its own broken way and keeps the stream open:
+//! SSE data that is garbage, JSON that breaks off, JSON nested 200 deep, JSON that is not JSON-RPC, a
+//! batch, invalid UTF-8, an id nobody asked for, an error naming no request, an event over
+//! `[mcp] max_message_bytes`, garbage after a resumable event id, garbage on the standalone GET stream while
+//! a call waits; JSON bodies that are garbage, too deep, not UTF-8, not JSON-RPC, too big or answer the
+//! wrong id; and an `initialize` answered with garbage. With a 60 s call timeout, each call fails at once
+//! with the words the stdio transport uses, naming the server, and the next call answers. A session the
+//! server expires is recovered by rmcp without tripping the id check.
 
 use crate::util::{block_on, call, shipped, task_in, text, workspace};
 use serde_json::json;
@@ -21,8 +22,9 @@ const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 const SERVER: &str = r#"
 const http = require('http');
 const big = Number(process.argv[2]);
-const kinds = ['garbage', 'deep', 'not_jsonrpc', 'batch', 'utf8', 'wrong_id', 'idless_error', 'huge',
-  'garbage_after_id', 'json_garbage', 'json_deep', 'json_huge', 'json_wrong_id', 'expire', 'quiet', 'ok'];
+const kinds = ['garbage', 'truncated', 'deep', 'not_jsonrpc', 'batch', 'utf8', 'wrong_id', 'idless_error', 'huge',
+  'garbage_after_id', 'json_garbage', 'json_deep', 'json_utf8', 'json_not_jsonrpc', 'json_huge', 'json_wrong_id',
+  'expire', 'quiet', 'ok'];
 const tool = (name) => ({ name, description: name, inputSchema: { type: 'object' } });
 const sessions = new Set();
 let nextSession = 0, expiring = false, held = null;
@@ -60,6 +62,7 @@ function handle(path, req, res, m) {
   // Every SSE answer below but `ok` and `expire` leaves its stream open.
   switch (m.params.name) {
     case 'garbage': return sse(res, 'data: this is not json\n\n');
+    case 'truncated': return sse(res, 'data: ' + head + 'cut off\n\n');
     case 'deep': return sse(res, 'data: ' + deep + '\n\n');
     case 'not_jsonrpc': return sse(res, 'data: {"hello":"world"}\n\n');
     case 'batch': return sse(res, 'data: [' + message(answer('in a batch')) + ']\n\n');
@@ -72,6 +75,10 @@ function handle(path, req, res, m) {
     case 'garbage_after_id': return sse(res, 'id: e1\ndata: \n\n', 'data: this is not json\n\n');
     case 'json_garbage': return json(res, 'this is not json');
     case 'json_deep': return json(res, deep);
+    case 'json_utf8':
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return res.end(Buffer.concat([Buffer.from(head), Buffer.from([0xff, 0xfe]), Buffer.from('"}]}}')]));
+    case 'json_not_jsonrpc': return json(res, '{"hello":"world"}');
     case 'json_huge': return json(res, head + 'x'.repeat(big) + '"}]}}');
     case 'json_wrong_id': return json(res, message({ ...answer('not yours'), id: id + 1000 }));
     case 'expire':
@@ -168,6 +175,7 @@ fn every_answer_rmcp_would_drop_over_http_fails_the_call_at_once_and_the_next_ca
     );
     let dropped = [
         ("garbage", "sent a message that is not JSON"),
+        ("truncated", "sent a message that is not valid JSON"),
         ("deep", "sent JSON nested deeper than 128 levels"),
         ("not_jsonrpc", "sent JSON that is not a JSON-RPC message"),
         ("batch", "sent a JSON-RPC batch, which MCP does not allow"),
@@ -178,6 +186,8 @@ fn every_answer_rmcp_would_drop_over_http_fails_the_call_at_once_and_the_next_ca
         ("garbage_after_id", "sent a message that is not JSON"),
         ("json_garbage", "sent a response that is not a valid JSON-RPC message"),
         ("json_deep", "sent JSON nested deeper than 128 levels"),
+        ("json_utf8", "sent a message that is not valid UTF-8"),
+        ("json_not_jsonrpc", "sent a response that is not a valid JSON-RPC message"),
         ("json_huge", too_long.as_str()),
         ("json_wrong_id", "which it was never sent or had answered already"),
     ];
