@@ -241,18 +241,30 @@ pub fn docx_nested(depth: usize) -> Vec<u8> {
 // ---------------------------------------------------------------------------------------------------------
 // Spreadsheets.
 
-/// The parts of a one-sheet workbook around its sheet XML (and, when given, its shared strings).
-fn xlsx_parts(sheet: ZipEntry, shared_strings: Option<ZipEntry>) -> Vec<u8> {
-    let strings_type = if shared_strings.is_some() {
-        "<Override PartName=\"/xl/sharedStrings.xml\" ContentType=\"application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml\"/>"
-    } else {
-        ""
-    };
-    let strings_rel = if shared_strings.is_some() {
-        "<Relationship Id=\"rId2\" Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings\" Target=\"sharedStrings.xml\"/>"
-    } else {
-        ""
-    };
+/// The parts of a workbook around its sheets' XML (`sheets[i]` is `xl/worksheets/sheet{i+1}.xml`) and, when
+/// given, one more part: `xl/sharedStrings.xml` or `xl/styles.xml`.
+fn xlsx_parts(sheets: Vec<ZipEntry>, extra: Option<ZipEntry>) -> Vec<u8> {
+    let kind = extra.as_ref().map(|e| e.name.trim_start_matches("xl/").trim_end_matches(".xml").to_owned());
+    let mut types = String::new();
+    let mut rels = String::new();
+    let mut names = String::new();
+    for n in 1..=sheets.len() {
+        types.push_str(&format!(
+            "<Override PartName=\"/xl/worksheets/sheet{n}.xml\" ContentType=\"application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml\"/>"
+        ));
+        rels.push_str(&format!(
+            "<Relationship Id=\"rId{n}\" Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet\" Target=\"worksheets/sheet{n}.xml\"/>"
+        ));
+        names.push_str(&format!("<sheet name=\"Sheet{n}\" sheetId=\"{n}\" r:id=\"rId{n}\"/>"));
+    }
+    if let Some(kind) = &kind {
+        types.push_str(&format!(
+            "<Override PartName=\"/xl/{kind}.xml\" ContentType=\"application/vnd.openxmlformats-officedocument.spreadsheetml.{kind}+xml\"/>"
+        ));
+        rels.push_str(&format!(
+            "<Relationship Id=\"rIdExtra\" Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/{kind}\" Target=\"{kind}.xml\"/>"
+        ));
+    }
     let mut entries = vec![
         ZipEntry::text(
             "[Content_Types].xml",
@@ -260,8 +272,7 @@ fn xlsx_parts(sheet: ZipEntry, shared_strings: Option<ZipEntry>) -> Vec<u8> {
                 "<?xml version=\"1.0\"?><Types xmlns=\"http://schemas.openxmlformats.org/package/2006/content-types\">\
                  <Default Extension=\"rels\" ContentType=\"application/vnd.openxmlformats-package.relationships+xml\"/>\
                  <Default Extension=\"xml\" ContentType=\"application/xml\"/>\
-                 <Override PartName=\"/xl/workbook.xml\" ContentType=\"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml\"/>\
-                 <Override PartName=\"/xl/worksheets/sheet1.xml\" ContentType=\"application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml\"/>{strings_type}</Types>"
+                 <Override PartName=\"/xl/workbook.xml\" ContentType=\"application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml\"/>{types}</Types>"
             ),
         ),
         ZipEntry::text(
@@ -271,21 +282,26 @@ fn xlsx_parts(sheet: ZipEntry, shared_strings: Option<ZipEntry>) -> Vec<u8> {
         ),
         ZipEntry::text(
             "xl/workbook.xml",
-            "<?xml version=\"1.0\"?><workbook xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\" \
-             xmlns:r=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships\">\
-             <sheets><sheet name=\"Sheet1\" sheetId=\"1\" r:id=\"rId1\"/></sheets></workbook>",
+            &format!(
+                "<?xml version=\"1.0\"?><workbook xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\" \
+                 xmlns:r=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships\"><sheets>{names}</sheets></workbook>"
+            ),
         ),
         ZipEntry::text(
             "xl/_rels/workbook.xml.rels",
             &format!(
-                "<?xml version=\"1.0\"?><Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\">\
-                 <Relationship Id=\"rId1\" Type=\"http://schemas.openxmlformats.org/officeDocument/2006/relationships/worksheet\" Target=\"worksheets/sheet1.xml\"/>{strings_rel}</Relationships>"
+                "<?xml version=\"1.0\"?><Relationships xmlns=\"http://schemas.openxmlformats.org/package/2006/relationships\">{rels}</Relationships>"
             ),
         ),
-        sheet,
     ];
-    entries.extend(shared_strings);
+    entries.extend(sheets);
+    entries.extend(extra);
     zip(&entries)
+}
+
+/// A one-sheet workbook.
+fn xlsx_one(sheet: ZipEntry, extra: Option<ZipEntry>) -> Vec<u8> {
+    xlsx_parts(vec![ZipEntry { name: "xl/worksheets/sheet1.xml".to_owned(), ..sheet }], extra)
 }
 
 const SHEET_HEAD: &str =
@@ -315,7 +331,7 @@ pub fn xlsx_cells(cells: &[(String, f64)], dimension: Option<&str>) -> Vec<u8> {
         xml.push_str("</row>");
     }
     xml.push_str("</sheetData></worksheet>");
-    xlsx_parts(ZipEntry::text("xl/worksheets/sheet1.xml", &xml), None)
+    xlsx_one(ZipEntry::text("sheet", &xml), None)
 }
 
 /// A realistic sheet: a header row and `rows` rows of an id, a name, a price and a quantity.
@@ -335,7 +351,7 @@ pub fn xlsx_table(rows: u32) -> Vec<u8> {
         ));
     }
     xml.push_str("</sheetData></worksheet>");
-    xlsx_parts(ZipEntry::text("xl/worksheets/sheet1.xml", &xml), None)
+    xlsx_one(ZipEntry::text("sheet", &xml), None)
 }
 
 /// One number in column XFD on each of `rows` rows: 16,384 cells emitted per row by a dense reader.
@@ -354,7 +370,7 @@ pub fn xlsx_sheet_bomb(inflated: u64) -> Vec<u8> {
         inflated / chunk.len() as u64,
         b"</sheetData></worksheet>",
     );
-    xlsx_parts(ZipEntry::new("xl/worksheets/sheet1.xml", data), None)
+    xlsx_one(ZipEntry::new("sheet", data), None)
 }
 
 /// A one-cell sheet whose `xl/sharedStrings.xml` inflates to `inflated` bytes of strings: read whole when
@@ -369,7 +385,69 @@ pub fn xlsx_shared_strings_bomb(inflated: u64) -> Vec<u8> {
         inflated / chunk.len() as u64,
         b"</sst>",
     );
-    xlsx_parts(ZipEntry::text("xl/worksheets/sheet1.xml", &sheet), Some(ZipEntry::new("xl/sharedStrings.xml", data)))
+    xlsx_one(ZipEntry::text("sheet", &sheet), Some(ZipEntry::new("xl/sharedStrings.xml", data)))
+}
+
+/// `sheets` one-cell sheets: each small, together a long walk.
+pub fn xlsx_many_sheets(sheets: usize) -> Vec<u8> {
+    let sheet = format!("{SHEET_HEAD}<sheetData><row r=\"1\"><c r=\"A1\"><v>1</v></c></row></sheetData></worksheet>");
+    let entries = (1..=sheets).map(|n| ZipEntry::text(&format!("xl/worksheets/sheet{n}.xml"), &sheet)).collect();
+    xlsx_parts(entries, None)
+}
+
+/// A one-cell sheet whose `xl/styles.xml` (read for number formats, to tell dates) inflates to `inflated`.
+pub fn xlsx_styles_bomb(inflated: u64) -> Vec<u8> {
+    let sheet =
+        format!("{SHEET_HEAD}<sheetData><row r=\"1\"><c r=\"A1\" s=\"0\"><v>1</v></c></row></sheetData></worksheet>");
+    let chunk = "<numFmt numFmtId=\"164\" formatCode=\"yyyy-mm-dd\"/>".repeat(MIB as usize / 48);
+    let data = deflate_repeated(
+        b"<?xml version=\"1.0\"?><styleSheet xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\"><numFmts>",
+        chunk.as_bytes(),
+        inflated / chunk.len() as u64,
+        b"</numFmts></styleSheet>",
+    );
+    xlsx_one(ZipEntry::text("sheet", &sheet), Some(ZipEntry::new("xl/styles.xml", data)))
+}
+
+/// One cell and a merged range over the whole sheet, which a reader that fills merged cells expands.
+pub fn xlsx_merged_everything() -> Vec<u8> {
+    let sheet = format!(
+        "{SHEET_HEAD}<sheetData><row r=\"1\"><c r=\"A1\"><v>1</v></c></row></sheetData>\
+         <mergeCells count=\"1\"><mergeCell ref=\"A1:XFD1048576\"/></mergeCells></worksheet>"
+    );
+    xlsx_one(ZipEntry::text("sheet", &sheet), None)
+}
+
+/// The billion laughs: an internal DTD whose entities double ten times over, used in the one text cell (or
+/// paragraph). A reader that expands entities builds gigabytes; one that refuses them errs.
+fn laughs() -> (String, &'static str) {
+    let mut dtd = String::from("<!DOCTYPE x [<!ENTITY l0 \"lol\">");
+    for n in 1..=30 {
+        dtd.push_str(&format!("<!ENTITY l{n} \"&l{m};&l{m};\">", m = n - 1));
+    }
+    dtd.push_str("]>");
+    (dtd, "&l30;")
+}
+
+/// A docx whose paragraph is the billion laughs.
+pub fn docx_laughs() -> Vec<u8> {
+    let (dtd, entity) = laughs();
+    let head = DOCX_HEAD.replacen("?>", &format!("?>{dtd}"), 1);
+    docx_parts(ZipEntry::text(
+        "word/document.xml",
+        &format!("{head}<w:p><w:r><w:t>{entity}</w:t></w:r></w:p>{DOCX_TAIL}"),
+    ))
+}
+
+/// An xlsx whose shared string is the billion laughs.
+pub fn xlsx_laughs() -> Vec<u8> {
+    let (dtd, entity) = laughs();
+    let sheet =
+        format!("{SHEET_HEAD}<sheetData><row r=\"1\"><c r=\"A1\" t=\"s\"><v>0</v></c></row></sheetData></worksheet>");
+    let strings = format!(
+        "<?xml version=\"1.0\"?>{dtd}<sst xmlns=\"http://schemas.openxmlformats.org/spreadsheetml/2006/main\"><si><t>{entity}</t></si></sst>"
+    );
+    xlsx_one(ZipEntry::text("sheet", &sheet), Some(ZipEntry::text("xl/sharedStrings.xml", &strings)))
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -513,6 +591,39 @@ pub fn pdf_nested_arrays(depth: usize) -> Vec<u8> {
     one_page(&format!("{FONT} {nested}"), stream("", b"BT ET"), Vec::new())
 }
 
+/// A content stream inflated through two `FlateDecode` layers: a few kilobytes for `inflated` bytes, since
+/// the inner stream's repeated blocks deflate again to almost nothing.
+pub fn pdf_double_flate(inflated: u64) -> Vec<u8> {
+    let inner = deflate_repeated(b"BT ", &vec![b' '; MIB as usize], inflated / MIB, b" ET").zlib();
+    let outer = deflate(&inner).zlib();
+    one_page(FONT, stream("/Filter [/FlateDecode /FlateDecode]", &outer), Vec::new())
+}
+
+/// A page tree of one node listing the same text page `count` times: every listing is a page to extract.
+pub fn pdf_repeated_kid(count: usize) -> Vec<u8> {
+    let kids = "3 0 R ".repeat(count);
+    pdf(&[
+        dict(CATALOG),
+        dict(&format!("<< /Type /Pages /Kids [{kids}] /Count {count} >>")),
+        dict(&format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << {FONT} >> /Contents 4 0 R >>"
+        )),
+        stream("", format!("BT /F1 12 Tf 72 720 Td ({}) Tj ET", "page text ".repeat(100)).as_bytes()),
+    ])
+}
+
+/// Arrays nested `depth` deep inside a content stream (a `TJ` operand): the content parser's recursion.
+pub fn pdf_content_nested_arrays(depth: usize) -> Vec<u8> {
+    let content = format!("BT /F1 12 Tf {}(x){} TJ ET", "[".repeat(depth), "]".repeat(depth));
+    one_page(FONT, stream("", content.as_bytes()), Vec::new())
+}
+
+/// Dictionaries nested `depth` deep in the page's resources.
+pub fn pdf_nested_dicts(depth: usize) -> Vec<u8> {
+    let nested = format!("/Deep {}1{}", "<< /A ".repeat(depth), " >>".repeat(depth));
+    one_page(&format!("{FONT} {nested}"), stream("", b"BT ET"), Vec::new())
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // Notebooks, pages, JSON, sources.
 
@@ -550,12 +661,14 @@ pub const NESTING_KINDS: &[(&str, &str, &str)] = &[
     ("ul-li", "<ul><li>", "</li></ul>"),
     ("blockquote", "<blockquote>", "</blockquote>"),
     ("table", "<table><tr><td>", "</td></tr></table>"),
+    ("strong-unclosed", "<strong>", ""),
+    ("template", "<template>", "</template>"),
+    ("svg-g", "<svg><g>", "</g></svg>"),
     ("span", "<span>", "</span>"),
     ("em", "<em>", "</em>"),
     ("a", "<a href=\"#x\">", "</a>"),
     ("ol-li", "<ol><li>", "</li></ol>"),
     ("section", "<section>", "</section>"),
-    ("strong-unclosed", "<strong>", ""),
     ("font", "<font color=red>", "</font>"),
     ("pre-code", "<pre><code>", "</code></pre>"),
     ("dl-dd", "<dl><dd>", "</dd></dl>"),
@@ -587,6 +700,37 @@ pub fn minified(extension: &str, count: usize) -> String {
 // ---------------------------------------------------------------------------------------------------------
 // A server for the pages.
 
+/// What the server answers on a path.
+pub struct Page {
+    pub content_type: &'static str,
+    /// More header lines, each ending in CRLF.
+    pub headers: String,
+    pub body: Vec<u8>,
+    /// Sent again and again, with no length, until the client hangs up.
+    pub endless: bool,
+}
+
+impl Page {
+    pub fn new(content_type: &'static str, body: Vec<u8>) -> Page {
+        Page { content_type, headers: String::new(), body, endless: false }
+    }
+}
+
+impl From<(&'static str, Vec<u8>)> for Page {
+    fn from((content_type, body): (&'static str, Vec<u8>)) -> Page {
+        Page::new(content_type, body)
+    }
+}
+
+/// A gzip member (RFC 1952) of a deflate stream.
+pub fn gzip(data: &Deflated) -> Vec<u8> {
+    let mut out = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    out.extend_from_slice(&data.raw);
+    out.extend_from_slice(&data.crc.to_le_bytes());
+    out.extend_from_slice(&(data.len as u32).to_le_bytes());
+    out
+}
+
 /// A real HTTP/1.1 server on 127.0.0.1 serving fixed bodies by path, one thread per connection.
 pub struct PageServer {
     addr: SocketAddr,
@@ -594,7 +738,8 @@ pub struct PageServer {
 }
 
 impl PageServer {
-    pub fn start(pages: HashMap<String, (&'static str, Vec<u8>)>) -> PageServer {
+    pub fn start<P: Into<Page>>(pages: HashMap<String, P>) -> PageServer {
+        let pages: HashMap<String, Page> = pages.into_iter().map(|(path, page)| (path, page.into())).collect();
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let stop = Arc::new(AtomicBool::new(false));
@@ -623,7 +768,7 @@ impl Drop for PageServer {
     }
 }
 
-fn serve_page(stream: TcpStream, pages: &HashMap<String, (&'static str, Vec<u8>)>) {
+fn serve_page(stream: TcpStream, pages: &HashMap<String, Page>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -637,16 +782,17 @@ fn serve_page(stream: TcpStream, pages: &HashMap<String, (&'static str, Vec<u8>)
         }
     }
     let mut stream = stream;
-    let (status, content_type, body) = match pages.get(&path) {
-        Some((content_type, body)) => (200, *content_type, body.as_slice()),
-        None => (404, "text/plain", b"no such page".as_slice()),
+    let Some(page) = pages.get(&path) else {
+        let _ = stream.write_all(b"HTTP/1.1 404 X\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        return;
     };
+    let length = if page.endless { String::new() } else { format!("Content-Length: {}\r\n", page.body.len()) };
     let head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
+        "HTTP/1.1 200 X\r\nContent-Type: {}\r\n{}{length}Connection: close\r\n\r\n",
+        page.content_type, page.headers
     );
     let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(body);
+    while stream.write_all(&page.body).is_ok() && page.endless {}
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -684,7 +830,7 @@ pub fn plain_args() -> Value {
 }
 
 /// The child-process jobs' CPU and wall-clock limits: small, so a parser that loops is ended quickly.
-pub const ISOLATION_MS: u64 = 10_000;
+pub const ISOLATION_MS: u64 = 4_000;
 
 /// The hooks' timeout: small, so hooks that overrun are ended quickly.
 pub const HOOK_TIMEOUT_MS: u64 = 2000;
@@ -729,6 +875,15 @@ impl Suite {
             ("xfd-50000-rows.xlsx", xlsx_xfd_rows(50_000)),
             ("sheet-bomb.xlsx", xlsx_sheet_bomb(3072 * MIB)),
             ("shared-strings-bomb.xlsx", xlsx_shared_strings_bomb(3072 * MIB)),
+            ("double-flate.pdf", pdf_double_flate(4096 * MIB)),
+            ("repeated-kid.pdf", pdf_repeated_kid(200_000)),
+            ("content-nested-arrays.pdf", pdf_content_nested_arrays(100_000)),
+            ("nested-dicts.pdf", pdf_nested_dicts(100_000)),
+            ("laughs.docx", docx_laughs()),
+            ("laughs.xlsx", xlsx_laughs()),
+            ("many-sheets.xlsx", xlsx_many_sheets(5_000)),
+            ("styles-bomb.xlsx", xlsx_styles_bomb(3072 * MIB)),
+            ("merged-everything.xlsx", xlsx_merged_everything()),
             ("deep.ipynb", notebook_deep(100_000)),
             ("wide-deep.ipynb", notebook_wide_deep(120, 9_000_000)),
         ];
@@ -765,12 +920,18 @@ impl Suite {
         call("search_files a match in every long line", "search_files", json!({ "path": "long", "regex": "y+" }));
 
         // web_fetch: pages on 127.0.0.1.
-        let mut pages: HashMap<String, (&'static str, Vec<u8>)> = HashMap::new();
+        let mut pages: HashMap<String, Page> = HashMap::new();
         let mut paths = Vec::new();
-        for (kind, open, close) in NESTING_KINDS {
-            for count in [2_000, 100_000] {
+        for (n, (kind, open, close)) in NESTING_KINDS.iter().enumerate() {
+            // Every kind at the issue's 2,000; the first few also at 100,000 (each of those costs the child
+            // its whole timeout in a debug build).
+            let counts: &[usize] = if n < 8 { &[2_000, 100_000] } else { &[2_000] };
+            for &count in counts {
                 let path = format!("/nested/{kind}/{count}");
-                pages.insert(path.clone(), ("text/html; charset=utf-8", nested_html(open, close, count).into_bytes()));
+                pages.insert(
+                    path.clone(),
+                    Page::new("text/html; charset=utf-8", nested_html(open, close, count).into_bytes()),
+                );
                 paths.push(path);
             }
         }
@@ -784,9 +945,16 @@ impl Suite {
             ),
         ];
         for (path, body) in json_pages {
-            pages.insert(path.to_owned(), ("application/json", body));
+            pages.insert(path.to_owned(), Page::new("application/json", body));
             paths.push(path.to_owned());
         }
+        // A body that never ends, and a gzip bomb the client would inflate if it decoded bodies.
+        let endless = Page { endless: true, ..Page::new("text/html", "<div>".repeat(10_000).into_bytes()) };
+        pages.insert("/endless".to_owned(), endless);
+        let bomb = gzip(&deflate_repeated(b"<html><body>", &vec![b' '; MIB as usize], 4096, b"</body></html>"));
+        let bomb = Page { headers: "Content-Encoding: gzip\r\n".to_owned(), ..Page::new("text/html", bomb) };
+        pages.insert("/gzip-bomb".to_owned(), bomb);
+        paths.extend(["/endless".to_owned(), "/gzip-bomb".to_owned()]);
         let server = PageServer::start(pages);
         for path in paths {
             call(&format!("web_fetch {path}"), "web_fetch", json!({ "url": server.url(&path), "prompt": "Summarize" }));
@@ -811,7 +979,10 @@ impl Suite {
         std::os::unix::fs::symlink(outside.path().join("secret.md"), skill_md("outside")).unwrap();
         std::fs::create_dir_all(skill_md("directory")).unwrap();
         std::os::unix::fs::symlink("/dev/urandom", skills.join("urandom-dir")).unwrap();
-        for name in ["zero", "fifo", "sparse", "outside", "directory", "urandom-dir"] {
+        std::fs::create_dir_all(skills.join("loop")).unwrap();
+        std::os::unix::fs::symlink("SKILL.md", skill_md("loop")).unwrap();
+        std::os::unix::fs::symlink(&skills, skills.join("root-again")).unwrap();
+        for name in ["zero", "fifo", "sparse", "outside", "directory", "urandom-dir", "loop", "root-again"] {
             call(&format!("use_skill {name}"), "use_skill", json!({ "skill_name": name }));
         }
 
@@ -867,13 +1038,24 @@ impl Suite {
             Some(orphan),
         );
 
+        // Leaves a child in a session of its own holding its stdout: out of the hook's process group.
+        let escapee = pid("escapee");
+        hook(
+            "access_mcp_resource",
+            format!("setsid sleep 1000 & echo $! > '{}'; exit 0", escapee.display()),
+            json!({ "server_name": "none", "uri": "file:///x" }),
+            Some(escapee),
+        );
+        // A PostToolUse hook that never reads, on the searches whose answers are hundreds of kilobytes.
+        let post_entry = "{ matcher = \"^search_files$\", command = \"exit 0\" }";
+
         let config = outside.path().join("config.toml");
         write(
             &config,
             format!(
                 "[web]\nbackend = \"direct\"\nenabled = true\nallowed_hosts = [\"127.0.0.1\"]\n\n\
                  [isolation]\nmemory_mb = 1024\ncpu_ms = {ISOLATION_MS}\ntimeout_ms = {ISOLATION_MS}\n\n\
-                 [skills]\ndirs = [{:?}]\n\n[hooks]\ntimeout_ms = {HOOK_TIMEOUT_MS}\npre_tool_use = [\n  {}\n]\n",
+                 [skills]\ndirs = [{:?}]\n\n[hooks]\ntimeout_ms = {HOOK_TIMEOUT_MS}\npre_tool_use = [\n  {}\n]\npost_tool_use = [{post_entry}]\n",
                 skills.display().to_string(),
                 hook_entries.join(",\n  ")
             ),
@@ -882,11 +1064,12 @@ impl Suite {
     }
 }
 
-/// Whether the process a hook recorded in `pid_file` is gone (or never started); waits a generous bound,
+/// Whether the process a hook recorded in `pid_file` is gone; waits a generous bound,
 /// since the host may answer the call before its reaper has run.
 pub fn hook_process_gone(pid_file: &Path) -> Result<(), String> {
-    let Ok(text) = std::fs::read_to_string(pid_file) else { return Ok(()) };
-    let Ok(pid) = text.trim().parse::<i32>() else { return Ok(()) };
+    // The hook ran before the call answered, so its pid is there; without it the check would prove nothing.
+    let text = std::fs::read_to_string(pid_file).map_err(|e| format!("the hook never ran ({e})"))?;
+    let pid: i32 = text.trim().parse().map_err(|_| format!("the hook wrote {text:?} for its pid"))?;
     for _ in 0..600 {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
         // Gone, or a zombie whose parent has yet to reap it (it no longer runs).

@@ -128,11 +128,17 @@ fn one_host_answers_every_hostile_call_and_the_next_plain_one_within_bounded_mem
 
     let mut failures = Vec::new();
     let mut deaths = 0;
-    for call in &suite.calls {
+    // `HOSTILE_ONLY=web_fetch` runs only the calls whose label holds it: to reproduce one fixture.
+    let only = std::env::var("HOSTILE_ONLY").unwrap_or_default();
+    for call in suite.calls.iter().filter(|c| c.label.contains(&only)) {
         let started = std::time::Instant::now();
         let answered = host.call_tool(call.tool, &call.args);
         // Shown with --nocapture, to find the slow fixtures; nothing is asserted on it.
-        eprintln!("{:>8.2?} {}", started.elapsed(), call.label);
+        let shown = match &answered {
+            Ok(answer) => format!("{} bytes: {:.160}", answer.text.len(), answer.text.replace('\n', " ")),
+            Err(e) => e.lines().next().unwrap_or_default().to_owned(),
+        };
+        eprintln!("{:>8.2?} {}: {shown}", started.elapsed(), call.label);
         let answered = answered.and_then(|answer| check_hostile(call, &answer));
         let after = host
             .call_tool("read_file", &plain_args())
