@@ -8,11 +8,13 @@
 //! with the words the stdio transport uses, naming the server, and the next call answers. A session the
 //! server expires is recovered by rmcp without tripping the id check.
 
+use crate::mcp::node_peers;
 use crate::util::{block_on, call, shipped, task_in, text, workspace};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use toolshed::{Config, TaskHandle};
+use toolshed::{Config, Runtime, TaskHandle};
 
 /// `[mcp] max_message_bytes` here: the oversized answers are twice it.
 const MAX_MESSAGE_BYTES: usize = 256 * 1024;
@@ -140,9 +142,27 @@ fn start(script: &std::path::Path) -> (Server, u16) {
     (Server(child), port)
 }
 
-fn use_tool(task: &TaskHandle, server: &str, tool: &str) -> (bool, String) {
-    let result = call(task, "use_mcp_tool", json!({"server_name": server, "tool_name": tool, "arguments": "{}"}));
+/// A runtime whose hub has connected to `servers` (the `mcpServers` object), with a generous call timeout.
+fn connected(dir: &Path, servers: Value) -> Runtime {
+    let settings = dir.join("mcp.json");
+    std::fs::write(&settings, json!({"mcpServers": servers}).to_string()).unwrap();
+    let mut config = Config::default();
+    config.mcp.settings = Some(settings);
+    config.mcp.call_timeout_ms = 60_000;
+    config.mcp.max_message_bytes = MAX_MESSAGE_BYTES as u64;
+    let runtime = shipped().config(config).yes(true).build().unwrap();
+    block_on(runtime.mcp_settled());
+    runtime
+}
+
+fn use_tool_with(task: &TaskHandle, server: &str, tool: &str, arguments: Value) -> (bool, String) {
+    let arguments = arguments.to_string();
+    let result = call(task, "use_mcp_tool", json!({"server_name": server, "tool_name": tool, "arguments": arguments}));
     (result.is_error(), text(&result))
+}
+
+fn use_tool(task: &TaskHandle, server: &str, tool: &str) -> (bool, String) {
+    use_tool_with(task, server, tool, json!({}))
 }
 
 #[test]
@@ -152,16 +172,8 @@ fn every_answer_rmcp_would_drop_over_http_fails_the_call_at_once_and_the_next_ca
     std::fs::write(&script, SERVER).unwrap();
     let (_server, port) = start(&script);
     let url = |path: &str| json!({"type": "streamableHttp", "url": format!("http://127.0.0.1:{port}{path}")});
-    let settings = ws.path().join("mcp.json");
-    let servers =
-        json!({"mcpServers": {"bad": url("/bad"), "get": url("/get"), "init": url("/init"), "good": url("/good")}});
-    std::fs::write(&settings, servers.to_string()).unwrap();
-    let mut config = Config::default();
-    config.mcp.settings = Some(settings);
-    config.mcp.call_timeout_ms = 60_000;
-    config.mcp.max_message_bytes = MAX_MESSAGE_BYTES as u64;
-    let runtime = shipped().config(config).yes(true).build().unwrap();
-    block_on(runtime.mcp_settled());
+    let servers = json!({"bad": url("/bad"), "get": url("/get"), "init": url("/init"), "good": url("/good")});
+    let runtime = connected(ws.path(), servers);
     let task = task_in(&runtime, ws.path());
     let ok = |server: &str, after: &str| {
         assert_eq!(use_tool(&task, server, "ok"), (false, "fine".to_owned()), "{server} after {after}");
@@ -211,4 +223,51 @@ fn every_answer_rmcp_would_drop_over_http_fails_the_call_at_once_and_the_next_ca
     // An `initialize` answered with garbage fails the start, in the same words.
     let (is_error, text) = use_tool(&task, "init", "ok");
     assert!(is_error && text.contains("initialize failed: the server sent a message that is not JSON"), "init: {text}");
+}
+
+/// The checks pass what a well-kept server sends over streamable HTTP: the TypeScript SDK's server (npm
+/// `server-everything`, with its event store, so every event carries an id and each stream opens with a
+/// priming event) answering calls while it streams log notifications on the standalone GET stream.
+#[test]
+fn a_well_kept_server_over_http_passes_every_check() {
+    let ws = workspace();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let entry = node_peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let mut child = Command::new("node")
+        .arg(entry)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let _server = Server(child);
+    let mut line = String::new();
+    while !line.contains("listening on port") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "server-everything exited before listening");
+    }
+    // Its log lines must not fill the pipe.
+    std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let runtime = connected(ws.path(), json!({"everything": {"type": "streamableHttp", "url": url}}));
+    let task = task_in(&runtime, ws.path());
+
+    let echo = |message: &str| use_tool_with(&task, "everything", "echo", json!({"message": message}));
+    assert_eq!(echo("hello"), (false, "Echo: hello".to_owned()));
+    let (is_error, text) = use_tool(&task, "everything", "toggle-simulated-logging");
+    assert!(!is_error && text.starts_with("Started simulated, random-leveled logging"), "{text}");
+    // Longer than the logging's 5 s pace, so notifications arrive while the call waits.
+    let long = json!({"duration": 6, "steps": 3});
+    let (is_error, text) = use_tool_with(&task, "everything", "trigger-long-running-operation", long);
+    assert!(!is_error && text.contains("Long running operation completed"), "{text}");
+    for n in 0..5 {
+        assert_eq!(echo(&format!("again {n}")), (false, format!("Echo: again {n}")));
+    }
+    let sum = use_tool_with(&task, "everything", "get-sum", json!({"a": 2, "b": 3}));
+    assert_eq!(sum, (false, "The sum of 2 and 3 is 5.".to_owned()));
+    let status = runtime.mcp_servers().unwrap();
+    let server = status.servers.iter().find(|s| s.name == "everything").unwrap();
+    assert_eq!((server.status.as_str(), &server.error), ("connected", &None));
 }
