@@ -6,8 +6,9 @@
 //! keeps the stream open the call waits its whole timeout. Here each event's data is read as a stdio line is
 //! (transport.rs, the same words), and a bad one is recorded in the connection's [`Fault`] and ends its
 //! stream; the [`Checked`](super::transport::Checked) layer above rmcp wakes on the fault and ends the
-//! connection, so every call in flight fails at once. A JSON body rmcp cannot decode already fails its POST
-//! at once; its reason is recorded in the same words, so the server is treated as at fault there too.
+//! connection, so every call in flight fails at once. An event that is not UTF-8 or over the cap, and a JSON
+//! body rmcp cannot decode, already fail at once in rmcp's words ("Connection closed", a parse error naming
+//! rmcp's types); their reason is recorded in the stdio words, so the server is at fault there too.
 //!
 //! Ids are not checked here: rmcp's session recovery posts the saved `initialize` again (same id) and keeps
 //! its answer to itself, so only the messages handed up to the client are checked, by `Checked`.
@@ -57,16 +58,17 @@ impl CheckedHttp {
         let fault = self.fault.clone();
         stream
             .scan(false, move |ended, item| {
-                let item = match (*ended, check_event(item, max)) {
-                    (true, _) => None,
-                    (false, Ok(item)) => Some(item),
-                    (false, Err(reason)) => {
+                if *ended {
+                    return std::future::ready(None);
+                }
+                std::future::ready(Some(match check_event(item, max) {
+                    Ok(item) => item,
+                    Err(reason) => {
                         *ended = true;
                         fault.set(reason.clone());
-                        Some(Err(SseError::Body(reason.into())))
+                        Err(SseError::Body(reason.into()))
                     }
-                };
-                std::future::ready(item)
+                }))
             })
             .boxed()
     }
