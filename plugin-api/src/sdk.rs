@@ -262,6 +262,23 @@ impl<'a> HostClient<'a> {
         self.call::<_, crate::services::Empty>(crate::services::STATE_SET, &request).map(|_| ())
     }
 
+    /// `call.commit`, right before a tool's first write: `Ok` when it may write, `Err` with a sentence for the
+    /// model when the call already timed out or was cancelled, so it must return without writing. A host
+    /// without the service (an older one) lets the tool write, as before the gate existed; any other failure
+    /// of the service keeps the files as they are, since a call whose host cannot answer is not known to be
+    /// still wanted.
+    pub fn commit(&self) -> Result<(), String> {
+        let refused = "the call timed out or was cancelled before it wrote anything, so no file was changed";
+        match self.call::<_, crate::services::CommitResponse>(crate::services::CALL_COMMIT, &crate::services::Empty {})
+        {
+            Ok(answer) if answer.committed => Ok(()),
+            Ok(_) => Err(refused.to_owned()),
+            Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(()),
+            Err(e) if e.kind == ServiceErrorKind::Cancelled => Err(refused.to_owned()),
+            Err(e) => Err(format!("{refused} (the host could not confirm the write: {})", e.message)),
+        }
+    }
+
     /// `read_cache.forget`: drops paths from the task's read cache after a write (all when empty).
     pub fn forget_reads(&self, paths: Vec<String>) -> Result<(), ServiceError> {
         let request = crate::services::ForgetRequest { paths };

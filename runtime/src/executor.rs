@@ -793,14 +793,25 @@ fn boundary_error(tool: &str, message: &str) -> ToolError {
 
 fn phase_error(route: &Route, error: &PhaseError) -> ToolError {
     let tool = &route.meta.name;
-    let writes =
-        route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES || c == capability::RUNS_COMMANDS);
+    let has = |capability: &str| route.meta.capabilities.iter().any(|c| c == capability);
+    // A tool that commits its writes and timed out had not committed: it wrote nothing and cannot any more.
+    // Only what may still act without asking (commands, writes outside the gate) may still complete.
+    let gated = has(capability::COMMITS_WRITES) && !has(capability::RUNS_COMMANDS);
+    let writes = has(capability::WRITES_FILES) || has(capability::RUNS_COMMANDS);
     let message = match error {
         PhaseError::Failed(message) => format!("Error executing {tool}: {message}"),
         PhaseError::TimedOut(limit) => format!(
             "Error executing {tool}: the tool did not finish within {} ms and was stopped waiting for.{}",
             limit.as_millis(),
-            if writes { " Its changes may still complete: check the result before retrying." } else { "" }
+            match (gated, writes) {
+                (true, _) => " It had not changed any file and will not: retry, or make the change in smaller steps.",
+                (false, true) => " Its changes may still complete: check the result before retrying.",
+                (false, false) => "",
+            }
+        ),
+        PhaseError::WriteOverran(waited) => format!(
+            "Error executing {tool}: the tool was writing its changes when it timed out or its task was cancelled, and had not finished {} ms later. Some of its changes may have been written: check the files before retrying.",
+            waited.as_millis()
         ),
         PhaseError::Cancelled => format!("Error executing {tool}: the task was cancelled."),
         PhaseError::Quarantined(n) => format!(

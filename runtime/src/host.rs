@@ -36,6 +36,7 @@ const SERVICES: &[&str] = &[
     services::MCP_CALL_TOOL,
     services::MCP_READ_RESOURCE,
     services::MCP_SERVERS,
+    services::CALL_COMMIT,
 ];
 
 /// The host for one call of one tool.
@@ -43,6 +44,8 @@ pub(crate) struct CallHost {
     pub task: Arc<TaskShared>,
     /// Set on timeout or cancellation of this call.
     pub cancelled: Arc<AtomicBool>,
+    /// Whether the call may still write (`call.commit`), shared with the actor that times it out.
+    pub commit: Arc<crate::commit_gate::CommitGate>,
     pub tool: Arc<str>,
     /// The handler's library and construction, for `isolate.run`; `None` runs no jobs.
     pub origin: Option<Arc<crate::loader::HandlerOrigin>>,
@@ -70,6 +73,9 @@ impl CallHost {
             return Err(cancelled());
         }
         match name {
+            services::CALL_COMMIT => {
+                answer(request, |_: Empty| Ok(services::CommitResponse { committed: self.commit.commit() }))
+            }
             services::ISOLATE_RUN => answer(request, |req: services::IsolateRequest| {
                 let origin = self.origin.as_deref().ok_or_else(|| {
                     ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs")

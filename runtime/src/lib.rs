@@ -65,6 +65,7 @@
 #![deny(missing_docs)]
 
 mod clineignore;
+mod commit_gate;
 pub mod config;
 mod coordinator;
 mod driver;

@@ -1,6 +1,7 @@
 //! The tool actor: owns one handler instance and its worker pool, runs call phases there with a timeout,
 //! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
 
+use crate::commit_gate::CommitGate;
 use crate::host::CallHost;
 use crate::loader::PluginHandler;
 use crate::pool::WorkerPool;
@@ -26,8 +27,12 @@ pub(crate) enum Phase {
 pub(crate) enum PhaseError {
     /// The plugin failed at the boundary (a caught panic, unserialisable output).
     Failed(String),
-    /// The timeout passed; the call was abandoned.
+    /// The timeout passed; the call was abandoned. A tool that commits its writes had not committed, so
+    /// it wrote nothing and never will.
     TimedOut(Duration),
+    /// The timeout or a cancellation came while the call was writing what it had committed, and the write
+    /// had not finished this long after; the call was abandoned.
+    WriteOverran(Duration),
     /// The task was cancelled; the call was abandoned.
     Cancelled,
     /// Too many abandoned calls are still running; the tool takes no new calls.
@@ -89,6 +94,11 @@ impl ToolHealth {
         self.quarantined.load(Ordering::Acquire)
     }
 }
+
+/// How long a call that committed its writes is waited for once its timeout passes or its task is
+/// cancelled (to become `[timeouts] commit_ms`): long enough for any real write, short enough that a write
+/// hanging on a dead file system does not hold the task forever.
+const COMMIT_WAIT: Duration = Duration::from_secs(60);
 
 const RUNNING: u8 = 0;
 const DONE: u8 = 1;
@@ -180,10 +190,12 @@ impl Handler<RunPhase> for ToolActor {
             return Response::reply(Err(PhaseError::Quarantined(self.health.abandoned())));
         }
         let cancelled = Arc::new(AtomicBool::new(false));
+        let commit = Arc::new(CommitGate::default());
         let host =
             CallHost {
                 task: Arc::clone(&msg.task),
                 cancelled: Arc::clone(&cancelled),
+                commit: Arc::clone(&commit),
                 tool: Arc::clone(&self.name),
                 origin: Some(Arc::clone(self.handler.origin())),
             };
@@ -251,6 +263,15 @@ impl Handler<RunPhase> for ToolActor {
                     () = deadline => break PhaseError::TimedOut(limit),
                     () = task.cancel.cancelled() => break PhaseError::Cancelled,
                 }
+            };
+            // A call that committed is writing: reporting it as failed now would hide what it wrote, so its
+            // own answer is waited for (bounded, for a write that hangs). One that did not commit never can.
+            let failure = match commit.close() {
+                true => failure,
+                false => match tokio::time::timeout(COMMIT_WAIT, &mut rx).await {
+                    Ok(answer) => return answer.unwrap_or_else(|_| lost()),
+                    Err(_) => PhaseError::WriteOverran(COMMIT_WAIT),
+                },
             };
             // Every blocking host service the call uses from here on answers `Cancelled`.
             cancelled.store(true, Ordering::Release);

@@ -279,7 +279,7 @@ impl Tool for ApplyPatch {
         ToolDeclaration {
             name: "apply_patch".to_owned(),
             aliases: Vec::new(),
-            capabilities: vec![capability::WRITES_FILES.to_owned()],
+            capabilities: vec![capability::WRITES_FILES.to_owned(), capability::COMMITS_WRITES.to_owned()],
             display: Some("[{tool} for patch application]".to_owned()),
             // Cline offers the tool to the GPT-5 families only; `generic` is the fallback the runtime reads the
             // required parameters from, and prompt variants decide which families list the tool.
@@ -359,7 +359,7 @@ impl Tool for ApplyPatch {
                 (None, _) => transaction.push(Change::Delete { path: file.source.real.clone() }),
             }
         }
-        if let Err(e) = transaction.commit() {
+        if let Err(e) = transaction.commit(&|| host.commit()) {
             return result::error(failure(&format!("{e}. No file was changed.")));
         }
         let mut forget = Vec::new();

@@ -671,7 +671,12 @@ impl Transaction {
     }
 
     /// Applies every change, or none. The error names the file that failed.
-    pub fn commit(self) -> Result<(), String> {
+    ///
+    /// `may_write` is asked once, after the files are read and before anything on disk changes: the call's
+    /// commit gate ([`HostClient::commit`](toolshed_plugin_api::HostClient::commit)). When it refuses (the
+    /// call timed out or was cancelled and has been reported as failed), nothing is written. Every edit tool
+    /// writes through here, so none can write after its call was given up.
+    pub fn commit(self, may_write: &dyn Fn() -> Result<(), String>) -> Result<(), String> {
         let mut backups: Vec<Backup> = Vec::new();
         for change in &self.changes {
             let path = match change {
@@ -688,6 +693,7 @@ impl Transaction {
             backups.push(backup);
         }
         let backup_of = |path: &Path| backups.iter().find(|b| b.path == path);
+        may_write()?;
 
         let mut created_dirs = Vec::new();
         let mut steps: Vec<Step> = Vec::new();
@@ -891,7 +897,7 @@ mod tests {
             bytes: b"x".to_vec(),
             permissions_from: None,
         });
-        tx.commit().unwrap();
+        tx.commit(&|| Ok(())).unwrap();
         assert_eq!(fs::read_to_string(&script).unwrap(), "new");
         assert_eq!(fs::metadata(&script).unwrap().permissions().mode() & 0o777, 0o750);
         assert_eq!(fs::read_to_string(dir.path().join("deep/er/new.txt")).unwrap(), "x");
@@ -903,7 +909,7 @@ mod tests {
     fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
         let mut tx = Transaction::new();
         tx.push(Change::Write { path: path.to_owned(), bytes: bytes.to_vec(), permissions_from: None });
-        tx.commit()
+        tx.commit(&|| Ok(()))
     }
 
     #[cfg(unix)]
@@ -990,7 +996,7 @@ mod tests {
         tx.push(Change::Write { path: dir.path().join("new/file.txt"), bytes: b"x".to_vec(), permissions_from: None });
         // Deleting a directory with remove_file fails after both writes were renamed into place.
         tx.push(Change::Delete { path: dir.path().join("blocker") });
-        assert!(tx.commit().is_err());
+        assert!(tx.commit(&|| Ok(())).is_err());
         assert_eq!(fs::read_to_string(&keep).unwrap(), "original");
         assert!(!dir.path().join("new").exists());
         let mut names: Vec<_> = fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

@@ -379,7 +379,7 @@ impl Tool for WriteToFile {
         }
         let mut transaction = Transaction::new();
         transaction.push(Change::Write { path: plan.target.real.clone(), bytes: plan.bytes, permissions_from: None });
-        if let Err(e) = transaction.commit() {
+        if let Err(e) = transaction.commit(&|| host.commit()) {
             return result::error(messages::cannot_write(plan.name.verb(), &plan.rel_path, &format!("{e}.")));
         }
         if let Err(e) = host.forget_reads(plan.target.cache_paths()) {

@@ -103,7 +103,7 @@ pub fn declaration() -> ToolDeclaration {
                 specs: [("generic".to_owned(), new_rule)].into_iter().collect(),
             },
         ],
-        capabilities: vec![capability::WRITES_FILES.to_owned()],
+        capabilities: vec![capability::WRITES_FILES.to_owned(), capability::COMMITS_WRITES.to_owned()],
         display: Some(DISPLAY.to_owned()),
         specs: write.into_iter().collect(),
     }
@@ -133,6 +133,6 @@ mod tests {
             declaration.aliases[1].specs["generic"].parameters[0].usage.as_deref(),
             Some(".clinerules/{file name}.md")
         );
-        assert_eq!(declaration.capabilities, [capability::WRITES_FILES]);
+        assert_eq!(declaration.capabilities, [capability::WRITES_FILES, capability::COMMITS_WRITES]);
     }
 }
