@@ -10,3 +10,4 @@ mod skills;
 mod documents;
 mod output;
 mod peers_http;
+mod edits;
