@@ -200,7 +200,7 @@ pub fn parse(diff: &str, original: &str, final_pass: bool) -> Result<Vec<Edit>, 
         }
     }
 
-    let mut edits: Vec<Edit> = Vec::new();
+    let mut located = Located::default();
     let mut section = Section::Outside;
     let mut search = String::new();
     let mut replacement = String::new();
@@ -220,7 +220,7 @@ pub fn parse(diff: &str, original: &str, final_pass: bool) -> Result<Vec<Edit>, 
                         "{}\n...is missing its closing '+++++++ REPLACE' marker before the next SEARCH block.",
                         quoted(&search)
                     ),
-                    &edits,
+                    &located.edits,
                 ));
             }
             section = Section::Search;
@@ -230,15 +230,16 @@ pub fn parse(diff: &str, original: &str, final_pass: bool) -> Result<Vec<Edit>, 
         }
         if is_divider(line) {
             section = Section::Replace;
-            found = Some(locate(original, &lines_of_original, &search, processed).map_err(|m| fail(m, &edits))?);
+            found =
+                Some(locate(original, &lines_of_original, &search, processed).map_err(|m| fail(m, &located.edits))?);
             continue;
         }
         if is_replace_end(line) {
             let Some((start, end)) = found else {
-                return Err(fail(format!("{}\n...is malformatted.", quoted(&search)), &edits));
+                return Err(fail(format!("{}\n...is malformatted.", quoted(&search)), &located.edits));
             };
             let fitted = fit(&original[start..end], &search, &replacement);
-            push(&mut edits, &mut processed, &search, Edit { start, end, replacement: fitted, diff_end: line_end })?;
+            push(&mut located, &mut processed, &search, Edit { start, end, replacement: fitted, diff_end: line_end })?;
             section = Section::Outside;
             search.clear();
             replacement.clear();
@@ -263,18 +264,18 @@ pub fn parse(diff: &str, original: &str, final_pass: bool) -> Result<Vec<Edit>, 
             (Section::Replace, Some((start, end))) => {
                 let replacement = fit(&original[start..end], &search, &replacement);
                 let edit = Edit { start, end, replacement, diff_end: diff.len() };
-                push(&mut edits, &mut processed, &search, edit)?;
+                push(&mut located, &mut processed, &search, edit)?;
             }
             (Section::Search, _) => {
-                return Err(fail(format!("{}\n...is malformatted.", quoted(&search)), &edits));
+                return Err(fail(format!("{}\n...is malformatted.", quoted(&search)), &located.edits));
             }
             _ => {}
         }
-        if edits.is_empty() {
-            return Err(fail(NO_BLOCKS_ERROR.to_owned(), &edits));
+        if located.edits.is_empty() {
+            return Err(fail(NO_BLOCKS_ERROR.to_owned(), &located.edits));
         }
     }
-    Ok(edits)
+    Ok(located.edits)
 }
 
 /// A line's break as the file has it: `\r\n`, `\n`, or at the end of the file none (or a lone `\r`).
@@ -335,9 +336,21 @@ fn fit(matched: &str, search: &str, replacement: &str) -> String {
     out
 }
 
+/// The located blocks, and their spans ordered, so a new block's overlap check costs a lookup, not a pass
+/// over every earlier block.
+#[derive(Default)]
+struct Located {
+    edits: Vec<Edit>,
+    spans: std::collections::BTreeSet<(usize, usize)>,
+}
+
 /// Records a located block, refusing one whose match overlaps an earlier block's.
-fn push(edits: &mut Vec<Edit>, processed: &mut usize, search: &str, edit: Edit) -> Result<(), DiffError> {
-    if edits.iter().any(|e| edit.start < e.end && e.start < edit.end) {
+fn push(located: &mut Located, processed: &mut usize, search: &str, edit: Edit) -> Result<(), DiffError> {
+    // Recorded spans never overlap, so in (start, end) order their ends never decrease either: the span
+    // that overlaps the new one, if any does, is the last that starts before the new one ends.
+    let before = located.spans.range(..(edit.end, 0)).next_back().copied();
+    let Located { edits, spans } = located;
+    if before.is_some_and(|(start, end)| edit.start < end && start < edit.end) {
         return Err(DiffError {
             message: format!("{}\n...matches text that an earlier SEARCH block already replaced.", quoted(search)),
             completed: edits.clone(),
@@ -347,6 +360,7 @@ fn push(edits: &mut Vec<Edit>, processed: &mut usize, search: &str, edit: Edit) 
     if edit.start >= *processed {
         *processed = edit.end;
     }
+    spans.insert((edit.start, edit.end));
     edits.push(edit);
     Ok(())
 }
@@ -493,5 +507,40 @@ mod tests {
         // NEL is whitespace to Rust, not to JavaScript.
         assert_eq!(js_trim("\u{85}x"), "\u{85}x");
         assert_eq!(line_of("a\nb\nc", 4), 3);
+    }
+
+    /// How a block writes the line it searches for.
+    type Shape = fn(&str) -> String;
+
+    /// A 20,000-line file, and 6,000 blocks each replacing one of its lines (`shape` decides how the block
+    /// writes its SEARCH line, `reverse` whether the blocks come last line first); and the file they give.
+    fn many_blocks(shape: Shape, reverse: bool) -> (String, String, String) {
+        let lines: Vec<String> = (0..20_000).map(|i| format!("line {i} of the file")).collect();
+        let mut order: Vec<usize> = (0..6_000).map(|k| k * 3).collect();
+        if reverse {
+            order.reverse();
+        }
+        let mut diff = String::new();
+        let mut expected = lines.clone();
+        for i in order {
+            diff.push_str(&format!("------- SEARCH\n{}\n=======\nchanged {i}\n+++++++ REPLACE\n", shape(&lines[i])));
+            expected[i] = format!("changed {i}");
+        }
+        (lines.join("\n") + "\n", diff, expected.join("\n") + "\n")
+    }
+
+    #[test]
+    fn six_thousand_blocks_on_a_large_file_apply() {
+        let shapes: [(Shape, bool); 3] = [
+            (|line| line.to_owned(), false),
+            // Found by the whitespace-tolerant tier, after the exact search failed.
+            (|line| format!("  {line}  "), false),
+            // Out of file order: found by the exact search from the start of the file.
+            (|line| line.to_owned(), true),
+        ];
+        for (shape, reverse) in shapes {
+            let (original, diff, expected) = many_blocks(shape, reverse);
+            assert_eq!(run(&diff, &original), Ok(expected));
+        }
     }
 }
