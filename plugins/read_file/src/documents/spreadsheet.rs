@@ -19,6 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 /// Cline stops a sheet at this row number.
 const MAX_ROWS: u32 = 50_000;
 
+/// The bytes of the smallest cell element, `<c/>`.
+const SMALLEST_CELL: u64 = 4;
+
 /// For each visible sheet, `--- Sheet: {name} ---`, then each row with content, a blank line between sheets,
 /// the whole trimmed. Formulas show their cached result, or `[Formula: …]` when the file has none.
 pub(crate) fn spreadsheet_text(bytes: &[u8], limits: &DocumentLimits) -> Result<String, Failure> {
@@ -31,6 +34,10 @@ pub(crate) fn spreadsheet_text(bytes: &[u8], limits: &DocumentLimits) -> Result<
         .map(|sheet| sheet.name.clone())
         .collect();
     let mut text = CappedText::new(limits.max_document_text_bytes);
+    // Two sheets may name the same part, so the parts' sizes do not bound what is streamed: the cells do. The
+    // smallest cell, `<c/>`, takes four bytes.
+    let max_cells = limits.max_document_unpacked_bytes / SMALLEST_CELL;
+    let mut streamed = 0u64;
     'sheets: for name in sheets {
         if !text.push_str(&format!("--- Sheet: {name} ---\n")) {
             break;
@@ -40,6 +47,14 @@ pub(crate) fn spreadsheet_text(bytes: &[u8], limits: &DocumentLimits) -> Result<
         let mut shared: HashMap<usize, (String, (u32, u32))> = HashMap::new();
         let mut row = Row::new(limits);
         while let Some(cell) = cells.next_cell_with_formula_metadata().map_err(Failure::damaged)? {
+            streamed += 1;
+            if streamed > max_cells {
+                return Err(Failure::over(
+                    "the workbook's sheets are read as",
+                    Amount::Count(max_cells, "cells (a quarter of the unpacked-bytes limit)"),
+                    "max_document_unpacked_bytes",
+                ));
+            }
             let (row_index, col) = cell.pos;
             let formula = match cell.formula {
                 Some(XlsxFormulaMetadata::Normal { formula }) => Some(formula),
@@ -325,6 +340,41 @@ pub(crate) mod tests {
             sheet(&raw_xlsx("A1:A2", rows)).as_deref(),
             Ok("--- Sheet: Sheet1 ---\n[Formula: B1+1]\n[Formula: B2+1]")
         );
+    }
+
+    #[test]
+    fn sheets_naming_one_part_are_held_to_the_cells_it_could_hold() {
+        // A hundred sheets over the same worksheet part of 100 cells: 10,000 cells streamed from a few KiB.
+        let rows: String = (1..=100).map(|r| format!(r#"<row r="{r}"><c r="A{r}"><v>{r}</v></c></row>"#)).collect();
+        let from = r#"<sheet name="Sheet1" sheetId="1" r:id="rId1"/>"#;
+        let to: String = (1..=100).map(|n| format!(r#"<sheet name="S{n}" sheetId="{n}" r:id="rId1"/>"#)).collect();
+        let bytes = rezip_replacing(&raw_xlsx("A1:A100", &rows), "xl/workbook.xml", from.as_bytes(), to.as_bytes());
+        assert!(sheet(&bytes).is_ok_and(|t| t.contains("--- Sheet: S100 ---\n1\n")));
+        let limits = DocumentLimits { max_document_unpacked_bytes: 16 * 1024, ..DocumentLimits::default() };
+        assert_eq!(
+            spreadsheet_text(&bytes, &limits),
+            Err(Failure::Limit("the workbook's sheets are read as more than 4096 cells (a quarter of the unpacked-bytes limit) ([plugins.config.read_file] max_document_unpacked_bytes)".to_owned()))
+        );
+    }
+
+    /// `zip` with `from` replaced by `to` in the entry `name`.
+    fn rezip_replacing(zip: &[u8], name: &str, from: &[u8], to: &[u8]) -> Vec<u8> {
+        use std::io::Read;
+        let mut archive = zip::ZipArchive::new(std::io::Cursor::new(zip)).unwrap_or_else(|e| panic!("{e}"));
+        let mut entries = Vec::new();
+        for index in 0..archive.len() {
+            let mut entry = archive.by_index(index).unwrap_or_else(|e| panic!("{e}"));
+            let entry_name = entry.name().map(|n| n.into_owned()).unwrap_or_default();
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).unwrap_or_else(|e| panic!("{e}"));
+            if entry_name == name {
+                let at = memchr::memmem::find(&bytes, from).unwrap_or_else(|| panic!("{name} lacks the text"));
+                bytes.splice(at..at + from.len(), to.iter().copied());
+            }
+            entries.push((entry_name, bytes));
+        }
+        let borrowed: Vec<(&str, &[u8])> = entries.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
+        zip_of(&borrowed)
     }
 
     #[test]
