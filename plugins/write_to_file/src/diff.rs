@@ -80,10 +80,13 @@ pub fn js_trim_end(s: &str) -> &str {
     s.trim_end_matches(crate::edit_io::is_js_space)
 }
 
-/// The original's lines and where each starts, for the line-based tiers.
+/// The original's lines and where each starts, for the line-based tiers, and where each trimmed line occurs
+/// (built on first use), so a tier tries only the places of a block's rarest line instead of every line
+/// from its start for every block.
 struct Lines<'a> {
     lines: Vec<&'a str>,
     starts: Vec<usize>,
+    trimmed: std::cell::OnceCell<std::collections::HashMap<&'a str, Vec<usize>>>,
 }
 
 impl<'a> Lines<'a> {
@@ -95,7 +98,33 @@ impl<'a> Lines<'a> {
             starts.push(at);
             at += line.len() + 1;
         }
-        Self { lines, starts }
+        Self { lines, starts, trimmed: std::cell::OnceCell::new() }
+    }
+
+    /// The lines whose trimmed text is `text`, in order.
+    fn places(&self, text: &str) -> &[usize] {
+        let index = self.trimmed.get_or_init(|| {
+            let mut index: std::collections::HashMap<&'a str, Vec<usize>> = std::collections::HashMap::new();
+            for (i, line) in self.lines.iter().enumerate() {
+                index.entry(js_trim(line)).or_default().push(i);
+            }
+            index
+        });
+        index.get(text).map_or(&[], Vec::as_slice)
+    }
+
+    /// The first start in `first..=last` where `offset` lines further the trimmed line is `text`, and
+    /// `fits` holds: tried only at the places of `text`.
+    fn first_start(
+        &self,
+        text: &str,
+        offset: usize,
+        (first, last): (usize, usize),
+        fits: impl Fn(usize) -> bool,
+    ) -> Option<usize> {
+        let places = self.places(text);
+        let begin = places.partition_point(|&p| p < first + offset);
+        places[begin..].iter().take_while(|&&p| p <= last + offset).map(|&p| p - offset).find(|&i| fits(i))
     }
 
     /// The first line starting at or after byte `from`.
@@ -126,8 +155,12 @@ fn line_trimmed_match(original: &str, lines: &Lines<'_>, search: &str, from: usi
     if wanted.is_empty() || wanted.len() > lines.lines.len() {
         return None;
     }
-    (lines.first_at(from)..=lines.lines.len() - wanted.len())
-        .find(|&i| wanted.iter().enumerate().all(|(k, w)| js_trim(lines.lines[i + k]) == *w))
+    let range = (lines.first_at(from), lines.lines.len() - wanted.len());
+    let (offset, rarest) = wanted.iter().enumerate().min_by_key(|(_, w)| lines.places(w).len())?;
+    lines
+        .first_start(rarest, offset, range, |i| {
+            wanted.iter().enumerate().all(|(k, w)| js_trim(lines.lines[i + k]) == *w)
+        })
         .map(|i| lines.span(i, wanted.len(), original.len()))
 }
 
@@ -142,9 +175,13 @@ fn block_anchor_match(original: &str, lines: &Lines<'_>, search: &str, from: usi
     if size > lines.lines.len() {
         return None;
     }
-    (lines.first_at(from)..=lines.lines.len() - size)
-        .find(|&i| js_trim(lines.lines[i]) == first && js_trim(lines.lines[i + size - 1]) == last)
-        .map(|i| lines.span(i, size, original.len()))
+    let range = (lines.first_at(from), lines.lines.len() - size);
+    let fits = |i: usize| js_trim(lines.lines[i]) == first && js_trim(lines.lines[i + size - 1]) == last;
+    let found = match lines.places(first).len() <= lines.places(last).len() {
+        true => lines.first_start(first, 0, range, fits),
+        false => lines.first_start(last, size - 1, range, fits),
+    };
+    found.map(|i| lines.span(i, size, original.len()))
 }
 
 /// The block's SEARCH text as Cline quotes it in errors.
@@ -542,5 +579,15 @@ mod tests {
             let (original, diff, expected) = many_blocks(shape, reverse);
             assert_eq!(run(&diff, &original), Ok(expected));
         }
+    }
+
+    #[test]
+    fn a_block_found_nowhere_in_a_file_of_repeated_lines_fails() {
+        // Every line of the file is the block's first line: without the index each place would compare
+        // 2,000 lines before failing.
+        let original = "x\n".repeat(200_000);
+        let diff = format!("------- SEARCH\n{}y\n=======\nz\n+++++++ REPLACE", "  x\n".repeat(2_000));
+        let error = run(&diff, &original).unwrap_err();
+        assert!(error.ends_with("...does not match anything in the file."), "{error}");
     }
 }
