@@ -280,13 +280,13 @@ fn outline_all(
 ) -> Result<Vec<FileOutline>, String> {
     let outline_one = |file: &SourceFile| -> FileAnswer {
         if cancelled() {
-            return Err("the call was cancelled".to_owned());
+            return Err(outline::CANCELLED.to_owned());
         }
         let bytes = match read(file)? {
             Ok(bytes) => bytes,
             Err(why) => return Ok(FileOutline::Skipped(why)),
         };
-        Ok(match outline::outline(&String::from_utf8_lossy(&bytes), file.grammar, queries, limits)? {
+        Ok(match outline::outline_until(&String::from_utf8_lossy(&bytes), file.grammar, queries, limits, cancelled)? {
             Some(outline) => FileOutline::Outline(outline),
             None => FileOutline::Empty,
         })

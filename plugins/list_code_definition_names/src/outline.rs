@@ -1,8 +1,11 @@
 //! The pure core: one file's outline in Cline's format, and the directory's files to outline.
 
 use crate::languages::{Grammar, Queries};
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
-use tree_sitter::{Parser, QueryCursor, StreamingIterator as _};
+use tree_sitter::{
+    ParseOptions, ParseState, Parser, QueryCursor, QueryCursorOptions, QueryCursorState, StreamingIterator as _,
+};
 
 /// Cline lists the directory's top level with `listFiles(dir, false, 200)`: files and directories count alike.
 pub const LISTING_LIMIT: usize = 200;
@@ -87,23 +90,54 @@ pub fn outline(
     queries: &Queries,
     limits: OutlineLimits,
 ) -> Result<Option<String>, String> {
+    outline_until(source, grammar, queries, limits, &|| false)
+}
+
+/// The error of an outline stopped by its call's cancellation (or the call's timeout).
+pub const CANCELLED: &str = "the call was cancelled";
+
+/// [`outline`], stopped with [`CANCELLED`] as soon as `stop` says so, checked from inside tree-sitter's parse
+/// and query loops. A query on a hostile file can run for hours (an error node holding a million `(`
+/// tokens: tree-sitter scans every later sibling for each one, which is quadratic), and a parser thread
+/// that ignored its call's timeout would burn a core after the call was answered.
+pub fn outline_until(
+    source: &str,
+    grammar: Grammar,
+    queries: &Queries,
+    limits: OutlineLimits,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<String>, String> {
     let query = queries.get(grammar)?;
     let mut parser = Parser::new();
     parser.set_language(&grammar.language()).map_err(|e| e.to_string())?;
+    let bytes = source.as_bytes();
+    let mut parse_progress = |_: &ParseState| if stop() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
+    let options = ParseOptions::new().progress_callback(&mut parse_progress);
+    let tree = parser.parse_with_options(&mut |at, _| bytes.get(at..).unwrap_or_default(), None, Some(options));
+    if stop() {
+        return Err(CANCELLED.to_owned());
+    }
     // Cline catches parse failures and outlines nothing for the file.
-    let Some(tree) = parser.parse(source, None) else {
+    let Some(tree) = tree else {
         return Ok(None);
     };
     let names = query.capture_names();
     let mut captures = Vec::new();
     let mut cursor = QueryCursor::new();
-    let mut matches = cursor.captures(query, tree.root_node(), source.as_bytes());
+    let mut query_progress =
+        |_: &QueryCursorState| if stop() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
+    let options = QueryCursorOptions::new().progress_callback(&mut query_progress);
+    let mut matches = cursor.captures_with_options(query, tree.root_node(), bytes, options);
     while let Some((found, index)) = matches.next() {
         let Some(capture) = found.captures().get(*index) else {
             continue;
         };
         let printed = names.get(capture.index as usize).is_some_and(|name| name.contains("name"));
         captures.push((capture.node.start_position().row, capture.node.end_position().row, printed));
+    }
+    // A halted query ends like a finished one: only the flag tells them apart.
+    if stop() {
+        return Err(CANCELLED.to_owned());
     }
     captures.sort_by_key(|&(start, _, _)| start);
     let lines: Vec<&str> = source.split('\n').collect();
@@ -210,6 +244,52 @@ mod tests {
                 assert!(line.ends_with(&format!("… (line truncated: {} characters)", source.len() - 1)), "{line}");
             }
             assert_eq!(printed.last().copied(), Some(format!("│{}", cut_note(10_000)).as_str()), "{grammar:?}");
+        }
+    }
+
+    /// `(` × 5000 in JavaScript: one error node of anonymous tokens, the quadratic case of tree-sitter's query
+    /// (a megabyte of them ran for hours).
+    fn open_parens() -> String {
+        "(".repeat(5000)
+    }
+
+    #[test]
+    fn a_cancelled_call_stops_inside_the_parse_and_inside_the_query() {
+        let (queries, limits) = (Queries::default(), OutlineLimits::default());
+        let source = open_parens();
+        let asked = std::cell::Cell::new(0usize);
+        let never = || {
+            asked.set(asked.get() + 1);
+            false
+        };
+        // How often tree-sitter asks in all, and while parsing alone, when nothing stops it.
+        assert!(outline_until(&source, Grammar::JavaScript, &queries, limits, &never).is_ok());
+        let total = asked.get();
+        asked.set(0);
+        let mut parser = Parser::new();
+        parser.set_language(&Grammar::JavaScript.language()).unwrap();
+        let mut progress = |_: &ParseState| if never() { ControlFlow::Break(()) } else { ControlFlow::Continue(()) };
+        let bytes = source.as_bytes();
+        let options = ParseOptions::new().progress_callback(&mut progress);
+        assert!(parser
+            .parse_with_options(&mut |at, _| bytes.get(at..).unwrap_or_default(), None, Some(options))
+            .is_some());
+        let parse_asks = asked.get();
+        // The query asks too, past the parse's questions and the check after it.
+        assert!(total > parse_asks + 2, "parse {parse_asks}, in all {total}");
+        // Stopped at once, in the parse, and in the query: each ends the outline within a question or two.
+        for stop_after in [0, parse_asks / 2, parse_asks + 2] {
+            asked.set(0);
+            let stop = || {
+                asked.set(asked.get() + 1);
+                asked.get() > stop_after
+            };
+            assert_eq!(
+                outline_until(&source, Grammar::JavaScript, &queries, limits, &stop),
+                Err(CANCELLED.to_owned()),
+                "stopped after {stop_after} questions"
+            );
+            assert!(asked.get() <= stop_after + 3, "{} questions", asked.get());
         }
     }
 
