@@ -534,6 +534,9 @@ pub struct TimeoutsConfig {
     /// After a task is cancelled, how long a running call gets to answer in its own words before it is
     /// abandoned.
     pub cancel_grace_ms: u64,
+    /// After a timeout or cancellation, how long a call that already began writing (it passed its commit
+    /// gate, `call.commit`) is waited for, so its answer says what it wrote, in milliseconds.
+    pub commit_ms: u64,
 }
 
 impl Default for TimeoutsConfig {
@@ -548,6 +551,7 @@ impl Default for TimeoutsConfig {
             kill_grace_ms: 2_000,
             command_notice_ms: 15_000,
             cancel_grace_ms: 500,
+            commit_ms: 60_000,
         }
     }
 }

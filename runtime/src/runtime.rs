@@ -358,6 +358,7 @@ impl RuntimeBuilder {
             events: self.events,
             host: Arc::new(HostServices {
                 isolation: config.isolation.clone(),
+                commit_wait: Duration::from_millis(config.timeouts.commit_ms),
                 processes: ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background),
                 commands: CommandsSettings {
                     // The config loader reads Cline's variable as the user's setting (so a workspace can tighten

@@ -95,11 +95,6 @@ impl ToolHealth {
     }
 }
 
-/// How long a call that committed its writes is waited for once its timeout passes or its task is
-/// cancelled (to become `[timeouts] commit_ms`): long enough for any real write, short enough that a write
-/// hanging on a dead file system does not hold the task forever.
-const COMMIT_WAIT: Duration = Duration::from_secs(60);
-
 const RUNNING: u8 = 0;
 const DONE: u8 = 1;
 const ABANDONED: u8 = 2;
@@ -241,6 +236,7 @@ impl Handler<RunPhase> for ToolActor {
             msg.timeout,
             msg.cancel_grace,
         );
+        let commit_wait = task.host.commit_wait;
         let lost = || Err(PhaseError::Failed("the worker thread was lost".to_owned()));
         Response::fut(async move {
             let mut rx = rx;
@@ -268,9 +264,9 @@ impl Handler<RunPhase> for ToolActor {
             // own answer is waited for (bounded, for a write that hangs). One that did not commit never can.
             let failure = match commit.close() {
                 true => failure,
-                false => match tokio::time::timeout(COMMIT_WAIT, &mut rx).await {
+                false => match tokio::time::timeout(commit_wait, &mut rx).await {
                     Ok(answer) => return answer.unwrap_or_else(|_| lost()),
-                    Err(_) => PhaseError::WriteOverran(COMMIT_WAIT),
+                    Err(_) => PhaseError::WriteOverran(commit_wait),
                 },
             };
             // Every blocking host service the call uses from here on answers `Cancelled`.

@@ -112,6 +112,8 @@ const ROWS: &[Row] = &[
     row("tasks", "focus_chain", "", "true", "true", false),
     row("tasks", "remind_interval", "", "2", "2", false),
     row("tasks", "double_check_completion", "", "true", "true", false),
+    row("timeouts", "commit_ms", "", "5", "5", false),
+    row("timeouts", "commit_ms", "", "99999999", "60000", true),
     row("timeouts", "call_ms", "", "5", "5", false),
     row("timeouts", "call_ms", "", "99999999", "600000", true),
     row("timeouts", "prepare_ms", "", "5", "5", false),

@@ -247,7 +247,9 @@ fn timeouts_section(s: &mut Section<'_>, base: &mut TimeoutsConfig, ws: Timeouts
         kill_grace_ms,
         command_notice_ms,
         cancel_grace_ms,
+        commit_ms,
     } = ws;
+    s.shrink("commit_ms", &mut base.commit_ms, commit_ms);
     s.shrink("call_ms", &mut base.call_ms, call_ms);
     s.shrink("prepare_ms", &mut base.prepare_ms, prepare_ms);
     s.shrink("shutdown_ms", &mut base.shutdown_ms, shutdown_ms);
