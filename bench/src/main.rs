@@ -8,6 +8,7 @@
 mod command;
 mod concurrency;
 mod dispatch;
+mod documents;
 mod load;
 mod memory;
 mod read_file;
@@ -139,6 +140,10 @@ fn run(args: &Args) -> Result<()> {
     if wanted(9) {
         eprintln!("toolshed-bench: row 9, execute_command");
         rows.extend(command::rows(&args.plugins, &out)?);
+    }
+    if wanted(10) {
+        eprintln!("toolshed-bench: row 10, read_file on small documents, isolated and not");
+        rows.extend(documents::rows(&args.plugins, &args.toolshed, &out)?);
     }
 
     println!(
