@@ -146,6 +146,9 @@ pub struct IsolationConfig {
     pub timeout_ms: u64,
     /// The largest answer (or host-service request) a child may send, in bytes.
     pub max_output_bytes: u64,
+    /// How many children may run at once (each may take `memory_mb`); more wait their turn within
+    /// `timeout_ms`.
+    pub max_children: u64,
 }
 
 impl Default for IsolationConfig {
@@ -157,6 +160,7 @@ impl Default for IsolationConfig {
             stack_mb: 64,
             timeout_ms: 30_000,
             max_output_bytes: 64 * 1024 * 1024,
+            max_children: 4,
         }
     }
 }

@@ -80,7 +80,8 @@ impl CallHost {
                 let origin = self.origin.as_deref().ok_or_else(|| {
                     ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs")
                 })?;
-                crate::isolate::run(origin, &self.task.host.isolation, req, self, &self.tool)
+                let host = &self.task.host;
+                crate::isolate::run(origin, &host.isolation, &host.children, req, self, &self.tool)
             }),
             services::PATH_RESOLVE => answer(request, |req: ResolveRequest| Ok(self.task.workspace.resolve(&req.path))),
             services::PATH_CHECK => answer(request, |req: CheckRequest| {

@@ -88,12 +88,23 @@ struct Start {
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum ToHost {
-    Service { name: String, request: String },
-    Log { level: u8, message: String },
+    Service {
+        name: String,
+        request: String,
+    },
+    Log {
+        level: u8,
+        message: String,
+    },
     /// `execute`'s answer at the boundary: `ok` false is the boundary's own failure (a caught panic).
-    Done { ok: bool, text: String },
+    Done {
+        ok: bool,
+        text: String,
+    },
     /// The child could not start the job (the library or the handler).
-    Broken { message: String },
+    Broken {
+        message: String,
+    },
 }
 
 /// What the host answers a forwarded service call with.
@@ -107,6 +118,7 @@ struct Reply {
 pub(crate) fn run(
     origin: &HandlerOrigin,
     limits: &IsolationConfig,
+    children: &Children,
     request: IsolateRequest,
     host: &dyn Host,
     called_as: &str,
@@ -128,14 +140,29 @@ pub(crate) fn run(
         stack_mb: limits.stack_mb,
         max_frame: limits.max_output_bytes,
     };
+    let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
+    let _slot = Slot::take(children, limits.max_children, host, deadline).map_err(|ended| match ended {
+        Ended::Cancelled => ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled"),
+        _ => failed(format!(
+            "the parser waited for one of the [isolation] max_children = {} child processes longer than \
+             [isolation] timeout_ms = {}",
+            limits.max_children, limits.timeout_ms
+        )),
+    })?;
     let _pipe_guard = PipeSignalBlocked::new();
     let mut child = spawn(limits, library.as_raw_fd()).map_err(failed)?;
     let stderr = child.stderr.take().map(keep_tail);
-    let outcome = converse(&mut child, &start, limits, host);
+    let outcome = converse(&mut child, &start, deadline, limits, host);
+    // A child that closed its pipe is usually dying: its own exit says why, not the kill that follows.
+    let exited = match outcome {
+        Err(Ended::Died) => wait_for_exit(&mut child, deadline, host),
+        _ => None,
+    };
     // Whatever happened, the child has nothing left to do: kill its group and reap it.
     kill_group(&child);
-    let status = child.wait().ok();
-    let tail = stderr.and_then(|reader| reader.join().ok()).unwrap_or_default();
+    let status = exited.or_else(|| child.wait().ok());
+    let tail = stderr.and_then(|tail| tail.recv_timeout(deadline.saturating_duration_since(Instant::now())).ok());
+    let tail = tail.unwrap_or_default();
     match outcome {
         Ok(answer) => Ok(answer),
         Err(Ended::Cancelled) => Err(ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled")),
@@ -144,7 +171,69 @@ pub(crate) fn run(
             "the parser took longer than the child-process limit, [isolation] timeout_ms = {}",
             limits.timeout_ms
         ))),
+        Err(Ended::Died) if exited.is_none() => {
+            Err(failed("the parser's child process closed its answer pipe without answering".to_owned()))
+        }
         Err(Ended::Died) => Err(failed(exit::describe(status, &tail, limits))),
+    }
+}
+
+/// Waits, until `deadline` or the call's end, for a child that closed its pipe to exit by itself.
+fn wait_for_exit(child: &mut Child, deadline: Instant, host: &dyn Host) -> Option<std::process::ExitStatus> {
+    // Dying takes the kernel a moment after the pipe closes; a short sleep between looks is enough.
+    let mut pause = Duration::from_millis(1);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return Some(status);
+        }
+        if host.is_cancelled() || Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+        pause = (pause * 2).min(CANCEL_CHECK);
+    }
+}
+
+/// A runtime's children running now, against `[isolation] max_children`: each may take `memory_mb` of
+/// address space, so parallel hostile reads must not multiply it without bound.
+#[derive(Debug, Default)]
+pub(crate) struct Children {
+    running: std::sync::Mutex<u64>,
+    freed: std::sync::Condvar,
+}
+
+/// One place among a runtime's [`Children`], given back on drop.
+struct Slot<'a>(&'a Children);
+
+impl<'a> Slot<'a> {
+    fn take(children: &'a Children, max: u64, host: &dyn Host, deadline: Instant) -> Result<Self, Ended> {
+        let mut running = children.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        loop {
+            if *running < max.max(1) {
+                *running += 1;
+                return Ok(Self(children));
+            }
+            if host.is_cancelled() {
+                return Err(Ended::Cancelled);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(Ended::TimedOut);
+            }
+            running = children
+                .freed
+                .wait_timeout(running, (deadline - now).min(CANCEL_CHECK))
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        let mut running = self.0.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *running = running.saturating_sub(1);
+        self.0.freed.notify_one();
     }
 }
 
@@ -255,8 +344,10 @@ fn kill_group(child: &Child) {
     }
 }
 
-/// Reads the child's stderr to its end, keeping the last [`STDERR_TAIL`] bytes.
-fn keep_tail(mut stderr: std::process::ChildStderr) -> std::thread::JoinHandle<String> {
+/// Reads the child's stderr to its end, keeping the last [`STDERR_TAIL`] bytes, and sends them. (A channel,
+/// not a join: a process the job started outside its group could hold the pipe open.)
+fn keep_tail(mut stderr: std::process::ChildStderr) -> std::sync::mpsc::Receiver<String> {
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut tail = Vec::new();
         let mut buf = [0u8; 8192];
@@ -269,18 +360,19 @@ fn keep_tail(mut stderr: std::process::ChildStderr) -> std::thread::JoinHandle<S
                 tail.drain(..tail.len() - STDERR_TAIL);
             }
         }
-        String::from_utf8_lossy(&tail).into_owned()
-    })
+        let _ = tx.send(String::from_utf8_lossy(&tail).into_owned());
+    });
+    rx
 }
 
 /// Sends the job and answers the child's service calls until it answers, dies, or runs out of time.
 fn converse(
     child: &mut Child,
     start: &Start,
+    deadline: Instant,
     limits: &IsolationConfig,
     host: &dyn Host,
 ) -> Result<IsolateResponse, Ended> {
-    let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
     let (Some(mut to_child), Some(from_child)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(Ended::Message("the parser's child process has no pipes".to_owned()));
     };

@@ -358,6 +358,7 @@ impl RuntimeBuilder {
             events: self.events,
             host: Arc::new(HostServices {
                 isolation: config.isolation.clone(),
+                children: Default::default(),
                 commit_wait: Duration::from_millis(config.timeouts.commit_ms),
                 processes: ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background),
                 commands: CommandsSettings {

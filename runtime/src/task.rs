@@ -195,6 +195,8 @@ pub(crate) struct HostServices {
     pub subagents: crate::subagents::SubagentHost,
     /// `[isolation]`: the limits of the child processes that run plugins' parsers (`isolate.run`).
     pub isolation: crate::config::IsolationConfig,
+    /// The children running jobs now, held to `[isolation] max_children`.
+    pub children: crate::isolate::Children,
     /// `[timeouts] commit_ms`: how long a call past its commit gate is waited for after a timeout.
     pub commit_wait: std::time::Duration,
 }

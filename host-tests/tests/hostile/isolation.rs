@@ -11,7 +11,13 @@ fn runtime(tune: impl FnOnce(&mut Config)) -> Runtime {
     let mut config = Config::default();
     config.isolation.timeout_ms = 20_000;
     tune(&mut config);
-    Runtime::builder().plugin_file(fixture("fixture_tools")).config(config).yes(true).build().unwrap()
+    Runtime::builder()
+        .plugin_file(fixture("fixture_tools"))
+        .config(config)
+        .workers_per_tool(4)
+        .yes(true)
+        .build()
+        .unwrap()
 }
 
 /// The tests here look at this process's job children, so they take turns.
@@ -148,6 +154,45 @@ fn services_a_job_calls_run_in_the_host_and_jobs_do_not_nest() {
     // Inside a job, `isolate.run` is not offered: the nested job runs in place, in the child.
     let (status, body) = run_job(&runtime, "nested", json!(null));
     assert_eq!(status, ResultStatus::Success, "{body}");
+}
+
+#[test]
+fn a_child_that_closes_its_pipe_and_lingers_is_stopped_and_named() {
+    let _turn = turn();
+    let runtime = runtime(|config| config.isolation.timeout_ms = 300);
+    let (status, body) = run_job(&runtime, "hangup", json!(null));
+    assert_eq!(status, ResultStatus::Error, "{body}");
+    assert!(body.contains("closed its answer pipe without answering"), "{body}");
+    assert_still_serves(&runtime);
+}
+
+#[test]
+fn children_beyond_max_children_wait_their_turn() {
+    let _turn = turn();
+    let runtime = runtime(|config| {
+        config.isolation.max_children = 1;
+        config.isolation.timeout_ms = 2_000;
+    });
+    let finished = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        // The first holds the only place until its timeout.
+        scope.spawn(|| {
+            let (_, body) = run_job(&runtime, "sleep", json!(null));
+            assert!(body.contains("[isolation] timeout_ms = 2000"), "{body}");
+            finished.lock().unwrap().push("sleep");
+        });
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while job_children().is_empty() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // The second waits for it: it answers after the first, or (its own timeout passing first) names the
+        // limit it waited on.
+        let (status, body) = run_job(&runtime, "echo", json!(1));
+        finished.lock().unwrap().push("echo");
+        assert!(status == ResultStatus::Success || body.contains("[isolation] max_children = 1"), "{body}");
+    });
+    assert_eq!(*finished.lock().unwrap(), ["sleep", "echo"]);
+    assert_still_serves(&runtime);
 }
 
 #[test]

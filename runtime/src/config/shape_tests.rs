@@ -71,6 +71,8 @@ const ROWS: &[Row] = &[
     row("isolation", "timeout_ms", "", "99999999", "30000", true),
     row("isolation", "max_output_bytes", "", "5", "5", false),
     row("isolation", "max_output_bytes", "", "99999999999", "67108864", true),
+    row("isolation", "max_children", "", "1", "1", false),
+    row("isolation", "max_children", "", "999", "4", true),
     row("limits", "max_result_bytes", "", "5", "5", false),
     row("limits", "max_result_bytes", "", "99999999999", "1048576", true),
     row("mcp", "settings", "", r#""/tmp/mcp.json""#, "-", true),

@@ -148,7 +148,7 @@ fn hooks_section(s: &mut Section<'_>, ws: HooksConfig) {
 }
 
 fn isolation_section(s: &mut Section<'_>, base: &mut IsolationConfig, ws: IsolationConfig) {
-    let IsolationConfig { enabled, memory_mb, cpu_ms, stack_mb, timeout_ms, max_output_bytes } = ws;
+    let IsolationConfig { enabled, memory_mb, cpu_ms, stack_mb, timeout_ms, max_output_bytes, max_children } = ws;
     // Running parsers inside the host is the loose setting here.
     s.on("enabled", &mut base.enabled, enabled);
     s.shrink("memory_mb", &mut base.memory_mb, memory_mb);
@@ -156,6 +156,7 @@ fn isolation_section(s: &mut Section<'_>, base: &mut IsolationConfig, ws: Isolat
     s.shrink("stack_mb", &mut base.stack_mb, stack_mb);
     s.shrink("timeout_ms", &mut base.timeout_ms, timeout_ms);
     s.shrink("max_output_bytes", &mut base.max_output_bytes, max_output_bytes);
+    s.shrink("max_children", &mut base.max_children, max_children);
 }
 
 fn limits_section(s: &mut Section<'_>, base: &mut LimitsConfig, ws: LimitsConfig) {

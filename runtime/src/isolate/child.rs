@@ -82,7 +82,8 @@ pub fn main() -> ! {
     let mut input = std::io::stdin();
     let Ok(start) = frames::read_blocking(&mut input, u64::from(u32::MAX)) else { exit(2) };
     let Ok(start) = serde_json::from_slice::<Start>(&start) else { exit(2) };
-    let host = Forwarding { pipes: Mutex::new((out, input)), services: start.services.clone(), max_frame: start.max_frame };
+    let host =
+        Forwarding { pipes: Mutex::new((out, input)), services: start.services.clone(), max_frame: start.max_frame };
     let broken = |message: String| -> ! {
         let _ = host.send(&ToHost::Broken { message });
         exit(1)

@@ -15,21 +15,22 @@ pub(super) fn describe(status: Option<ExitStatus>, stderr: &str, limits: &Isolat
         );
     }
     if stderr.contains("memory allocation of") || stderr.contains("capacity overflow") {
-        return format!(
-            "the parser ran out of memory: the limit is [isolation] memory_mb = {}",
-            limits.memory_mb
-        );
+        return format!("the parser ran out of memory: the limit is [isolation] memory_mb = {}", limits.memory_mb);
     }
     match signal {
         Some(nix::libc::SIGXCPU) => {
             format!("the parser used more CPU time than [isolation] cpu_ms = {} allows", limits.cpu_ms)
         }
-        // The hard CPU limit, a second past the soft one.
-        Some(nix::libc::SIGKILL) => {
-            format!("the parser was killed: it used more CPU time than [isolation] cpu_ms = {} allows", limits.cpu_ms)
-        }
+        // The hard CPU limit, a second past the soft one, or the kernel's out-of-memory killer (the host kills
+        // only children that no longer answer, and says so itself).
+        Some(nix::libc::SIGKILL) => format!(
+            "the parser was killed (SIGKILL): it used more CPU time than [isolation] cpu_ms = {} allows, or the \
+             system ran out of memory",
+            limits.cpu_ms
+        ),
         Some(signal) => {
-            let name = nix::sys::signal::Signal::try_from(signal).map_or_else(|_| signal.to_string(), |s| s.to_string());
+            let name =
+                nix::sys::signal::Signal::try_from(signal).map_or_else(|_| signal.to_string(), |s| s.to_string());
             let why = last_line(stderr);
             if why.is_empty() {
                 format!("the parser crashed ({name})")

@@ -51,11 +51,8 @@ pub(super) struct FrameReader<R> {
 
 impl<R: Read + AsFd> FrameReader<R> {
     pub(super) fn new(pipe: R, max: u64) -> io::Result<Self> {
-        nix::fcntl::fcntl(
-            pipe.as_fd(),
-            nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK),
-        )
-        .map_err(io::Error::from)?;
+        nix::fcntl::fcntl(pipe.as_fd(), nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK))
+            .map_err(io::Error::from)?;
         Ok(Self { pipe, max, buffer: Vec::new() })
     }
 
