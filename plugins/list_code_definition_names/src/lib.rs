@@ -71,7 +71,18 @@ struct Config {
     /// The most bytes of outline the call returns, all files together.
     #[serde(default = "default_max_output_bytes")]
     max_output_bytes: usize,
+    /// The most time one file's parse and query may take, in milliseconds, before it is skipped with a note.
+    #[serde(default = "default_max_file_ms")]
+    max_file_ms: u64,
 }
+
+fn default_max_file_ms() -> u64 {
+    MAX_FILE_MS
+}
+
+/// One file's time budget. tree-sitter's query is quadratic on some hostile shapes (an error node holding
+/// a million `(` tokens); a budget per file keeps one such file from taking the whole call's timeout.
+const MAX_FILE_MS: u64 = 5_000;
 
 fn default_max_line_chars() -> usize {
     OutlineLimits::default().max_line_chars
@@ -107,6 +118,8 @@ pub struct ListCodeDefinitionNames {
     max_file_bytes: u64,
     /// How much each outline, and the whole answer, may print.
     limits: OutlineLimits,
+    /// One file's time budget.
+    max_file: std::time::Duration,
 }
 
 impl Tool for ListCodeDefinitionNames {
@@ -142,7 +155,12 @@ impl Tool for ListCodeDefinitionNames {
         let config: Config = serde_json::from_str(if init.config.trim().is_empty() { "{}" } else { init.config })
             .map_err(|e| format!("invalid list_code_definition_names config: {e}"))?;
         let limits = OutlineLimits { max_line_chars: config.max_line_chars, max_bytes: config.max_output_bytes };
-        Ok(Some(ListCodeDefinitionNames { queries: Queries::default(), max_file_bytes: config.max_file_bytes, limits }))
+        Ok(Some(ListCodeDefinitionNames {
+            queries: Queries::default(),
+            max_file_bytes: config.max_file_bytes,
+            limits,
+            max_file: std::time::Duration::from_millis(config.max_file_ms),
+        }))
     }
 
     fn prepare(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Prepared {
@@ -183,6 +201,7 @@ impl Tool for ListCodeDefinitionNames {
             approved_outside: call.approved && !resolved.inside_workspace,
             max_file_bytes: self.max_file_bytes,
             limits: self.limits,
+            max_file: self.max_file,
         };
         match list_definitions(dir, host, &self.queries, &reads) {
             Ok(text) => result::text(text),
@@ -199,6 +218,8 @@ struct Reads {
     max_file_bytes: u64,
     /// What the outlines may print.
     limits: OutlineLimits,
+    /// One file's time budget.
+    max_file: std::time::Duration,
 }
 
 /// What became of one file.
@@ -236,7 +257,7 @@ fn list_definitions(dir: &Path, host: &HostClient<'_>, queries: &Queries, reads:
             Err(e) => Ok(Err(e.describe(&file.relative))),
         }
     };
-    let outlines = outline_all(&files, queries, reads.limits, &read, &|| host.is_cancelled())?;
+    let outlines = outline_all(&files, queries, (reads.limits, reads.max_file), &read, &|| host.is_cancelled())?;
     let mut text = String::new();
     for (file, outline) in files.iter().zip(outlines) {
         // Each outline is bounded; so is the answer they make together.
@@ -274,7 +295,7 @@ type ReadFn<'a> = dyn Fn(&SourceFile) -> Result<Result<Vec<u8>, String>, String>
 fn outline_all(
     files: &[SourceFile],
     queries: &Queries,
-    limits: OutlineLimits,
+    (limits, max_file): (OutlineLimits, std::time::Duration),
     read: &ReadFn<'_>,
     cancelled: &(dyn Fn() -> bool + Sync),
 ) -> Result<Vec<FileOutline>, String> {
@@ -286,10 +307,18 @@ fn outline_all(
             Ok(bytes) => bytes,
             Err(why) => return Ok(FileOutline::Skipped(why)),
         };
-        Ok(match outline::outline_until(&String::from_utf8_lossy(&bytes), file.grammar, queries, limits, cancelled)? {
-            Some(outline) => FileOutline::Outline(outline),
-            None => FileOutline::Empty,
-        })
+        let started = std::time::Instant::now();
+        let over = || started.elapsed() > max_file;
+        let stop = || cancelled() || over();
+        match outline::outline_until(&String::from_utf8_lossy(&bytes), file.grammar, queries, limits, &stop) {
+            Ok(Some(outline)) => Ok(FileOutline::Outline(outline)),
+            Ok(None) => Ok(FileOutline::Empty),
+            Err(e) if e == outline::CANCELLED && !cancelled() && over() => Ok(FileOutline::Skipped(format!(
+                "outlining it took longer than {} ms ([plugins.config.list_code_definition_names] max_file_ms)",
+                max_file.as_millis()
+            ))),
+            Err(e) => Err(e),
+        }
     };
     let threads = std::thread::available_parallelism().map_or(1, usize::from).min(files.len());
     if threads <= 1 {
@@ -322,4 +351,34 @@ mod export {
     use toolshed_plugin_api::export_plugin;
 
     export_plugin! { name: "list_code_definition_names", version: env!("CARGO_PKG_VERSION"), tools: [ListCodeDefinitionNames] }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod budget_tests {
+    use super::*;
+
+    #[test]
+    fn a_file_over_its_time_budget_is_skipped_with_a_note_and_the_others_outlined() {
+        // An error node of `(` tokens: tree-sitter's query over it is quadratic.
+        let hostile = format!("function a() {{}}\n{}", "(".repeat(400_000));
+        let files = [
+            SourceFile { path: "hostile.js".into(), relative: "hostile.js".to_owned(), grammar: Grammar::JavaScript },
+            SourceFile { path: "plain.js".into(), relative: "plain.js".to_owned(), grammar: Grammar::JavaScript },
+        ];
+        let read = |file: &SourceFile| -> Result<Result<Vec<u8>, String>, String> {
+            Ok(Ok(if file.relative == "hostile.js" { hostile.clone() } else { "function b() {}\n".to_owned() }
+                .into_bytes()))
+        };
+        let budget = std::time::Duration::from_millis(50);
+        let outlines =
+            outline_all(&files, &Queries::default(), (OutlineLimits::default(), budget), &read, &|| false).unwrap();
+        match &outlines[0] {
+            FileOutline::Skipped(why) => {
+                assert!(why.contains("[plugins.config.list_code_definition_names] max_file_ms"), "{why}")
+            }
+            other => panic!("expected a skipped file, got {other:?}"),
+        }
+        assert!(matches!(&outlines[1], FileOutline::Outline(text) if text.contains("function b")), "{outlines:?}");
+    }
 }
