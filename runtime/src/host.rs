@@ -77,9 +77,10 @@ impl CallHost {
                 answer(request, |_: Empty| Ok(services::CommitResponse { committed: self.commit.commit() }))
             }
             services::ISOLATE_RUN => answer(request, |req: services::IsolateRequest| {
-                let origin = self.origin.as_deref().ok_or_else(|| {
-                    ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs")
-                })?;
+                let origin = self
+                    .origin
+                    .as_deref()
+                    .ok_or_else(|| ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs"))?;
                 let host = &self.task.host;
                 crate::isolate::run(origin, &host.isolation, &host.children, req, self, &self.tool)
             }),

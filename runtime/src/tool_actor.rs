@@ -186,14 +186,13 @@ impl Handler<RunPhase> for ToolActor {
         }
         let cancelled = Arc::new(AtomicBool::new(false));
         let commit = Arc::new(CommitGate::default());
-        let host =
-            CallHost {
-                task: Arc::clone(&msg.task),
-                cancelled: Arc::clone(&cancelled),
-                commit: Arc::clone(&commit),
-                tool: Arc::clone(&self.name),
-                origin: Some(Arc::clone(self.handler.origin())),
-            };
+        let host = CallHost {
+            task: Arc::clone(&msg.task),
+            cancelled: Arc::clone(&cancelled),
+            commit: Arc::clone(&commit),
+            tool: Arc::clone(&self.name),
+            origin: Some(Arc::clone(self.handler.origin())),
+        };
         if self.inline {
             // Answered in place: no future, no task spawned for it.
             return Response::reply(run_call(
