@@ -8,9 +8,10 @@
 //! over the pipe and run here, under the calling call's checks, so paths, `.clineignore` and policy stay the
 //! host's. This is the mechanism whole out-of-process plugins build on.
 //!
-//! Frames on both pipes are a little-endian `u32` length and that many bytes of JSON. The child answers on
-//! a duplicate of its stdout taken before anything else runs; its stdout proper then points at its stderr,
-//! so a plugin that prints cannot corrupt the frames. Its stderr is kept (the tail) to say why it died.
+//! Frames on the socket pair between them are a little-endian `u32` length and that many bytes of JSON. The
+//! child talks on a duplicate of its stdout (the socket) taken before anything else runs; its stdout proper
+//! then points at its stderr, so a plugin that prints cannot corrupt the frames. Its stderr is kept (the
+//! tail) to say why it died.
 
 mod child;
 mod exit;
@@ -23,7 +24,7 @@ use crate::loader::HandlerOrigin;
 use frames::{Frame, FrameReader};
 use serde::{Deserialize, Serialize};
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -35,8 +36,8 @@ use toolshed_plugin_api::{Host, ServiceError, ServiceErrorKind};
 /// The first argument that puts the binary in child mode.
 pub const CHILD_ARG: &str = "__isolated-job";
 
-/// The descriptor the library copy arrives on in the child.
-const LIBRARY_FD: i32 = 3;
+/// The descriptor the library copy arrives on in the child (its stdin).
+const LIBRARY_FD: i32 = 0;
 
 /// How often a waiting job looks at its call's cancellation flag. The answer itself wakes the wait at once;
 /// this only bounds how late a timed-out or cancelled call's child is killed.
@@ -150,9 +151,9 @@ pub(crate) fn run(
         )),
     })?;
     let _pipe_guard = PipeSignalBlocked::new();
-    let mut child = spawn(limits, library.as_raw_fd()).map_err(failed)?;
+    let (mut child, socket) = spawn(limits, library).map_err(failed)?;
     let stderr = child.stderr.take().map(keep_tail);
-    let outcome = converse(&mut child, &start, deadline, limits, host);
+    let outcome = converse(socket, &start, deadline, limits, host);
     // A child that closed its pipe is usually dying: its own exit says why, not the kill that follows.
     let exited = match outcome {
         Err(Ended::Died) => wait_for_exit(&mut child, deadline, host),
@@ -289,53 +290,31 @@ enum Ended {
     Message(String),
 }
 
-fn spawn(limits: &IsolationConfig, library_fd: i32) -> Result<Child, String> {
+/// Starts a child: the library copy as its stdin, one end of a socket pair as its stdout (frames go both
+/// ways on it), its stderr a pipe. Its limits, its death with the host and its leaving its group are set by
+/// the child itself before it reads anything, from its arguments: with no code to run between fork and exec,
+/// the standard library starts it with `posix_spawn`, so the host's pages are not copied-on-write by a fork
+/// (a fork of a large host made the next plain read measurably slower).
+fn spawn(limits: &IsolationConfig, library: &std::fs::File) -> Result<(Child, UnixStream), String> {
     let executable = executable()?;
+    let (ours, theirs) = UnixStream::pair().map_err(|e| format!("cannot make a socket for the parser: {e}"))?;
+    let library = library.try_clone().map_err(|e| format!("cannot hand the plugin copy down: {e}"))?;
+    let memory = limits.memory_mb.saturating_mul(1024 * 1024);
+    let cpu_seconds = limits.cpu_ms.div_ceil(1000).max(1);
     let mut command = Command::new(&executable);
     command
         .arg(CHILD_ARG)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
+        .args([memory.to_string(), cpu_seconds.to_string(), std::process::id().to_string()])
+        .stdin(Stdio::from(library))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
         .stderr(Stdio::piped())
         .env_clear()
-        .current_dir("/");
-    let memory = limits.memory_mb.saturating_mul(1024 * 1024);
-    let cpu_seconds = limits.cpu_ms.div_ceil(1000).max(1);
-    // SAFETY: only async-signal-safe calls (setrlimit, prctl, setpgid, dup2, fcntl) between fork and exec.
-    unsafe {
-        command.pre_exec(move || pre_exec(memory, cpu_seconds, library_fd));
-    }
-    command.spawn().map_err(|e| format!("cannot start the parser's child process {}: {e}", executable.display()))
-}
-
-/// In the child, before exec: its limits, its own process group, death with the host, and the library.
-fn pre_exec(memory: u64, cpu_seconds: u64, library_fd: i32) -> std::io::Result<()> {
-    use nix::libc;
-    let limit = |resource, soft: u64, hard: u64| {
-        let value = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
-        // SAFETY: a plain system call on a stack value.
-        if unsafe { libc::setrlimit(resource, &value) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
-    };
-    limit(libc::RLIMIT_AS, memory, memory)?;
-    // SIGXCPU at the soft limit; SIGKILL a second later if it is caught.
-    limit(libc::RLIMIT_CPU, cpu_seconds, cpu_seconds + 1)?;
-    limit(libc::RLIMIT_CORE, 0, 0)?;
-    // SAFETY: plain system calls.
-    unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::setpgid(0, 0) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        if library_fd == LIBRARY_FD {
-            let flags = libc::fcntl(LIBRARY_FD, libc::F_GETFD);
-            libc::fcntl(LIBRARY_FD, libc::F_SETFD, flags & !libc::FD_CLOEXEC);
-        } else if libc::dup2(library_fd, LIBRARY_FD) < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-    }
-    Ok(())
+        .current_dir("/")
+        .process_group(0);
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot start the parser's child process {}: {e}", executable.display()))?;
+    Ok((child, ours))
 }
 
 fn kill_group(child: &Child) {
@@ -367,19 +346,18 @@ fn keep_tail(mut stderr: std::process::ChildStderr) -> std::sync::mpsc::Receiver
 
 /// Sends the job and answers the child's service calls until it answers, dies, or runs out of time.
 fn converse(
-    child: &mut Child,
+    socket: UnixStream,
     start: &Start,
     deadline: Instant,
     limits: &IsolationConfig,
     host: &dyn Host,
 ) -> Result<IsolateResponse, Ended> {
-    let (Some(mut to_child), Some(from_child)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(Ended::Message("the parser's child process has no pipes".to_owned()));
-    };
+    let mut to_child =
+        socket.try_clone().map_err(|e| Ended::Message(format!("cannot use the parser's socket: {e}")))?;
     let start = serde_json::to_vec(start).map_err(|e| Ended::Message(e.to_string()))?;
     // A child that died at once leaves a closed pipe: its status says why.
     frames::write(&mut to_child, &start).map_err(|_| Ended::Died)?;
-    let mut reader = FrameReader::new(from_child, limits.max_output_bytes).map_err(|_| Ended::Died)?;
+    let mut reader = FrameReader::new(socket, limits.max_output_bytes);
     loop {
         let frame = loop {
             if host.is_cancelled() {

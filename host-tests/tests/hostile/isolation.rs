@@ -37,7 +37,7 @@ fn job_children() -> Vec<String> {
         let Some(after) = stat.rsplit_once(") ") else { continue };
         let fields: Vec<&str> = after.1.split_whitespace().collect();
         let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let library = std::fs::read_link(entry.path().join("fd/3")).unwrap_or_default();
+        let library = std::fs::read_link(entry.path().join("fd/0")).unwrap_or_default();
         if fields.get(1) == Some(&me.as_str())
             && String::from_utf8_lossy(&cmdline).contains("__isolated-job")
             && library.to_string_lossy().contains("fixture_tools")

@@ -5,14 +5,15 @@ use super::{frames, Reply, Start, ToHost, LIBRARY_FD};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr, RString, RVec};
 use std::fs::File;
-use std::io::{Stdin, Write};
+use std::io::Write;
 use std::os::fd::FromRawFd;
 use std::sync::Mutex;
 use toolshed_plugin_api::{Host, Host_TO};
 
 /// The host a job sees: every service goes to the parent and waits for its reply.
 struct Forwarding {
-    pipes: Mutex<(File, Stdin)>,
+    /// The socket to the host, twice: for writing and for reading the replies.
+    pipes: Mutex<(File, File)>,
     services: Vec<String>,
     max_frame: u64,
 }
@@ -67,23 +68,50 @@ fn exit(code: i32) -> ! {
     unsafe { nix::libc::_exit(code) }
 }
 
+/// Sets the limits the host passed as arguments (address space, CPU seconds) on this process, no core dumps,
+/// and death with the host, whose pid is the third argument, before anything of the job is read.
+fn limit_self() {
+    use nix::libc;
+    let args: Vec<u64> = std::env::args().skip(2).filter_map(|arg| arg.parse().ok()).collect();
+    let [memory, cpu_seconds, parent] = args[..] else { exit(2) };
+    let limit = |resource, soft: u64, hard: u64| {
+        let value = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
+        // SAFETY: a plain system call on a stack value.
+        if unsafe { libc::setrlimit(resource, &value) } != 0 {
+            exit(2);
+        }
+    };
+    limit(libc::RLIMIT_AS, memory, memory);
+    // SIGXCPU at the soft limit; SIGKILL a second later if it is caught.
+    limit(libc::RLIMIT_CPU, cpu_seconds, cpu_seconds + 1);
+    limit(libc::RLIMIT_CORE, 0, 0);
+    // SAFETY: plain system calls. The parent check after the prctl closes the race with a host that died
+    // before it: then this process already belongs to someone else.
+    unsafe {
+        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || u64::from(libc::getppid() as u32) != parent {
+            exit(2);
+        }
+    }
+}
+
 /// The child's `main`: returns only through [`exit`].
 pub fn main() -> ! {
-    // The frames go out on a copy of stdout; stdout proper then points at stderr, so whatever the plugin
-    // prints lands in the stderr the parent keeps, not in the frames.
+    limit_self();
+    // The frames travel on a copy of stdout (a socket to the host); stdout proper then points at stderr, so
+    // whatever the plugin prints lands in the stderr the parent keeps, not in the frames.
     // SAFETY: plain descriptor calls on the standard descriptors.
-    let out = unsafe {
+    let socket = unsafe {
         let fd = nix::libc::dup(1);
         if fd < 0 || nix::libc::dup2(2, 1) < 0 {
             exit(2);
         }
         File::from_raw_fd(fd)
     };
-    let mut input = std::io::stdin();
+    let Ok(mut input) = socket.try_clone() else { exit(2) };
     let Ok(start) = frames::read_blocking(&mut input, u64::from(u32::MAX)) else { exit(2) };
     let Ok(start) = serde_json::from_slice::<Start>(&start) else { exit(2) };
     let host =
-        Forwarding { pipes: Mutex::new((out, input)), services: start.services.clone(), max_frame: start.max_frame };
+        Forwarding { pipes: Mutex::new((socket, input)), services: start.services.clone(), max_frame: start.max_frame };
     let broken = |message: String| -> ! {
         let _ = host.send(&ToHost::Broken { message });
         exit(1)

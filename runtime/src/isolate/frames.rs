@@ -50,10 +50,8 @@ pub(super) struct FrameReader<R> {
 }
 
 impl<R: Read + AsFd> FrameReader<R> {
-    pub(super) fn new(pipe: R, max: u64) -> io::Result<Self> {
-        nix::fcntl::fcntl(pipe.as_fd(), nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK))
-            .map_err(io::Error::from)?;
-        Ok(Self { pipe, max, buffer: Vec::new() })
+    pub(super) fn new(pipe: R, max: u64) -> Self {
+        Self { pipe, max, buffer: Vec::new() }
     }
 
     /// Waits up to `wait` for a whole frame.
@@ -72,17 +70,16 @@ impl<R: Read + AsFd> FrameReader<R> {
         if ready == 0 {
             return Ok(Frame::Pending);
         }
+        // Readable: one read returns what is there without blocking (the descriptor stays blocking, as the
+        // host's writes on the same socket need).
         let mut chunk = [0u8; 64 * 1024];
         loop {
             match self.pipe.read(&mut chunk) {
                 Ok(0) => return self.take().map(|frame| frame.map_or(Frame::Closed, Frame::Complete)),
                 Ok(n) => {
                     self.buffer.extend_from_slice(&chunk[..n]);
-                    if let Some(frame) = self.take()? {
-                        return Ok(Frame::Complete(frame));
-                    }
+                    return self.take().map(|frame| frame.map_or(Frame::Pending, Frame::Complete));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Frame::Pending),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(_) => return Err(Error::Io),
             }
