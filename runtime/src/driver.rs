@@ -11,8 +11,8 @@ mod sse;
 
 pub use openai::OpenAiDriver;
 
-use crate::executor::ToolResult;
-use crate::policy::BoxFuture;
+use crate::types::ToolResult;
+use crate::types::BoxFuture;
 use crate::spec::Spec;
 
 /// The model side of a subagent run. The runtime calls it once per turn, from its own (tokio-based) actor

@@ -64,65 +64,55 @@
 //! see every call, and [`TurnResult::mistake_limit`] tells it when to ask its user for guidance.
 #![deny(missing_docs)]
 
+mod actors;
 mod clineignore;
-mod commit_gate;
 pub mod config;
-mod coordinator;
 mod driver;
-mod executor;
 /// Entry points for the fuzz targets in `fuzz-targets/` (issue 16); not a supported API.
 #[doc(hidden)]
 pub mod fuzzing;
-mod hooks;
-mod host;
 mod http;
-mod interaction;
-pub mod isolate;
-mod loader;
-mod mcp;
 mod messages;
-mod policy;
-mod pool;
-mod process;
+mod pipeline;
+mod registry;
 mod result_limit;
 mod runtime;
 pub mod serve;
+mod services;
 pub mod shown;
-mod skills;
 mod small_file;
 mod spec;
 pub mod stream;
-mod subagents;
 mod task;
-mod tool_actor;
-mod tool_id;
-mod turn;
-mod watch;
+mod types;
 mod workspace;
 
+/// Child-process jobs: where the runtime finds the `toolshed` binary that runs them.
+pub use services::isolate;
+
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};
-pub use coordinator::RegisterEvent;
+pub use registry::coordinator::RegisterEvent;
 pub use driver::{
     AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError, OpenAiDriver,
 };
-pub use executor::{ResultStatus, ToolInput, ToolResult, ToolUse};
-pub use hooks::{HookDecision, HookEvent, HookInput, HookOutcome};
-pub use interaction::{HostAction, Interaction, Question, UserReply};
-pub use loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
-pub use policy::{
-    Answer, ApprovalPrompt, Approver, BoxFuture, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
+pub use types::{BoxFuture, Mode, PartialToolUse, ResultStatus, ToolInput, ToolResult, ToolUse, UiEvent};
+pub use pipeline::hooks::{HookDecision, HookEvent, HookInput, HookOutcome};
+pub use services::interaction::{HostAction, Interaction, Question, UserReply};
+pub use registry::loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
+pub use pipeline::policy::{
+    Answer, ApprovalPrompt, Approver, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
 };
-pub use process::kill_descendants;
-pub use runtime::{PartialToolUse, Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
+pub use services::process::kill_descendants;
+pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
 pub use spec::{
     provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, PromptVariant, Provider, Spec, SpecContext, SpecParam,
     SpecRegistry, ToolSchemas, UnknownProvider, GENERIC, MCP_TOOL_SEPARATOR, MULTI_ROOT_HINT,
 };
-pub use subagents::SUBAGENT_SYSTEM_SUFFIX;
-pub use task::{Mode, TaskContext, UiEvent};
-pub use tool_id::{check_plugin_tool_name, NameError, ToolId};
+pub use services::subagents::SUBAGENT_SYSTEM_SUFFIX;
+pub use task::TaskContext;
+pub use registry::tool_id::{check_plugin_tool_name, NameError, ToolId};
 /// The request types of the host actions an [`Interaction`] carries out.
 pub use toolshed_plugin_api::services::{AttachedImage, BugReport, ExplainRequest};
 pub use toolshed_plugin_api::Block;
-pub use turn::{interrupted, MistakeLimit, TurnResult};
-pub use watch::{PluginEvent, PluginEvents, ReloadStats, WatchError};
+pub use pipeline::turn::{interrupted, MistakeLimit, TurnResult};
+pub use registry::watch::{PluginEvent, PluginEvents, ReloadStats, WatchError};

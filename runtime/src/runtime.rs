@@ -2,16 +2,17 @@
 //! `Send` task handles whose futures any executor can await.
 
 use crate::config::Config;
-use crate::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Route, Routing, RoutingCell};
-use crate::executor::{self, ToolResult, ToolUse};
-use crate::hooks::{HookEvent, HookFn, HookInput, HookOutcome, Hooks};
+use crate::registry::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Route, Routing, RoutingCell};
+use crate::pipeline::executor;
+use crate::types::{EventSink, Mode, PartialToolUse, ToolResult, ToolUse, UiEvent};
+use crate::pipeline::hooks::{HookEvent, HookFn, HookInput, HookOutcome, Hooks};
 use crate::http::{HttpService, HttpSettings};
-use crate::loader::{self, LoadError, LoadedPlugin};
-use crate::policy::{Approver, Policy};
-use crate::process::ProcessManager;
+use crate::registry::loader::{self, LoadError, LoadedPlugin};
+use crate::pipeline::policy::{Approver, Policy};
+use crate::services::process::ProcessManager;
 use crate::spec::{self, Provider, Spec, SpecContext, SpecRegistry, ToolSchemas};
-use crate::task::{EventSink, HostServices, Mode, TaskContext, TaskShared, UiEvent};
-use crate::watch::{PluginEvent, PluginEvents, ReloadStats, Reloader, Watcher};
+use crate::task::{HostServices, TaskContext, TaskShared};
+use crate::registry::watch::{PluginEvent, PluginEvents, ReloadStats, Reloader, Watcher};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
@@ -103,7 +104,7 @@ pub enum RuntimeError {
     Hook(String),
     /// Hot reload was asked for and the plugin directories cannot be watched.
     #[error(transparent)]
-    Watch(#[from] crate::watch::WatchError),
+    Watch(#[from] crate::registry::watch::WatchError),
 }
 
 /// One loaded tool, as `toolshed tools` lists it.
@@ -136,7 +137,7 @@ pub struct RuntimeBuilder {
     config: Config,
     yes: bool,
     approver: Option<Arc<dyn Approver>>,
-    interaction: Option<Arc<dyn crate::interaction::Interaction>>,
+    interaction: Option<Arc<dyn crate::services::interaction::Interaction>>,
     workers_per_tool: usize,
     events: Option<EventSink>,
     /// The web API token; `None` reads `TOOLSHED_WEB_TOKEN`.
@@ -182,7 +183,7 @@ impl RuntimeBuilder {
 
     /// How the conversational tools reach the host's user and task machinery (questions, plans, completion,
     /// new tasks, condensing); without one, questions go unanswered and the host actions are unsupported.
-    pub fn interaction(mut self, interaction: impl crate::interaction::Interaction) -> Self {
+    pub fn interaction(mut self, interaction: impl crate::services::interaction::Interaction) -> Self {
         self.interaction = Some(Arc::new(interaction));
         self
     }
@@ -243,7 +244,7 @@ impl RuntimeBuilder {
         F: Fn(HookInput) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = HookOutcome> + Send + 'static,
     {
-        self.hooks.push((event, matcher.map(str::to_owned), crate::hooks::callback(hook)));
+        self.hooks.push((event, matcher.map(str::to_owned), crate::pipeline::hooks::callback(hook)));
         self
     }
 
@@ -335,7 +336,7 @@ impl RuntimeBuilder {
         // timeout).
         let mcp = match &config.mcp.settings {
             None => None,
-            Some(_) => match crate::mcp::McpHub::start(&config.mcp) {
+            Some(_) => match crate::services::mcp::McpHub::start(&config.mcp) {
                 Ok(hub) => Some(Arc::new(hub)),
                 Err(e) => {
                     tracing::warn!("cannot start the MCP hub: {e}");
@@ -379,16 +380,16 @@ impl RuntimeBuilder {
                     self.web_token.unwrap_or_else(|| std::env::var("TOOLSHED_WEB_TOKEN").ok()),
                 )),
                 mcp,
-                interaction: crate::interaction::InteractionHost {
+                interaction: crate::services::interaction::InteractionHost {
                     interaction: self.interaction,
                     tasks: config.tasks.clone(),
                     yolo: config.approval.yolo,
                     ask_timeout: config.timeouts.ask(),
                     arbiter: system.arbiter().clone(),
                     shared: std::sync::OnceLock::new(),
-                    skills: crate::skills::SkillDirs::new(config),
+                    skills: crate::services::skills::SkillDirs::new(config),
                 },
-                subagents: crate::subagents::SubagentHost::new(
+                subagents: crate::services::subagents::SubagentHost::new(
                     self.agent_driver.or_else(|| match crate::driver::OpenAiDriver::from_config(&config.subagents) {
                         Ok(driver) => driver.map(|d| Arc::new(d) as Arc<dyn crate::driver::AgentDriver>),
                         Err(e) => {
@@ -438,7 +439,7 @@ fn start_system(
                 let coordinator = Coordinator::new(settings, routing).start();
                 let mut events = Vec::new();
                 for plugin in plugins {
-                    match coordinator.send(crate::coordinator::Register(plugin)).await {
+                    match coordinator.send(crate::registry::coordinator::Register(plugin)).await {
                         Ok(mut more) => events.append(&mut more),
                         Err(e) => tracing::error!("the coordinator stopped during start-up: {e}"),
                     }
@@ -505,7 +506,7 @@ impl Runtime {
     /// loaded, swapped in or unloaded once no change has touched it for `[timeouts] watch_debounce_ms`.
     /// Calls in flight finish on the code they started on; a broken build never replaces a working one.
     /// Starting it again does nothing.
-    pub fn watch(&self) -> Result<(), crate::watch::WatchError> {
+    pub fn watch(&self) -> Result<(), crate::registry::watch::WatchError> {
         let mut watcher = self.watcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if watcher.is_none() {
             *watcher = Some(Watcher::start(Arc::clone(&self.reloader), self.debounce)?);
@@ -676,16 +677,16 @@ impl TaskHandle {
     pub async fn execute(&self, mut tool_use: ToolUse) -> ToolResult {
         // The focus chain (interaction.rs): `task_progress` leaves the input before any check, and is stored,
         // with Cline's reminders added to the result, once the call is done.
-        let progress = crate::interaction::take_progress(&self.task, &mut tool_use);
+        let progress = crate::services::interaction::take_progress(&self.task, &mut tool_use);
         let mut result = executor::execute(&self.shared, &self.task, tool_use).await;
-        crate::interaction::after_call(&self.task, progress, &mut result);
+        crate::services::interaction::after_call(&self.task, progress, &mut result);
         result
     }
 
     /// Runs the tool uses of one assistant message under Cline's message-level rules and returns one
     /// result per tool use, in order (see [`crate::TurnResult`]).
     pub async fn execute_message(&self, tool_uses: Vec<ToolUse>) -> crate::TurnResult {
-        crate::turn::execute_message(self, tool_uses).await
+        crate::pipeline::turn::execute_message(self, tool_uses).await
     }
 
     /// Shows a streamed, incomplete tool use to its tool (UI only; it never produces a tool result).
@@ -797,44 +798,25 @@ impl TaskHandle {
     }
 }
 
-/// A streamed tool use that is not complete yet: its input as far as it has arrived (from
-/// [`crate::stream::parse_partial`] or [`crate::stream::XmlStreamParser`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct PartialToolUse {
-    /// The tool-use id, when the provider has sent it already (else empty).
-    pub id: String,
-    /// The tool's name.
-    pub name: String,
-    /// The input so far.
-    pub input: serde_json::Value,
-}
-
-impl PartialToolUse {
-    /// A partial tool use.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, input: serde_json::Value) -> Self {
-        Self { id: id.into(), name: name.into(), input }
-    }
-}
-
 /// The conversational tools' per-task state (interaction.rs).
 impl TaskHandle {
     /// The focus chain's checklist (the last `task_progress` the model sent, or the user's edit).
     pub fn task_progress(&self) -> Option<String> {
-        crate::interaction::task_progress(&self.task)
+        crate::services::interaction::task_progress(&self.task)
     }
 
     /// The user edited the checklist: it replaces the stored one, and the next result tells the model.
     pub fn edit_task_progress(&self, list: &str) {
-        crate::interaction::edit_task_progress(&self.task, list);
+        crate::services::interaction::edit_task_progress(&self.task, list);
     }
 
     /// The task's first message, quoted by attempt_completion's double check.
     pub fn set_initial_task(&self, text: &str) {
-        crate::interaction::set_initial_task(&self.task, text);
+        crate::services::interaction::set_initial_task(&self.task, text);
     }
 
     /// Whether the user accepted attempt_completion's result (the task is complete).
     pub fn is_completed(&self) -> bool {
-        crate::interaction::is_completed(&self.task)
+        crate::services::interaction::is_completed(&self.task)
     }
 }

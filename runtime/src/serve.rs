@@ -12,7 +12,8 @@
 //! is closed; and a body over `max_body_bytes` is answered 413 (by its `Content-Length` before anything
 //! else, or once reading it passes the limit).
 
-use crate::policy::{Answer, ApprovalPrompt, Approver, BoxFuture, Reply};
+use crate::pipeline::policy::{Answer, ApprovalPrompt, Approver, Reply};
+use crate::types::BoxFuture;
 use crate::{Provider, Runtime, TaskHandle, ToolSchemas, ToolUse};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt as _, Full};

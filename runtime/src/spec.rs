@@ -26,8 +26,8 @@ mod dynamic;
 pub use convert::{Provider, ToolSchemas, UnknownProvider};
 pub use dynamic::{provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
 
-use crate::coordinator::Routing;
-use crate::task::Mode;
+use crate::registry::coordinator::Routing;
+use crate::types::Mode;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use toolshed_plugin_api::ToolSpec;

@@ -1,6 +1,7 @@
 //! Per-task context and state: what a task is (roots, mode, model) and what it remembers (read cache,
 //! mistakes, "always allow" answers, cancellation). Handlers are stateless; this is where state lives.
 
+use crate::types::{EventSink, Mode, UiEvent};
 use crate::workspace::{root_name, Workspace};
 use dashmap::{DashMap, DashSet};
 use std::collections::BTreeMap;
@@ -9,16 +10,6 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
 use toolshed_plugin_api::{TaskInfo, WorkspaceRoot};
-
-/// Plan or act mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Acting: every tool available.
-    #[default]
-    Act,
-    /// Planning: file modifications refused.
-    Plan,
-}
 
 /// What a task is: how the host describes it when it opens one.
 #[derive(Debug, Clone)]
@@ -174,7 +165,7 @@ pub(crate) struct TaskShared {
     pub calls: AtomicU64,
     /// Routes of streamed tool uses by tool-use id, fixed at their first `partial`: the complete tool use
     /// runs on the same generation even when a hot reload swapped the tool in between.
-    pub streamed: DashMap<String, crate::coordinator::Route>,
+    pub streamed: DashMap<String, crate::registry::coordinator::Route>,
     /// Where `say` messages go; `None` drops them (no UI, or a subagent run).
     pub events: Option<EventSink>,
     /// Runtime-wide service state.
@@ -183,41 +174,23 @@ pub(crate) struct TaskShared {
 
 /// What the host services share across tasks.
 pub(crate) struct HostServices {
-    pub processes: crate::process::ProcessManager,
+    pub processes: crate::services::process::ProcessManager,
     pub commands: toolshed_plugin_api::services::CommandsSettings,
     /// The MCP hub, when `[mcp] settings` names a settings file.
-    pub mcp: Option<Arc<crate::mcp::McpHub>>,
+    pub mcp: Option<Arc<crate::services::mcp::McpHub>>,
     /// The shared HTTP client behind `http.request` and the `[web]` settings behind `web.settings`.
     pub web: crate::http::HttpService,
     /// The conversational tools' host side: the host's `Interaction`, `[tasks]`, skills (interaction.rs).
-    pub interaction: crate::interaction::InteractionHost,
+    pub interaction: crate::services::interaction::InteractionHost,
     /// use_subagents' side: the host's agent driver and the configured agents (subagents.rs).
-    pub subagents: crate::subagents::SubagentHost,
+    pub subagents: crate::services::subagents::SubagentHost,
     /// `[isolation]`: the limits of the child processes that run plugins' parsers (`isolate.run`).
     pub isolation: crate::config::IsolationConfig,
     /// The children running jobs now, held to `[isolation] max_children`.
-    pub children: crate::isolate::Children,
+    pub children: crate::services::isolate::Children,
     /// `[timeouts] commit_ms`: how long a call past its commit gate is waited for after a timeout.
     pub commit_wait: std::time::Duration,
 }
-
-/// A message for the user's UI, sent by a tool through the `say` service.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UiEvent {
-    /// The task it belongs to.
-    pub task_id: String,
-    /// The tool that sent it.
-    pub tool: String,
-    /// Its kind (`tool`, `diff`, `command_output`, …).
-    pub kind: String,
-    /// The text.
-    pub text: String,
-    /// Whether a later event of the same kind replaces it.
-    pub partial: bool,
-}
-
-/// The host's receiver of UI events.
-pub type EventSink = std::sync::Arc<dyn Fn(&UiEvent) + Send + Sync>;
 
 static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
 
@@ -245,7 +218,7 @@ impl TaskShared {
             task_id,
             cwd: workspace.primary().to_string_lossy().into_owned(),
             roots,
-            mode: mode_name(context.mode).to_owned(),
+            mode: context.mode.name().to_owned(),
             model_family: context.model_family,
             supports_images: context.supports_images,
             subagent: context.subagent,
@@ -285,7 +258,7 @@ impl TaskShared {
     /// Switches the mode; calls that start from now on see it (tools read it in their task info).
     pub fn set_mode(&self, mode: Mode) {
         let mut info = self.info.clone();
-        info.mode = mode_name(mode).to_owned();
+        info.mode = mode.name().to_owned();
         let json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".to_owned());
         let mut slot = match self.info_json.write() {
             Ok(slot) => slot,
@@ -352,9 +325,3 @@ fn mode_code(mode: Mode) -> u8 {
     }
 }
 
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Act => "act",
-        Mode::Plan => "plan",
-    }
-}

@@ -9,7 +9,7 @@
 
 use super::sse::{Overflow, SseLines, MAX_LINE_BYTES};
 use super::{AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError};
-use crate::policy::BoxFuture;
+use crate::types::BoxFuture;
 use crate::spec::{Provider, ToolSchemas};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

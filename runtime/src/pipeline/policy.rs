@@ -6,9 +6,8 @@
 //! command permission rules: those refuse in `prepare`, before the policy is consulted.
 
 use crate::config::{ApprovalConfig, Rule};
+use crate::types::BoxFuture;
 use std::collections::BTreeMap;
-use std::future::Future;
-use std::pin::Pin;
 use toolshed_plugin_api::{capability, Risk};
 
 /// Which rule source decided.
@@ -147,9 +146,6 @@ pub struct Reply {
     /// Feedback typed with the answer; it reaches the model before the tool result.
     pub feedback: Option<String>,
 }
-
-/// A boxed future, for host callbacks.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// The host's way of asking its user. Implementations must not block: return a future.
 pub trait Approver: Send + Sync + 'static {

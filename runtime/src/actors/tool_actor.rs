@@ -1,10 +1,10 @@
 //! The tool actor: owns one handler instance and its worker pool, runs call phases there with a timeout,
 //! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
 
-use crate::commit_gate::CommitGate;
-use crate::host::CallHost;
-use crate::loader::PluginHandler;
-use crate::pool::WorkerPool;
+use crate::actors::pool::WorkerPool;
+use crate::registry::loader::PluginHandler;
+use crate::services::commit_gate::CommitGate;
+use crate::services::host::CallHost;
 use crate::task::TaskShared;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr};

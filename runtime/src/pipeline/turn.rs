@@ -4,9 +4,9 @@
 //! tools are skipped with Cline's text; results come back in the message's order; and when the task's
 //! consecutive mistakes reach the host's limit the turn says so, as Cline asks its user then.
 
-use crate::executor::{ResultStatus, ToolResult, ToolUse};
 use crate::messages;
 use crate::runtime::TaskHandle;
+use crate::types::{ResultStatus, ToolResult, ToolUse};
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;

@@ -3,13 +3,14 @@
 //! Order, as Cline's: input checks → the tool's `prepare` (its own validation) → approval policy → `execute`.
 //! Every failure on the way is a tool result, never an error of the host's.
 
-use crate::coordinator::Route;
-use crate::hooks::{HookDecision, HookEvent, HookInput, Verdict};
+use crate::actors::tool_actor::{AutoApprove, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
 use crate::messages;
-use crate::policy::{Answer, ApprovalPrompt, Decision, PolicyRequest};
+use crate::pipeline::hooks::{HookDecision, HookEvent, HookInput, Verdict};
+use crate::pipeline::policy::{Answer, ApprovalPrompt, Decision, PolicyRequest};
+use crate::registry::coordinator::Route;
 use crate::runtime::Shared;
-use crate::task::{Mode, TaskShared};
-use crate::tool_actor::{AutoApprove, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
+use crate::task::TaskShared;
+use crate::types::{Mode, ResultStatus, ToolInput, ToolResult, ToolUse};
 use serde_json::json;
 use serde_json::Value;
 use std::path::Path;
@@ -17,186 +18,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use toolshed_plugin_api::{capability, ApprovalRequest, Block, Outcome, Prepared, Risk, ToolError};
-
-/// A tool use from the model.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolUse {
-    /// The tool-use id, echoed in the result.
-    pub id: String,
-    /// The tool name.
-    pub name: String,
-    /// The input: parsed JSON, or JSON text still to parse (as OpenAI sends `arguments`).
-    pub input: ToolInput,
-}
-
-/// A tool use's input.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolInput {
-    /// Parsed JSON; must be an object.
-    Json(Value),
-    /// JSON text; a parse failure becomes a tool error the model can fix.
-    Text(String),
-}
-
-impl ToolUse {
-    /// A tool use with parsed input.
-    pub fn new(id: impl Into<String>, name: impl Into<String>, input: Value) -> Self {
-        Self { id: id.into(), name: name.into(), input: ToolInput::Json(input) }
-    }
-
-    /// A tool use whose input is JSON text.
-    pub fn from_text(id: impl Into<String>, name: impl Into<String>, input: impl Into<String>) -> Self {
-        Self { id: id.into(), name: name.into(), input: ToolInput::Text(input.into()) }
-    }
-}
-
-/// How a call ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ResultStatus {
-    /// The tool did its work.
-    Success,
-    /// A tool error (the model sees Cline's error wrapping).
-    Error,
-    /// The user, the policy or a hook refused.
-    Denied,
-    /// A message-level rule kept it from running (a tool rejected earlier in the message, one tool per
-    /// message); the text says why, and text mode shows it without a result header, as Cline does.
-    Skipped,
-}
-
-/// A tool result, ready for a provider's `tool_result`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolResult {
-    /// The tool-use id it answers.
-    pub tool_use_id: String,
-    /// The tool called.
-    pub name: String,
-    /// Cline's result header, e.g. `[read_file for 'src/a.rs']`.
-    pub description: String,
-    /// The content blocks (text and images), in order.
-    pub blocks: Vec<Block>,
-    /// How the call ended.
-    pub status: ResultStatus,
-    /// Text the user typed with their approval answer; the model sees it before the result.
-    pub feedback: Option<String>,
-    /// A note for the host's user, not the model (e.g. why a call was denied without asking).
-    pub note: Option<String>,
-    /// Text blocks the model reads before the result (PreToolUse `<hook_context>` blocks).
-    pub context_before: Vec<String>,
-    /// Text blocks the model reads after the result (Cline's loop-detection warning, PostToolUse
-    /// `<hook_context>` blocks).
-    pub context_after: Vec<String>,
-}
-
-impl ToolResult {
-    fn text(tool_use: &ToolUse, description: String, status: ResultStatus, text: String) -> Self {
-        Self {
-            tool_use_id: tool_use.id.clone(),
-            name: tool_use.name.clone(),
-            description,
-            blocks: vec![Block::Text { text }],
-            status,
-            feedback: None,
-            note: None,
-            context_before: Vec::new(),
-            context_after: Vec::new(),
-        }
-    }
-
-    /// A result that is one text block (used for tools a message-level rule skipped).
-    pub(crate) fn plain(tool_use: &ToolUse, description: String, status: ResultStatus, text: String) -> Self {
-        Self::text(tool_use, description, status, text)
-    }
-
-    /// The text blocks the model reads for this result, in order: the feedback block, hook context, the
-    /// result's own blocks (text mode: the `{description} Result:` header on a single text block), then
-    /// warnings and PostToolUse context.
-    fn text_blocks(&self, header: bool) -> Vec<Block> {
-        let mut out = Vec::new();
-        if let Some(feedback) = &self.feedback {
-            out.push(Block::Text { text: messages::feedback(feedback) });
-        }
-        out.extend(self.context_before.iter().map(|text| Block::Text { text: text.clone() }));
-        match self.blocks.as_slice() {
-            [Block::Text { text }] => {
-                let body = if text.is_empty() { messages::EMPTY_RESULT } else { text };
-                let text = if header && self.status != ResultStatus::Skipped {
-                    format!("{} Result:\n{body}", self.description)
-                } else {
-                    body.to_owned()
-                };
-                out.push(Block::Text { text });
-            }
-            [] => out.push(Block::Text { text: messages::EMPTY_RESULT.to_owned() }),
-            blocks => out.extend(blocks.iter().cloned()),
-        }
-        out.extend(self.context_after.iter().map(|text| Block::Text { text: text.clone() }));
-        out
-    }
-
-    /// The result as an Anthropic Messages `tool_result` content block (native tool calling). Feedback and
-    /// hook context ride inside it, so a user message of several results keeps every `tool_result` first, as
-    /// the API requires.
-    pub fn to_anthropic(&self) -> Value {
-        let content: Vec<Value> = self
-            .text_blocks(false)
-            .into_iter()
-            .map(|block| match block {
-                Block::Text { text } => json!({"type": "text", "text": text}),
-                Block::Image { media_type, data } => {
-                    json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
-                }
-            })
-            .collect();
-        let mut block = json!({"type": "tool_result", "tool_use_id": self.tool_use_id, "content": content});
-        if self.is_error() {
-            block["is_error"] = Value::Bool(true);
-        }
-        block
-    }
-
-    /// The result as OpenAI chat-completions messages: the `tool` message answering the call, then, when
-    /// the result has images (a tool message holds text only), a `user` message carrying them.
-    pub fn to_openai(&self) -> Vec<Value> {
-        let mut texts = Vec::new();
-        let mut images = Vec::new();
-        for block in self.text_blocks(false) {
-            match block {
-                Block::Text { text } => texts.push(text),
-                Block::Image { media_type, data } => images.push(
-                    json!({"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}}),
-                ),
-            }
-        }
-        let mut messages =
-            vec![json!({"role": "tool", "tool_call_id": self.tool_use_id, "content": texts.join("\n\n")})];
-        if !images.is_empty() {
-            messages.push(json!({"role": "user", "content": images}));
-        }
-        messages
-    }
-
-    /// Whether the result is a tool error or a denial.
-    pub fn is_error(&self) -> bool {
-        self.status != ResultStatus::Success
-    }
-
-    /// The result as the model reads it in text mode (Cline's XML mode): the feedback block, hook context,
-    /// then `{description} Result:` and the text for a text result (`(tool did not return anything)` when
-    /// empty); results with images carry no header, and images appear as a placeholder line; then warnings
-    /// and PostToolUse context. Blocks are separated by a newline.
-    pub fn to_model_text(&self) -> String {
-        let parts: Vec<String> = self
-            .text_blocks(true)
-            .into_iter()
-            .map(|b| match b {
-                Block::Text { text } => text,
-                Block::Image { media_type, data } => format!("[image {media_type}, {} bytes base64]", data.len()),
-            })
-            .collect();
-        parts.join("\n")
-    }
-}
 
 /// Renders a display template: `{tool}` is the name called, `{x}` input parameter `x` (`undefined` when
 /// missing, as Cline renders it), `{a|b}` the first of `a` and `b` present (Cline's `path || absolutePath`),
@@ -299,7 +120,7 @@ pub(crate) async fn execute(shared: &Arc<Shared>, task: &Arc<TaskShared>, tool_u
     if task.cancel.is_cancelled() {
         let description = format!("[{}]", tool_use.name);
         let text = messages::tool_error(&format!("Error executing {}: the task was cancelled.", tool_use.name));
-        return ToolResult::text(&tool_use, description, ResultStatus::Error, text);
+        return ToolResult::plain(&tool_use, description, ResultStatus::Error, text);
     }
     let (mut result, signature) = run(shared, task, tool_use).await;
     if let Some(signature) = signature {
@@ -385,8 +206,8 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
         }
     }
     // A configured agent's tool (`use_subagent_<name>`) runs as the use_subagents call it stands for.
-    if route.is_none() && tool_use.name.starts_with(crate::subagents::TOOL_PREFIX) {
-        match crate::subagents::route_dynamic(task, &tool_use) {
+    if route.is_none() && tool_use.name.starts_with(crate::services::subagents::TOOL_PREFIX) {
+        match crate::services::subagents::route_dynamic(task, &tool_use) {
             Some(Ok((routed, description))) => {
                 let mut result = Box::pin(execute(shared, task, routed)).await;
                 result.name = tool_use.name;
@@ -407,7 +228,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
             names.join(", ")
         ));
         return (
-            mistake(task, ToolResult::text(&tool_use, format!("[{}]", tool_use.name), ResultStatus::Error, text)),
+            mistake(task, ToolResult::plain(&tool_use, format!("[{}]", tool_use.name), ResultStatus::Error, text)),
             None,
         );
     };
@@ -422,7 +243,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
                     tool_use.name
                 ));
                 let description = describe(route.meta.display.as_deref(), &tool_use.name, &Value::Null);
-                return (mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text)), None);
+                return (mistake(task, ToolResult::plain(&tool_use, description, ResultStatus::Error, text)), None);
             }
         },
     };
@@ -434,18 +255,18 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
             tool_use.name,
             json_kind(&input)
         ));
-        return (mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text)), Some(sig));
+        return (mistake(task, ToolResult::plain(&tool_use, description, ResultStatus::Error, text)), Some(sig));
     }
     if let Some((param, _)) =
         route.meta.required.iter().find(|(name, allow_empty)| is_missing(input.get(name.as_str()), *allow_empty))
     {
         let text = messages::tool_error(&messages::missing_parameter(param));
-        return (mistake(task, ToolResult::text(&tool_use, description, ResultStatus::Error, text)), Some(sig));
+        return (mistake(task, ToolResult::plain(&tool_use, description, ResultStatus::Error, text)), Some(sig));
     }
 
     if task.mode() == Mode::Plan && route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES) {
         let text = messages::tool_error(&messages::plan_mode_refusal(&tool_use.name));
-        return (ToolResult::text(&tool_use, description, ResultStatus::Error, text), None);
+        return (ToolResult::plain(&tool_use, description, ResultStatus::Error, text), None);
     }
     let pre_hooks = shared.hooks.has(HookEvent::PreToolUse);
     let hook_input = |event: HookEvent| HookInput {
@@ -471,7 +292,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
         Arc::new(move |prepared: &Prepared| match prepared {
             Prepared::Proceed => Some(false),
             Prepared::Approval(request) => match decide(&shared, &task, &route, &tool, &also, request, mcp_auto) {
-                Decision::Allow(source) => Some(source != crate::policy::Source::SafeDefault),
+                Decision::Allow(source) => Some(source != crate::pipeline::policy::Source::SafeDefault),
                 _ => None,
             },
             Prepared::Error(_) => None,
@@ -505,7 +326,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
                         denied(&tool_use, description, request.as_ref().and_then(|r| r.denied_message.as_deref()));
                     let reason = verdict.reason.clone().unwrap_or_default();
                     result.context_before = verdict.context;
-                    result.context_before.extend(crate::hooks::hook_context("PreToolUse", &reason));
+                    result.context_before.extend(crate::pipeline::hooks::hook_context("PreToolUse", &reason));
                     result.note = Some(format!("denied by a PreToolUse hook: {reason}"));
                     return (result, Some(sig));
                 }
@@ -525,14 +346,18 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
             if let Some(request) = request {
                 let policy = decide(shared, task, &route, &tool_use.name, &also, &request, mcp_auto);
                 let decision = match (policy, verdict.decision) {
-                    (Decision::Ask(_), Some(HookDecision::Allow)) => Decision::Allow(crate::policy::Source::Default),
-                    (Decision::Allow(source), Some(HookDecision::Ask)) if source != crate::policy::Source::CliFlag => {
+                    (Decision::Ask(_), Some(HookDecision::Allow)) => {
+                        Decision::Allow(crate::pipeline::policy::Source::Default)
+                    }
+                    (Decision::Allow(source), Some(HookDecision::Ask))
+                        if source != crate::pipeline::policy::Source::CliFlag =>
+                    {
                         Decision::Ask(source)
                     }
                     (decision, _) => decision,
                 };
                 match decision {
-                    Decision::Allow(source) => explicit = source != crate::policy::Source::SafeDefault,
+                    Decision::Allow(source) => explicit = source != crate::pipeline::policy::Source::SafeDefault,
                     Decision::Deny(source) => {
                         let mut result = denied(&tool_use, description, request.denied_message.as_deref());
                         result.note = Some(format!("denied by {source:?} rule for {}", tool_use.name));
@@ -555,7 +380,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
                 }
             }
             let limits = (shared.timeouts.call, shared.timeouts.cancel_grace);
-            let call = if explicit { Arc::from(crate::tool_actor::approved_call(&call)) } else { call };
+            let call = if explicit { Arc::from(crate::actors::tool_actor::approved_call(&call)) } else { call };
             match run_phase(&route, Phase::Execute, call, task, limits, None).await {
                 Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
                 Err(error) => Err(error),
@@ -592,12 +417,7 @@ async fn run(shared: &Arc<Shared>, task: &Arc<TaskShared>, mut tool_use: ToolUse
     result.feedback = feedback;
     result.context_before = verdict.context;
     if let Some(mut post_input) = post_input {
-        let status = match result.status {
-            ResultStatus::Success => "success",
-            ResultStatus::Error => "error",
-            ResultStatus::Denied => "denied",
-            ResultStatus::Skipped => "skipped",
-        };
+        let status = result.status.as_str();
         let content: Vec<Value> = result
             .blocks
             .iter()
@@ -827,7 +647,7 @@ fn mistake(task: &TaskShared, result: ToolResult) -> ToolResult {
 }
 
 fn tool_error(task: &TaskShared, tool_use: &ToolUse, description: String, error: ToolError) -> ToolResult {
-    let result = ToolResult::text(tool_use, description, ResultStatus::Error, messages::tool_error(&error.message));
+    let result = ToolResult::plain(tool_use, description, ResultStatus::Error, messages::tool_error(&error.message));
     if error.mistake {
         mistake(task, result)
     } else {
@@ -837,7 +657,7 @@ fn tool_error(task: &TaskShared, tool_use: &ToolUse, description: String, error:
 
 fn denied(tool_use: &ToolUse, description: String, message: Option<&str>) -> ToolResult {
     let text = message.unwrap_or(messages::TOOL_DENIED).to_owned();
-    ToolResult::text(tool_use, description, ResultStatus::Denied, text)
+    ToolResult::plain(tool_use, description, ResultStatus::Denied, text)
 }
 
 #[cfg(test)]

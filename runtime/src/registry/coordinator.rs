@@ -4,9 +4,9 @@
 //! The coordinator is the registry's only writer. After every change it publishes an immutable routing
 //! snapshot, so a call resolves its tool without a message hop and keeps the generation it started on.
 
-use crate::loader::{LoadedPlugin, PluginHandler, PluginIdentity};
-use crate::tool_actor::{ToolActor, ToolHealth};
-use crate::tool_id::{check_plugin_tool_name, ToolId};
+use crate::actors::tool_actor::{ToolActor, ToolHealth};
+use crate::registry::loader::{LoadedPlugin, PluginHandler, PluginIdentity};
+use crate::registry::tool_id::{check_plugin_tool_name, ToolId};
 use actix::prelude::*;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

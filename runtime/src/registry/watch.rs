@@ -8,8 +8,8 @@
 //! unloaded once its last call has finished (`[plugins] unload`, on by default); [`ReloadStats`] counts the
 //! copies still held.
 
-use crate::coordinator::{build_handlers, Coordinator, RegisterEvent, Swap, Unregister};
-use crate::loader::{self, Library, LoadedPlugin};
+use crate::registry::coordinator::{build_handlers, Coordinator, RegisterEvent, Swap, Unregister};
+use crate::registry::loader::{self, Library, LoadedPlugin};
 use actix::Addr;
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;

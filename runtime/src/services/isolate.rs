@@ -20,7 +20,7 @@ mod frames;
 pub use child::main as child_main;
 
 use crate::config::IsolationConfig;
-use crate::loader::HandlerOrigin;
+use crate::registry::loader::HandlerOrigin;
 use frames::{Frame, FrameReader};
 use serde::{Deserialize, Serialize};
 use std::io::Read;

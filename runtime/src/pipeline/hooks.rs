@@ -16,8 +16,8 @@
 //! spares the user the question (a configured `deny` rule still wins). Context a hook adds reaches the model
 //! as Cline's `<hook_context source="…" type="…">` block.
 
-use crate::policy::BoxFuture;
-use crate::process::Tree;
+use crate::services::process::Tree;
+use crate::types::BoxFuture;
 use serde::Serialize;
 use serde_json::Value;
 use std::future::Future;
@@ -359,7 +359,7 @@ fn run_blocking(command: &str, stdin: Vec<u8>, cwd: &Path, limits: Limits) -> Re
     // The shell is waited for without being reaped, so its pid and group id stay the tree's until `tree`
     // goes.
     started.push(spawn_named("toolshed-hook-wait", move || {
-        let _ = exits.send(Event::Exited(crate::process::exit_status(pid as i32)));
+        let _ = exits.send(Event::Exited(crate::services::process::exit_status(pid as i32)));
     }));
     if let Some(Err(e)) = started.into_iter().find(Result::is_err) {
         return Err(format!("cannot start the threads that talk to the hook: {e}"));

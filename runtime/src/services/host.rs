@@ -45,10 +45,10 @@ pub(crate) struct CallHost {
     /// Set on timeout or cancellation of this call.
     pub cancelled: Arc<AtomicBool>,
     /// Whether the call may still write (`call.commit`), shared with the actor that times it out.
-    pub commit: Arc<crate::commit_gate::CommitGate>,
+    pub commit: Arc<crate::services::commit_gate::CommitGate>,
     pub tool: Arc<str>,
     /// The handler's library and construction, for `isolate.run`; `None` runs no jobs.
-    pub origin: Option<Arc<crate::loader::HandlerOrigin>>,
+    pub origin: Option<Arc<crate::registry::loader::HandlerOrigin>>,
 }
 
 impl CallHost {
@@ -82,7 +82,7 @@ impl CallHost {
                     .as_deref()
                     .ok_or_else(|| ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs"))?;
                 let host = &self.task.host;
-                crate::isolate::run(origin, &host.isolation, &host.children, req, self, &self.tool)
+                crate::services::isolate::run(origin, &host.isolation, &host.children, req, self, &self.tool)
             }),
             services::PATH_RESOLVE => answer(request, |req: ResolveRequest| Ok(self.task.workspace.resolve(&req.path))),
             services::PATH_CHECK => answer(request, |req: CheckRequest| {
@@ -173,9 +173,11 @@ impl CallHost {
                 })
             }),
             // The conversational tools' services (interaction.rs).
-            name if crate::interaction::serves(name) => crate::interaction::dispatch(self, name, request),
+            name if crate::services::interaction::serves(name) => {
+                crate::services::interaction::dispatch(self, name, request)
+            }
             // Subagent runs (subagents.rs).
-            name if crate::subagents::serves(name) => crate::subagents::dispatch(self, request),
+            name if crate::services::subagents::serves(name) => crate::services::subagents::dispatch(self, request),
             other => Err(ServiceError::new(
                 ServiceErrorKind::UnknownService,
                 format!("this host offers no service named '{other}'"),
@@ -186,7 +188,7 @@ impl CallHost {
 
 impl CallHost {
     /// The MCP hub, or the error a host without MCP settings gives.
-    fn mcp_hub(&self) -> Result<&crate::mcp::McpHub, ServiceError> {
+    fn mcp_hub(&self) -> Result<&crate::services::mcp::McpHub, ServiceError> {
         self.task.host.mcp.as_deref().ok_or_else(|| {
             ServiceError::new(
                 ServiceErrorKind::Failed,
@@ -238,13 +240,14 @@ impl Host for CallHost {
 
     fn services(&self) -> RVec<RString> {
         // `subagents.spawn` only when a driver can run them, so use_subagents can tell.
-        let subagents: &[&str] = if self.task.host.subagents.available() { crate::subagents::SERVICES } else { &[] };
+        let subagents: &[&str] =
+            if self.task.host.subagents.available() { crate::services::subagents::SERVICES } else { &[] };
         // Without `isolate.run` a plugin runs its jobs in place (`HostClient::isolated`).
         let jobs: &[&str] =
             if self.task.host.isolation.enabled && self.origin.is_some() { &[services::ISOLATE_RUN] } else { &[] };
         SERVICES
             .iter()
-            .chain(crate::interaction::SERVICES)
+            .chain(crate::services::interaction::SERVICES)
             .chain(subagents)
             .chain(jobs)
             .map(|s| RString::from(*s))

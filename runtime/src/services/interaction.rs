@@ -10,11 +10,11 @@
 
 mod prompts;
 
-use crate::executor::{ResultStatus, ToolInput, ToolResult, ToolUse};
-use crate::host::CallHost;
-use crate::policy::BoxFuture;
 use crate::runtime::Shared;
-use crate::task::{Mode, TaskShared};
+use crate::services::host::CallHost;
+use crate::task::TaskShared;
+use crate::types::BoxFuture;
+use crate::types::{Mode, ResultStatus, ToolInput, ToolResult, ToolUse};
 use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::atomic::Ordering;
@@ -121,7 +121,7 @@ pub(crate) struct InteractionHost {
     pub arbiter: actix::ArbiterHandle,
     /// The runtime, for `tool.call`; set once it is built.
     pub shared: OnceLock<Weak<Shared>>,
-    pub skills: crate::skills::SkillDirs,
+    pub skills: crate::services::skills::SkillDirs,
 }
 
 /// The per-task conversation state, kept in the task's state map under a reserved key.
@@ -153,13 +153,6 @@ fn with_conversation<R>(task: &TaskShared, f: impl FnOnce(&mut Conversation) -> 
     let result = f(&mut conversation);
     *entry.value_mut() = serde_json::to_value(&conversation).unwrap_or(Value::Null);
     result
-}
-
-fn mode_name(mode: Mode) -> &'static str {
-    match mode {
-        Mode::Act => "act",
-        Mode::Plan => "plan",
-    }
 }
 
 impl InteractionHost {
@@ -201,7 +194,7 @@ impl InteractionHost {
     fn settings(&self, task: &TaskShared) -> TaskSettings {
         let (initial_task, last_tool) = with_conversation(task, |c| (c.initial_task.clone(), c.last_tool.clone()));
         TaskSettings {
-            mode: mode_name(task.mode()).to_owned(),
+            mode: task.mode().name().to_owned(),
             yolo: self.yolo || task.yolo,
             focus_chain: self.tasks.focus_chain,
             double_check_completion: self.tasks.double_check_completion,
@@ -355,14 +348,13 @@ pub(crate) fn dispatch(call: &CallHost, name: &str, request: &str) -> Result<Str
                 .ok_or_else(|| ServiceError::new(ServiceErrorKind::Failed, "the runtime is shutting down"))?;
             let task = Arc::clone(task);
             let tool_use = ToolUse::new(format!("{}-{}", call.tool, req.name), req.name, req.input);
-            let result = host
-                .wait(call, None, move || async move { crate::executor::execute(&shared, &task, tool_use).await })?
+            let result =
+                host.wait(call, None, move || async move {
+                    crate::pipeline::executor::execute(&shared, &task, tool_use).await
+                })?
                 .ok_or_else(|| ServiceError::new(ServiceErrorKind::Failed, "the tool call did not finish"))?;
-            let status = match result.status {
-                ResultStatus::Success => "success",
-                ResultStatus::Denied => "denied",
-                ResultStatus::Error | ResultStatus::Skipped => "error",
-            };
+            // A single call is never skipped (that is a rule of a whole message), so every status is the tool's.
+            let status = result.status.as_str();
             reply(&ToolCallResponse { status: status.to_owned(), blocks: result.blocks })
         }
         services::SKILLS_LIST => reply(&SkillList { skills: host.skills.list(task.workspace.primary()) }),

@@ -117,7 +117,7 @@ pub fn main() -> ! {
         exit(1)
     };
     let library = std::path::PathBuf::from(format!("/proc/self/fd/{LIBRARY_FD}"));
-    let plugin = match crate::loader::load_inherited(&library) {
+    let plugin = match crate::registry::loader::load_inherited(&library) {
         Ok(plugin) => plugin,
         Err(e) => broken(format!("the parser's child process cannot load the plugin: {}", e.reason)),
     };

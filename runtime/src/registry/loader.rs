@@ -44,7 +44,7 @@ pub struct Library {
     keep: AtomicBool,
     bytes: u64,
     /// The copy, open: its name is gone once mapped, and a child process that runs one of the plugin's jobs
-    /// (`crate::isolate`) loads these same checked bytes from this descriptor rather than copying again.
+    /// (`crate::services::isolate`) loads these same checked bytes from this descriptor rather than copying again.
     file: Option<std::fs::File>,
 }
 
@@ -106,7 +106,7 @@ pub struct PluginHandler {
     origin: Arc<HandlerOrigin>,
 }
 
-/// Where a handler came from: enough for a child process to build the same handler again (`crate::isolate`).
+/// Where a handler came from: enough for a child process to build the same handler again (`crate::services::isolate`).
 #[derive(Debug)]
 pub struct HandlerOrigin {
     /// The mapped copy the handler's vtable points into.

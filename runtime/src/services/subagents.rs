@@ -15,11 +15,11 @@
 //! which the executor routes here as use_subagents calls with one prompt.
 
 use crate::driver::{AgentDriver, AgentMessage, AgentRequest, AgentToolCall};
-use crate::executor::{ResultStatus, ToolResult, ToolUse};
-use crate::host::CallHost;
 use crate::runtime::{Shared, TaskHandle};
+use crate::services::host::CallHost;
 use crate::spec::{AgentConfig, Spec, SpecContext, SpecParam, SpecRegistry};
 use crate::task::{CancelToken, TaskContext, TaskShared};
+use crate::types::{ResultStatus, ToolResult, ToolUse};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
@@ -195,8 +195,8 @@ fn load_agents(dir: &Path) -> Vec<AgentFile> {
 pub(crate) fn route_dynamic(task: &TaskShared, tool_use: &ToolUse) -> Option<Result<(ToolUse, String), ToolResult>> {
     let agent = task.host.subagents.agent_for_tool(&tool_use.name)?;
     let input = match &tool_use.input {
-        crate::executor::ToolInput::Json(value) => value.clone(),
-        crate::executor::ToolInput::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        crate::types::ToolInput::Json(value) => value.clone(),
+        crate::types::ToolInput::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
     };
     let prompt = input.get("prompt").or_else(|| input.get("prompt_1")).and_then(Value::as_str).map(str::trim);
     let description = format!("[subagent: {agent}]");

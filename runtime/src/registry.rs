@@ -1,0 +1,8 @@
+//! The registry: which tool names exist and what serves them. The loader checks and maps plugin libraries,
+//! tool ids name the registry's keys, the coordinator actor registers tools and publishes the routing
+//! snapshot every call reads, and the watcher reloads libraries that change on disk.
+
+pub(crate) mod coordinator;
+pub(crate) mod loader;
+pub(crate) mod tool_id;
+pub(crate) mod watch;
