@@ -8,6 +8,7 @@ mod new_plugin;
 mod peers;
 mod soak;
 mod test;
+mod tidy;
 
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -17,7 +18,9 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   plugins [--release]   build every plugin and copy the libraries to target/plugins[-debug]/
-  test                  build the plugins and fixtures, then run every test and the demo
+  tidy                  check the house rules: the runtime's layering (runtime/layers.toml) and no file over
+                        800 lines of non-test code
+  test                  tidy, fmt and clippy, then build the plugins and fixtures, run every test and the demo
   demo [--release]      run a scripted agent session that exercises every shipped tool
   new-plugin NAME [--dir DIR] [--api-path DIR | --api-version VERSION]
                         create a tool plugin crate from the template (with a test) in DIR/NAME; outside
@@ -47,6 +50,7 @@ fn run(args: &[String]) -> Result<()> {
     let release = args.iter().any(|a| a == "--release");
     match args.first().map(String::as_str) {
         Some("plugins") => build::plugins(release).map(|_| ()),
+        Some("tidy") => tidy::run(),
         Some("test") => test::run(),
         Some("demo") => demo::run(release),
         Some("new-plugin") => new_plugin::run(&args[1..]).map(|_| ()),
