@@ -1,13 +1,18 @@
-//! `cargo xtask test`: the whole suite. Builds the plugins and fixtures (including those built against a
-//! foreign copy of the interface), runs every workspace test with their paths in the environment (doc tests
-//! included: `cargo test --workspace` runs them, and the runtime's doc examples load the built plugins from
-//! `TOOLSHED_TEST_PLUGINS`), then the demo and the `agent_host` example.
+//! `cargo xtask test`: the whole suite. The house rules come first, where a failure shows in seconds: the
+//! tidy checks (layering, file sizes), `cargo fmt --check`, then clippy with warnings denied. Then it builds
+//! the plugins and fixtures (including those built against a foreign copy of the interface), runs every
+//! workspace test with their paths in the environment (doc tests included: `cargo test --workspace` runs
+//! them, and the runtime's doc examples load the built plugins from `TOOLSHED_TEST_PLUGINS`), then the demo
+//! and the `agent_host` example.
 
 use crate::{build, cmd, root};
 use anyhow::Result;
 
 /// Runs everything `.ci/run` relies on.
 pub fn run() -> Result<()> {
+    crate::tidy::run()?;
+    cmd("cargo", &["fmt", "--all", "--check"], &[])?;
+    cmd("cargo", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], &[])?;
     let built = build::plugins(false)?;
     // Plugins built against another interface version and layout: their own workspace and target dir, so
     // their copies of the interface never unify with ours.
