@@ -1,37 +1,130 @@
-//! Names and JSON shapes of the host services every Toolshed host offers; plugins reach them through [`crate::HostClient`].
+//! The host services every Toolshed host offers: one type per service, carrying its name and the JSON shapes of
+//! its request and response. Plugins reach them through [`crate::HostClient::call`]:
+//!
+//! ```no_run
+//! # use toolshed_plugin_api::{services::{PathResolve, ResolveRequest}, HostClient, ServiceError};
+//! # fn f(host: &HostClient<'_>) -> Result<(), ServiceError> {
+//! let resolved = host.call::<PathResolve>(&ResolveRequest { path: "src/main.rs".to_owned() })?;
+//! println!("{}", resolved.absolute);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The wire format is the service's name and its request and response as JSON text: a type here only names
+//! what both sides already exchange, so the compiler checks each call against it.
 
-use serde::{Deserialize, Serialize};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
 
-/// `path.resolve`: a model-given path (relative, absolute, or `@root:path`) to an absolute one.
-pub const PATH_RESOLVE: &str = "path.resolve";
-/// `path.check`: whether `.clineignore` lets the model access paths.
-pub const PATH_CHECK: &str = "path.check";
-/// `read_cache.record`: records a file read in the task's dedup cache and returns its read count.
-pub const READ_CACHE_RECORD: &str = "read_cache.record";
-/// `read_cache.forget`: drops paths from the task's read cache (after a write).
-pub const READ_CACHE_FORGET: &str = "read_cache.forget";
+/// A host service: its name on the wire and the types of its request and response.
+///
+/// Implemented by uninhabited marker types (`enum PathResolve {}`): a service is a name and two shapes, never a
+/// value. Services that take nothing take [`Empty`].
+pub trait Service {
+    /// The service's name, as the host registers it.
+    const NAME: &'static str;
+    /// What the plugin sends.
+    type Request: Serialize + DeserializeOwned;
+    /// What the host answers.
+    type Response: Serialize + DeserializeOwned;
+}
 
-/// `say`: a message for the user's UI (progress, a streamed diff); never part of a tool result. Subagent
-/// runs drop them.
-pub const SAY: &str = "say";
-/// `state.get`: reads a JSON value from the task's state (where a stateless handler keeps per-task state,
-/// such as a streamed edit's progress).
-pub const STATE_GET: &str = "state.get";
-/// `state.set`: writes (or with `null`, deletes) a JSON value in the task's state.
-pub const STATE_SET: &str = "state.set";
+/// Declares one service marker: `Marker = "name": Request => Response`, with its documentation.
+macro_rules! service {
+    ($(#[$doc:meta])* $marker:ident = $name:literal: $request:ty => $response:ty) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub enum $marker {}
 
-/// `process.spawn`: starts `$SHELL -c COMMAND` in its own process group, stdin closed, stdout and stderr
-/// interleaved into one stream, with Cline's pager-free environment. Plugins never spawn or reap children
-/// themselves.
-pub const PROCESS_SPAWN: &str = "process.spawn";
-/// `process.read`: the output that arrived since the last read, waiting up to `wait_ms` for some.
-pub const PROCESS_READ: &str = "process.read";
-/// `process.kill`: SIGTERM to the process group, SIGKILL after the grace period. Works after cancellation.
-pub const PROCESS_KILL: &str = "process.kill";
-/// `commands.settings`: the user's command settings (permissions JSON, timeouts, YOLO).
-pub const COMMANDS_SETTINGS: &str = "commands.settings";
+        impl Service for $marker {
+            const NAME: &'static str = $name;
+            type Request = $request;
+            type Response = $response;
+        }
+    };
+}
 
-/// Request of [`PROCESS_SPAWN`].
+service! {
+    /// `path.resolve`: a model-given path (relative, absolute, or `@root:path`) to an absolute one.
+    PathResolve = "path.resolve": ResolveRequest => ResolvedPath
+}
+/// The name of [`PathResolve`], for the host's dispatch.
+pub const PATH_RESOLVE: &str = PathResolve::NAME;
+
+service! {
+    /// `path.check`: whether `.clineignore` lets the model access paths.
+    PathCheck = "path.check": CheckRequest => CheckResponse
+}
+/// The name of [`PathCheck`], for the host's dispatch.
+pub const PATH_CHECK: &str = PathCheck::NAME;
+
+service! {
+    /// `read_cache.record`: records a file read in the task's dedup cache and returns its read count.
+    ReadCacheRecord = "read_cache.record": RecordReadRequest => RecordReadResponse
+}
+/// The name of [`ReadCacheRecord`], for the host's dispatch.
+pub const READ_CACHE_RECORD: &str = ReadCacheRecord::NAME;
+
+service! {
+    /// `read_cache.forget`: drops paths from the task's read cache (after a write).
+    ReadCacheForget = "read_cache.forget": ForgetRequest => Empty
+}
+/// The name of [`ReadCacheForget`], for the host's dispatch.
+pub const READ_CACHE_FORGET: &str = ReadCacheForget::NAME;
+
+service! {
+    /// `say`: a message for the user's UI (progress, a streamed diff); never part of a tool result. Subagent
+    /// runs drop them.
+    Say = "say": SayRequest => Empty
+}
+/// The name of [`Say`], for the host's dispatch.
+pub const SAY: &str = Say::NAME;
+
+service! {
+    /// `state.get`: reads a JSON value from the task's state (where a stateless handler keeps per-task state,
+    /// such as a streamed edit's progress).
+    StateGet = "state.get": StateGetRequest => StateGetResponse
+}
+/// The name of [`StateGet`], for the host's dispatch.
+pub const STATE_GET: &str = StateGet::NAME;
+
+service! {
+    /// `state.set`: writes (or with `null`, deletes) a JSON value in the task's state.
+    StateSet = "state.set": StateSetRequest => Empty
+}
+/// The name of [`StateSet`], for the host's dispatch.
+pub const STATE_SET: &str = StateSet::NAME;
+
+service! {
+    /// `process.spawn`: starts `$SHELL -c COMMAND` in its own process group, stdin closed, stdout and stderr
+    /// interleaved into one stream, with Cline's pager-free environment. Plugins never spawn or reap children
+    /// themselves.
+    ProcessSpawn = "process.spawn": SpawnRequest => SpawnResponse
+}
+/// The name of [`ProcessSpawn`], for the host's dispatch.
+pub const PROCESS_SPAWN: &str = ProcessSpawn::NAME;
+
+service! {
+    /// `process.read`: the output that arrived since the last read, waiting up to `wait_ms` for some.
+    ProcessRead = "process.read": ReadRequest => ReadResponse
+}
+/// The name of [`ProcessRead`], for the host's dispatch.
+pub const PROCESS_READ: &str = ProcessRead::NAME;
+
+service! {
+    /// `process.kill`: SIGTERM to the process group, SIGKILL after the grace period. Works after cancellation.
+    ProcessKill = "process.kill": KillRequest => Empty
+}
+/// The name of [`ProcessKill`], for the host's dispatch.
+pub const PROCESS_KILL: &str = ProcessKill::NAME;
+
+service! {
+    /// `commands.settings`: the user's command settings (permissions JSON, timeouts, YOLO).
+    CommandsSettingsService = "commands.settings": Empty => CommandsSettings
+}
+/// The name of [`CommandsSettingsService`], for the host's dispatch.
+pub const COMMANDS_SETTINGS: &str = CommandsSettingsService::NAME;
+
+/// Request of [`ProcessSpawn`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpawnRequest {
     /// The shell command.
@@ -44,7 +137,7 @@ pub struct SpawnRequest {
     pub env: std::collections::BTreeMap<String, String>,
 }
 
-/// Response of [`PROCESS_SPAWN`].
+/// Response of [`ProcessSpawn`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpawnResponse {
     /// The handle for `process.read` and `process.kill`.
@@ -53,7 +146,7 @@ pub struct SpawnResponse {
     pub pid: u32,
 }
 
-/// Request of [`PROCESS_READ`].
+/// Request of [`ProcessRead`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadRequest {
     /// The process.
@@ -69,7 +162,7 @@ fn default_read_max() -> usize {
     256 * 1024
 }
 
-/// Response of [`PROCESS_READ`].
+/// Response of [`ProcessRead`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReadResponse {
     /// Output since the last read (invalid UTF-8 replaced; a character split across reads is kept whole).
@@ -84,14 +177,14 @@ pub struct ReadResponse {
     pub signal: Option<String>,
 }
 
-/// Request of [`PROCESS_KILL`].
+/// Request of [`ProcessKill`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct KillRequest {
     /// The process.
     pub id: u64,
 }
 
-/// Response of [`COMMANDS_SETTINGS`].
+/// Response of [`CommandsSettingsService`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandsSettings {
     /// The JSON of `CLINE_COMMAND_PERMISSIONS` (the environment variable wins over the config file).
@@ -109,7 +202,7 @@ pub struct CommandsSettings {
     pub notice_ms: u64,
 }
 
-/// Request of [`SAY`].
+/// Request of [`Say`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SayRequest {
     /// What kind of message (`tool`, `diff`, `command_output`, `text`, …).
@@ -121,14 +214,14 @@ pub struct SayRequest {
     pub partial: bool,
 }
 
-/// Request of [`STATE_GET`].
+/// Request of [`StateGet`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateGetRequest {
     /// The key; plugins prefix keys with their tool name.
     pub key: String,
 }
 
-/// Response of [`STATE_GET`].
+/// Response of [`StateGet`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateGetResponse {
     /// The value, if set.
@@ -136,7 +229,7 @@ pub struct StateGetResponse {
     pub value: Option<serde_json::Value>,
 }
 
-/// Request of [`STATE_SET`].
+/// Request of [`StateSet`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StateSetRequest {
     /// The key.
@@ -146,18 +239,26 @@ pub struct StateSetRequest {
     pub value: Option<serde_json::Value>,
 }
 
-/// The empty response of services that answer nothing.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The empty request or response of services that take or answer nothing. It reads from any JSON value
+/// (`{}`, `null`, anything else), as hosts always accepted: plugins built before a service took a typed
+/// request keep working.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Empty {}
 
-/// Request of [`PATH_RESOLVE`].
+impl<'de> Deserialize<'de> for Empty {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer).map(|_| Empty {})
+    }
+}
+
+/// Request of [`PathResolve`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolveRequest {
     /// The path as the model wrote it.
     pub path: String,
 }
 
-/// Response of [`PATH_RESOLVE`].
+/// Response of [`PathResolve`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ResolvedPath {
     /// The absolute, lexically normalised path.
@@ -170,11 +271,15 @@ pub struct ResolvedPath {
     pub inside_workspace: bool,
 }
 
-/// `path.check_command`: Cline's `validateCommand` — the first argument of a file-reading command that
-/// `.clineignore` blocks.
-pub const PATH_CHECK_COMMAND: &str = "path.check_command";
+service! {
+    /// `path.check_command`: Cline's `validateCommand` — the first argument of a file-reading command that
+    /// `.clineignore` blocks.
+    PathCheckCommand = "path.check_command": CheckCommandRequest => CheckCommandResponse
+}
+/// The name of [`PathCheckCommand`], for the host's dispatch.
+pub const PATH_CHECK_COMMAND: &str = PathCheckCommand::NAME;
 
-/// Request of [`PATH_CHECK_COMMAND`].
+/// Request of [`PathCheckCommand`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckCommandRequest {
     /// The shell command, as it will run (an `@root:` prefix already taken off).
@@ -184,7 +289,7 @@ pub struct CheckCommandRequest {
     pub cwd: Option<String>,
 }
 
-/// Response of [`PATH_CHECK_COMMAND`].
+/// Response of [`PathCheckCommand`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckCommandResponse {
     /// The blocked argument, if any.
@@ -192,7 +297,7 @@ pub struct CheckCommandResponse {
     pub blocked: Option<String>,
 }
 
-/// Request of [`PATH_CHECK`].
+/// Request of [`PathCheck`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckRequest {
     /// Paths as the model wrote them or absolute.
@@ -203,14 +308,14 @@ pub struct CheckRequest {
     pub write: bool,
 }
 
-/// Response of [`PATH_CHECK`].
+/// Response of [`PathCheck`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResponse {
     /// One flag per requested path: `false` when `.clineignore` blocks it.
     pub allowed: Vec<bool>,
 }
 
-/// Request of [`READ_CACHE_RECORD`].
+/// Request of [`ReadCacheRecord`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordReadRequest {
     /// The absolute path read.
@@ -219,32 +324,40 @@ pub struct RecordReadRequest {
     pub mtime_ns: u128,
 }
 
-/// Response of [`READ_CACHE_RECORD`].
+/// Response of [`ReadCacheRecord`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RecordReadResponse {
     /// How many times this task has read the unchanged file, this read included.
     pub read_count: u32,
 }
 
-/// Request of [`READ_CACHE_FORGET`].
+/// Request of [`ReadCacheForget`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ForgetRequest {
     /// Absolute paths to forget; empty forgets everything.
     pub paths: Vec<String>,
 }
 
-/// `web.settings`: what the web tools need to know from the user's `[web]` configuration: the gates, the
-/// backend, the API base URL, the request timeout, and whether a token is set (never the token itself: the
-/// host adds it to requests for the API, so it reaches nothing else).
-pub const WEB_SETTINGS: &str = "web.settings";
+service! {
+    /// `web.settings`: what the web tools need to know from the user's `[web]` configuration: the gates, the
+    /// backend, the API base URL, the request timeout, and whether a token is set (never the token itself: the
+    /// host adds it to requests for the API, so it reaches nothing else).
+    WebSettingsService = "web.settings": Empty => WebSettings
+}
+/// The name of [`WebSettingsService`], for the host's dispatch.
+pub const WEB_SETTINGS: &str = WebSettingsService::NAME;
 
-/// `http.request`: one HTTP request on the host's shared client. A request with `cline_api` set must target
-/// the configured API base URL and gets the bearer token; every other request is a direct fetch under the
-/// host's address policy (private, loopback and link-local addresses refused unless allowed, checked after
-/// DNS resolution and again on every redirect). Plugins never open their own clients.
-pub const HTTP_REQUEST: &str = "http.request";
+service! {
+    /// `http.request`: one HTTP request on the host's shared client. A request with `cline_api` set must target
+    /// the configured API base URL and gets the bearer token; every other request is a direct fetch under the
+    /// host's address policy (private, loopback and link-local addresses refused unless allowed, checked after
+    /// DNS resolution and again on every redirect). Plugins never open their own clients.
+    HttpRequestService = "http.request": HttpRequest => HttpReply
+}
+/// The name of [`HttpRequestService`], for the host's dispatch.
+pub const HTTP_REQUEST: &str = HttpRequestService::NAME;
 
-/// Response of [`WEB_SETTINGS`].
+/// Response of [`WebSettingsService`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WebSettings {
     /// The provider; `"cline"` enables the Cline API contract.
@@ -296,7 +409,7 @@ impl WebSettings {
     }
 }
 
-/// Request of [`HTTP_REQUEST`].
+/// Request of [`HttpRequestService`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HttpRequest {
     /// The method (`GET`, `POST`, …).
@@ -323,7 +436,7 @@ fn default_method() -> String {
     "GET".to_owned()
 }
 
-/// A response of [`HTTP_REQUEST`], whatever its status.
+/// A response of [`HttpRequestService`], whatever its status.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HttpResponse {
     /// The status code.
@@ -377,7 +490,7 @@ pub struct HttpFailure {
     pub message: String,
 }
 
-/// The answer of [`HTTP_REQUEST`]: a response (any status) or a typed failure. Cancellation and malformed
+/// The answer of [`HttpRequestService`]: a response (any status) or a typed failure. Cancellation and malformed
 /// requests are service errors instead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
@@ -388,16 +501,30 @@ pub enum HttpReply {
     Failed(HttpFailure),
 }
 
-/// `mcp.call_tool`: one `tools/call` on a connected MCP server, with that server's timeout (its settings'
-/// `timeout`, else the host's default of 60 s). Unknown or disabled servers and transport failures are
-/// service errors whose message is the text after Cline's `Error executing MCP tool: `.
-pub const MCP_CALL_TOOL: &str = "mcp.call_tool";
-/// `mcp.read_resource`: one `resources/read` on a connected MCP server.
-pub const MCP_READ_RESOURCE: &str = "mcp.read_resource";
-/// `mcp.servers`: the configured MCP servers, their state, tools and resources.
-pub const MCP_SERVERS: &str = "mcp.servers";
+service! {
+    /// `mcp.call_tool`: one `tools/call` on a connected MCP server, with that server's timeout (its settings'
+    /// `timeout`, else the host's default of 60 s). Unknown or disabled servers and transport failures are
+    /// service errors whose message is the text after Cline's `Error executing MCP tool: `.
+    McpCallTool = "mcp.call_tool": McpCallToolRequest => McpCallToolResponse
+}
+/// The name of [`McpCallTool`], for the host's dispatch.
+pub const MCP_CALL_TOOL: &str = McpCallTool::NAME;
 
-/// Request of [`MCP_CALL_TOOL`].
+service! {
+    /// `mcp.read_resource`: one `resources/read` on a connected MCP server.
+    McpReadResource = "mcp.read_resource": McpReadResourceRequest => McpReadResourceResponse
+}
+/// The name of [`McpReadResource`], for the host's dispatch.
+pub const MCP_READ_RESOURCE: &str = McpReadResource::NAME;
+
+service! {
+    /// `mcp.servers`: the configured MCP servers, their state, tools and resources.
+    McpServers = "mcp.servers": Empty => McpServersResponse
+}
+/// The name of [`McpServers`], for the host's dispatch.
+pub const MCP_SERVERS: &str = McpServers::NAME;
+
+/// Request of [`McpCallTool`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpCallToolRequest {
     /// The server's name in the settings file.
@@ -409,14 +536,14 @@ pub struct McpCallToolRequest {
     pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
-/// Response of [`MCP_CALL_TOOL`]: the server's `CallToolResult` as it sent it (`content`, `isError`, …).
+/// Response of [`McpCallTool`]: the server's `CallToolResult` as it sent it (`content`, `isError`, …).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpCallToolResponse {
     /// The result JSON.
     pub result: serde_json::Value,
 }
 
-/// Request of [`MCP_READ_RESOURCE`].
+/// Request of [`McpReadResource`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpReadResourceRequest {
     /// The server's name.
@@ -425,14 +552,14 @@ pub struct McpReadResourceRequest {
     pub uri: String,
 }
 
-/// Response of [`MCP_READ_RESOURCE`]: the server's `ReadResourceResult` as it sent it (`contents`).
+/// Response of [`McpReadResource`]: the server's `ReadResourceResult` as it sent it (`contents`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpReadResourceResponse {
     /// The result JSON.
     pub result: serde_json::Value,
 }
 
-/// Response of [`MCP_SERVERS`].
+/// Response of [`McpServers`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpServersResponse {
     /// The settings file the servers come from, if one is configured.
@@ -446,7 +573,7 @@ pub struct McpServersResponse {
     pub servers: Vec<McpServerStatus>,
 }
 
-/// One MCP server as [`MCP_SERVERS`] reports it.
+/// One MCP server as [`McpServers`] reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct McpServerStatus {
     /// Its name.
@@ -470,31 +597,90 @@ pub struct McpServerStatus {
 // The conversation and the task itself (issue 14): questions to the user, the task's mode and settings, the
 // actions that belong to the host (a new task, condensing), another tool in the same task, and skills.
 
-/// `ask`: a question to the user (Cline's `ask`); the answer is the user's text and images, or "not answered"
-/// when no user is there (no interaction registered, or the ask timed out).
-pub const ASK: &str = "ask";
-/// `task.settings`: the task's current mode and the settings the conversational tools follow.
-pub const TASK_SETTINGS: &str = "task.settings";
-/// `task.set_mode`: switches the task between `plan` and `act` (plan_mode_respond's switch in YOLO mode).
-pub const TASK_SET_MODE: &str = "task.set_mode";
-/// `task.complete`: the user accepted attempt_completion's result: the task is complete.
-pub const TASK_COMPLETE: &str = "task.complete";
-/// `task.new`: the host offers the user a new task with this context (new_task).
-pub const TASK_NEW: &str = "task.new";
-/// `task.condense`: the host offers the user to condense the conversation to this summary (condense).
-pub const TASK_CONDENSE: &str = "task.condense";
-/// `task.summarize`: the host truncates the conversation behind this summary (summarize_task).
-pub const TASK_SUMMARIZE: &str = "task.summarize";
-/// `task.report_bug`: the host shows the user a bug report to file (report_bug).
-pub const TASK_REPORT_BUG: &str = "task.report_bug";
-/// `task.explain`: the host explains the changes between two git refs (generate_explanation).
-pub const TASK_EXPLAIN: &str = "task.explain";
-/// `tool.call`: runs another tool in the same task through the whole pipeline (checks, approval, execution).
-pub const TOOL_CALL: &str = "tool.call";
-/// `skills.list`: the skills this task may use (the user's skill directories, the workspace's when trusted).
-pub const SKILLS_LIST: &str = "skills.list";
-/// `skills.load`: one skill's instructions (the body of its `SKILL.md`).
-pub const SKILLS_LOAD: &str = "skills.load";
+service! {
+    /// `ask`: a question to the user (Cline's `ask`); the answer is the user's text and images, or "not answered"
+    /// when no user is there (no interaction registered, or the ask timed out).
+    Ask = "ask": AskRequest => AskResponse
+}
+/// The name of [`Ask`], for the host's dispatch.
+pub const ASK: &str = Ask::NAME;
+
+service! {
+    /// `task.settings`: the task's current mode and the settings the conversational tools follow.
+    TaskSettingsService = "task.settings": Empty => TaskSettings
+}
+/// The name of [`TaskSettingsService`], for the host's dispatch.
+pub const TASK_SETTINGS: &str = TaskSettingsService::NAME;
+
+service! {
+    /// `task.set_mode`: switches the task between `plan` and `act` (plan_mode_respond's switch in YOLO mode).
+    TaskSetMode = "task.set_mode": SetModeRequest => Empty
+}
+/// The name of [`TaskSetMode`], for the host's dispatch.
+pub const TASK_SET_MODE: &str = TaskSetMode::NAME;
+
+service! {
+    /// `task.complete`: the user accepted attempt_completion's result: the task is complete.
+    TaskComplete = "task.complete": TaskTextRequest => Empty
+}
+/// The name of [`TaskComplete`], for the host's dispatch.
+pub const TASK_COMPLETE: &str = TaskComplete::NAME;
+
+service! {
+    /// `task.new`: the host offers the user a new task with this context (new_task).
+    TaskNew = "task.new": TaskTextRequest => AskResponse
+}
+/// The name of [`TaskNew`], for the host's dispatch.
+pub const TASK_NEW: &str = TaskNew::NAME;
+
+service! {
+    /// `task.condense`: the host offers the user to condense the conversation to this summary (condense).
+    TaskCondense = "task.condense": TaskTextRequest => AskResponse
+}
+/// The name of [`TaskCondense`], for the host's dispatch.
+pub const TASK_CONDENSE: &str = TaskCondense::NAME;
+
+service! {
+    /// `task.summarize`: the host truncates the conversation behind this summary (summarize_task).
+    TaskSummarize = "task.summarize": TaskTextRequest => AskResponse
+}
+/// The name of [`TaskSummarize`], for the host's dispatch.
+pub const TASK_SUMMARIZE: &str = TaskSummarize::NAME;
+
+service! {
+    /// `task.report_bug`: the host shows the user a bug report to file (report_bug).
+    TaskReportBug = "task.report_bug": BugReport => AskResponse
+}
+/// The name of [`TaskReportBug`], for the host's dispatch.
+pub const TASK_REPORT_BUG: &str = TaskReportBug::NAME;
+
+service! {
+    /// `task.explain`: the host explains the changes between two git refs (generate_explanation).
+    TaskExplain = "task.explain": ExplainRequest => AskResponse
+}
+/// The name of [`TaskExplain`], for the host's dispatch.
+pub const TASK_EXPLAIN: &str = TaskExplain::NAME;
+
+service! {
+    /// `tool.call`: runs another tool in the same task through the whole pipeline (checks, approval, execution).
+    ToolCallService = "tool.call": ToolCallRequest => ToolCallResponse
+}
+/// The name of [`ToolCallService`], for the host's dispatch.
+pub const TOOL_CALL: &str = ToolCallService::NAME;
+
+service! {
+    /// `skills.list`: the skills this task may use (the user's skill directories, the workspace's when trusted).
+    SkillsList = "skills.list": Empty => SkillList
+}
+/// The name of [`SkillsList`], for the host's dispatch.
+pub const SKILLS_LIST: &str = SkillsList::NAME;
+
+service! {
+    /// `skills.load`: one skill's instructions (the body of its `SKILL.md`).
+    SkillsLoad = "skills.load": SkillLoadRequest => SkillContent
+}
+/// The name of [`SkillsLoad`], for the host's dispatch.
+pub const SKILLS_LOAD: &str = SkillsLoad::NAME;
 
 /// An image the user attached to an answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -505,7 +691,7 @@ pub struct AttachedImage {
     pub data: String,
 }
 
-/// Request of [`ASK`].
+/// Request of [`Ask`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AskRequest {
     /// Cline's ask type: `followup`, `plan_mode_respond`, `completion_result`, …
@@ -517,7 +703,7 @@ pub struct AskRequest {
     pub options: Vec<String>,
 }
 
-/// Response of [`ASK`] and of the host actions.
+/// Response of [`Ask`] and of the host actions.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AskResponse {
     /// Whether a user answered; `false` when nobody is there to ask.
@@ -534,7 +720,7 @@ pub struct AskResponse {
     pub switched_to_act: bool,
 }
 
-/// Response of [`TASK_SETTINGS`].
+/// Response of [`TaskSettingsService`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSettings {
     /// `act` or `plan`, as it is now (the call's task info holds the mode the task started in).
@@ -556,21 +742,21 @@ pub struct TaskSettings {
     pub last_tool: Option<String>,
 }
 
-/// Request of [`TASK_SET_MODE`].
+/// Request of [`TaskSetMode`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SetModeRequest {
     /// `act` or `plan`.
     pub mode: String,
 }
 
-/// Request of [`TASK_COMPLETE`], [`TASK_NEW`], [`TASK_CONDENSE`] and [`TASK_SUMMARIZE`].
+/// Request of [`TaskComplete`], [`TaskNew`], [`TaskCondense`] and [`TaskSummarize`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskTextRequest {
     /// The result, the new task's context, or the summary.
     pub text: String,
 }
 
-/// Request of [`TASK_REPORT_BUG`]: Cline's report_bug parameters.
+/// Request of [`TaskReportBug`]: Cline's report_bug parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BugReport {
     /// The issue's title.
@@ -585,7 +771,7 @@ pub struct BugReport {
     pub additional_context: String,
 }
 
-/// Request of [`TASK_EXPLAIN`]: Cline's generate_explanation parameters.
+/// Request of [`TaskExplain`]: Cline's generate_explanation parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExplainRequest {
     /// The explanation's title.
@@ -597,7 +783,7 @@ pub struct ExplainRequest {
     pub to_ref: Option<String>,
 }
 
-/// Request of [`TOOL_CALL`].
+/// Request of [`ToolCallService`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallRequest {
     /// The tool's name.
@@ -606,7 +792,7 @@ pub struct ToolCallRequest {
     pub input: serde_json::Value,
 }
 
-/// Response of [`TOOL_CALL`].
+/// Response of [`ToolCallService`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallResponse {
     /// `success`, `error` or `denied`.
@@ -615,7 +801,7 @@ pub struct ToolCallResponse {
     pub blocks: Vec<crate::protocol::Block>,
 }
 
-/// One skill, as [`SKILLS_LIST`] lists it.
+/// One skill, as [`SkillsList`] lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillInfo {
     /// Its name (its directory's name).
@@ -628,21 +814,21 @@ pub struct SkillInfo {
     pub source: String,
 }
 
-/// Response of [`SKILLS_LIST`].
+/// Response of [`SkillsList`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillList {
     /// The available skills; a name found in several directories is listed once (the user's wins).
     pub skills: Vec<SkillInfo>,
 }
 
-/// Request of [`SKILLS_LOAD`].
+/// Request of [`SkillsLoad`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillLoadRequest {
     /// The skill's name.
     pub name: String,
 }
 
-/// Response of [`SKILLS_LOAD`].
+/// Response of [`SkillsLoad`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SkillContent {
     /// The skill; `None` when no available skill has that name.
@@ -655,12 +841,16 @@ pub struct SkillContent {
 
 // Subagents (issue 15): the coordinator spawns child tasks for use_subagents.
 
-/// `subagents.spawn`: runs up to five subagents in parallel, each a child task of the calling task (restricted
-/// tools, no UI, its own state, cancelled with the parent), and answers when every one has finished. Offered
-/// only when the host registered an agent driver and `[subagents] enabled` is on.
-pub const SUBAGENTS_SPAWN: &str = "subagents.spawn";
+service! {
+    /// `subagents.spawn`: runs up to five subagents in parallel, each a child task of the calling task (restricted
+    /// tools, no UI, its own state, cancelled with the parent), and answers when every one has finished. Offered
+    /// only when the host registered an agent driver and `[subagents] enabled` is on.
+    SubagentsSpawn = "subagents.spawn": SubagentsSpawnRequest => SubagentsSpawnResponse
+}
+/// The name of [`SubagentsSpawn`], for the host's dispatch.
+pub const SUBAGENTS_SPAWN: &str = SubagentsSpawn::NAME;
 
-/// Request of [`SUBAGENTS_SPAWN`].
+/// Request of [`SubagentsSpawn`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubagentsSpawnRequest {
     /// One prompt per subagent, trimmed and non-empty.
@@ -694,7 +884,7 @@ pub struct SubagentOutcome {
     pub context_window: u64,
 }
 
-/// Response of [`SUBAGENTS_SPAWN`]: one outcome per prompt, in the request's order.
+/// Response of [`SubagentsSpawn`]: one outcome per prompt, in the request's order.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SubagentsSpawnResponse {
     /// The outcomes.
@@ -703,15 +893,19 @@ pub struct SubagentsSpawnResponse {
 
 // Child-process jobs (issue 22): a plugin's parser of hostile content runs in a child process.
 
-/// `isolate.run`: runs the calling plugin's [`crate::sdk::Tool::job`] named `job` in a child process (the host
-/// binary in a hidden mode, the same library loaded again) under the host's `[isolation]` limits: address
-/// space, CPU time, stack and wall-clock time. A stack overflow, an allocation failure, an abort or a loop
-/// there ends the child, not the host, and comes back as a [`crate::ServiceError`] of kind `Failed` whose
-/// message says which limit was hit. Host services the job calls are forwarded to the host and run there
-/// under the calling call's checks. Not offered inside a job (no nesting).
-pub const ISOLATE_RUN: &str = "isolate.run";
+service! {
+    /// `isolate.run`: runs the calling plugin's [`crate::sdk::Tool::job`] named `job` in a child process (the host
+    /// binary in a hidden mode, the same library loaded again) under the host's `[isolation]` limits: address
+    /// space, CPU time, stack and wall-clock time. A stack overflow, an allocation failure, an abort or a loop
+    /// there ends the child, not the host, and comes back as a [`crate::ServiceError`] of kind `Failed` whose
+    /// message says which limit was hit. Host services the job calls are forwarded to the host and run there
+    /// under the calling call's checks. Not offered inside a job (no nesting).
+    IsolateRun = "isolate.run": IsolateRequest => IsolateResponse
+}
+/// The name of [`IsolateRun`], for the host's dispatch.
+pub const ISOLATE_RUN: &str = IsolateRun::NAME;
 
-/// Request of [`ISOLATE_RUN`].
+/// Request of [`IsolateRun`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IsolateRequest {
     /// The job's name, as the plugin's `job` knows it.
@@ -721,7 +915,7 @@ pub struct IsolateRequest {
     pub input: serde_json::Value,
 }
 
-/// Response of [`ISOLATE_RUN`]: the job's own answer, `Ok` or its `Err` text.
+/// Response of [`IsolateRun`]: the job's own answer, `Ok` or its `Err` text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IsolateResponse {
@@ -733,14 +927,18 @@ pub enum IsolateResponse {
 
 // The commit gate (issue 22): a call that was reported as failed never writes afterwards.
 
-/// `call.commit`: an edit tool asks it right before its first write. The host moves the call from running to
-/// committing and answers `committed: true`, unless the call already timed out or was cancelled: then it
-/// answers `committed: false` (or the `Cancelled` error every service gives then) and the tool must not
-/// write. A call that committed is waited for when its timeout passes, so its result reports what it wrote.
-/// A tool whose every write goes through the gate declares [`crate::capability::COMMITS_WRITES`].
-pub const CALL_COMMIT: &str = "call.commit";
+service! {
+    /// `call.commit`: an edit tool asks it right before its first write. The host moves the call from running to
+    /// committing and answers `committed: true`, unless the call already timed out or was cancelled: then it
+    /// answers `committed: false` (or the `Cancelled` error every service gives then) and the tool must not
+    /// write. A call that committed is waited for when its timeout passes, so its result reports what it wrote.
+    /// A tool whose every write goes through the gate declares [`crate::capability::COMMITS_WRITES`].
+    CallCommit = "call.commit": Empty => CommitResponse
+}
+/// The name of [`CallCommit`], for the host's dispatch.
+pub const CALL_COMMIT: &str = CallCommit::NAME;
 
-/// Response of [`CALL_COMMIT`].
+/// Response of [`CallCommit`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CommitResponse {
     /// Whether the call may write now.

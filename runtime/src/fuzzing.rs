@@ -3,7 +3,7 @@
 //! function only forwards to the code the runtime itself runs, so a fuzzer exercises the real thing without
 //! the internals becoming public.
 
-use crate::pipeline::executor;
+use crate::pipeline as executor;
 use crate::workspace::{self, Workspace};
 use serde_json::Value;
 use std::path::{Path, PathBuf};

@@ -114,5 +114,5 @@ pub use registry::tool_id::{check_plugin_tool_name, NameError, ToolId};
 /// The request types of the host actions an [`Interaction`] carries out.
 pub use toolshed_plugin_api::services::{AttachedImage, BugReport, ExplainRequest};
 pub use toolshed_plugin_api::Block;
-pub use pipeline::turn::{interrupted, MistakeLimit, TurnResult};
+pub use runtime::turn::{interrupted, MistakeLimit, TurnResult};
 pub use registry::watch::{PluginEvent, PluginEvents, ReloadStats, WatchError};

@@ -1,8 +1,389 @@
-//! The call pipeline: one tool use from the model to the result it reads, in stages (resolve, validate,
-//! prepare, authorize, execute, finish), with the approval policy and hooks that authorize it and the
-//! message-level rules of one assistant turn.
+//! The call pipeline: one tool use from the model to the result it reads, in stages, as Cline orders them:
+//!
+//! 1. **resolve** ([`resolve`]): the name to its tool's route, through the services' name routes for names no
+//!    plugin has (`{server}__mcp__{tool}`, `use_subagent_<name>`);
+//! 2. **validate** ([`validate`]): the input parsed once and checked (an object, required parameters, PLAN mode);
+//! 3. **prepare**: the tool's own validation, on its actor, answering `proceed`, an approval request or an error;
+//! 4. **authorize** ([`authorize`]): the approval policy, the PreToolUse hooks and, when either says so, the user;
+//! 5. **execute**: the tool's work; when nobody has to be asked it runs in the same job as `prepare`;
+//! 6. **finish** ([`finish`]): the answer as a result, mistakes and loop detection, the PostToolUse hooks.
+//!
+//! Every failure on the way is a tool result, never an error of the host's. The [`Engine`] holds what every call
+//! shares; it is the [`ToolRunner`] the services that run tools call back into.
 
-pub(crate) mod executor;
+mod authorize;
+mod finish;
 pub(crate) mod hooks;
 pub(crate) mod policy;
-pub(crate) mod turn;
+mod resolve;
+mod validate;
+
+pub(crate) use validate::{describe, is_missing, json_kind, signature};
+
+use crate::actors::tool_actor::{CallJson, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
+use crate::messages;
+use crate::registry::coordinator::{Route, Routing, RoutingCell};
+use crate::services::runner::{NameRoute, ToolRunner};
+use crate::services::HostServices;
+use crate::spec::{self, Provider, Spec, SpecContext, ToolSchemas};
+use crate::task::{TaskContext, TaskEnd, TaskShared};
+use crate::types::{BoxFuture, EventSink, ResultStatus, ToolInput, ToolResult, ToolUse};
+use hooks::{HookDecision, HookEvent, HookInput, Hooks, Verdict};
+use policy::{Approver, Policy};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use toolshed_plugin_api::{Block, Outcome, Prepared};
+
+/// Timeouts the pipeline applies.
+#[derive(Debug, Clone)]
+pub(crate) struct Timeouts {
+    pub prepare: Duration,
+    pub call: Duration,
+    pub ask: Option<Duration>,
+    pub cancel_grace: Duration,
+    /// `[timeouts] commit_ms`: how long a call past its commit gate is waited for after a timeout.
+    pub commit: Duration,
+}
+
+/// What the engine is built from, besides the services.
+pub(crate) struct EngineParts {
+    pub routing: RoutingCell,
+    pub policy: Policy,
+    pub approver: Option<Arc<dyn Approver>>,
+    pub timeouts: Timeouts,
+    pub plugin_timeouts: BTreeMap<String, u64>,
+    pub events: Option<EventSink>,
+    pub hooks: Hooks,
+    pub max_result_bytes: usize,
+}
+
+/// What every call of every task shares.
+pub(crate) struct Engine {
+    routing: RoutingCell,
+    pub policy: Policy,
+    pub approver: Option<Arc<dyn Approver>>,
+    pub timeouts: Timeouts,
+    /// Timeouts plugins honour themselves, handed to them in every call's task info.
+    plugin_timeouts: BTreeMap<String, u64>,
+    events: Option<EventSink>,
+    pub services: HostServices,
+    /// PreToolUse and PostToolUse hooks: the host's callbacks, then the configured commands.
+    hooks: Hooks,
+    /// `[limits] max_result_bytes`: the most text any tool result carries.
+    max_result_bytes: usize,
+    /// The names services answer for without a plugin of that name, asked in order.
+    name_routes: Vec<Box<dyn NameRoute>>,
+    /// What a task's end does: its processes are killed.
+    task_end: TaskEnd,
+}
+
+impl Engine {
+    /// Builds the engine and its services; `services` gets the engine as the runner of its tool-running
+    /// services (a weak link, so the runtime still drops).
+    pub fn new(parts: EngineParts, services: impl FnOnce(Weak<dyn ToolRunner>) -> HostServices) -> Arc<Self> {
+        Arc::new_cyclic(|engine: &Weak<Engine>| {
+            let runner: Weak<dyn ToolRunner> = engine.clone();
+            let services = services(runner);
+            let mut name_routes: Vec<Box<dyn NameRoute>> = Vec::new();
+            if let Some(hub) = &services.mcp {
+                name_routes.push(Box::new(crate::services::mcp::NativeTools(Arc::clone(hub))));
+            }
+            name_routes.push(Box::new(crate::services::subagents::AgentTools(Arc::clone(&services.subagents))));
+            let processes = Arc::clone(&services.processes);
+            Engine {
+                routing: parts.routing,
+                policy: parts.policy,
+                approver: parts.approver,
+                timeouts: parts.timeouts,
+                plugin_timeouts: parts.plugin_timeouts,
+                events: parts.events,
+                services,
+                hooks: parts.hooks,
+                max_result_bytes: parts.max_result_bytes,
+                name_routes,
+                task_end: Arc::new(move |task_id: &str| processes.kill_task(task_id)),
+            }
+        })
+    }
+
+    /// The routing snapshot now.
+    pub fn snapshot(&self) -> Arc<Routing> {
+        match self.routing.read() {
+            Ok(cell) => Arc::clone(&cell),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    pub fn route(&self, name: &str) -> Option<Route> {
+        self.snapshot().routes.get(name).cloned()
+    }
+
+    pub fn tool_names(&self) -> Vec<String> {
+        self.snapshot().routes.keys().cloned().collect()
+    }
+
+    /// Opens a task.
+    pub fn open_task(&self, context: TaskContext) -> Arc<TaskShared> {
+        Arc::new(TaskShared::new(
+            context,
+            self.plugin_timeouts.clone(),
+            self.events.clone(),
+            Some(Arc::clone(&self.task_end)),
+        ))
+    }
+
+    /// Every loaded tool by name with its spec for `family`, those whose requirements `context` meets,
+    /// resolved for it and converted for `provider`. One snapshot, so a reload never mixes generations.
+    pub fn schema(&self, provider: Provider, family: &str, context: &SpecContext) -> ToolSchemas {
+        let snapshot = self.snapshot();
+        let mut metas: Vec<_> = snapshot.routes.values().map(|route| &route.meta).collect();
+        metas.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut specs: Vec<Spec> = metas
+            .into_iter()
+            .filter_map(|meta| spec::family_spec(&meta.specs, family))
+            .map(|tool_spec| Spec::from(tool_spec.clone()))
+            .filter(|spec| context.meets_all(&spec.context_requirements))
+            .map(|spec| spec.for_context(context))
+            .collect();
+        self.services.subagents.adjust_specs(&mut specs, context);
+        provider.render(&specs)
+    }
+
+    /// The result header Cline shows for a tool use (`[read_file for 'a.rs']`).
+    pub fn description(&self, tool_use: &ToolUse) -> String {
+        let display = self.route(&tool_use.name).and_then(|route| route.meta.display.clone());
+        let input = match &tool_use.input {
+            ToolInput::Json(value) => value.clone(),
+            ToolInput::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        };
+        describe(display.as_deref(), &tool_use.name, &input)
+    }
+
+    /// Runs a tool use as the host runs its model's: the focus chain's `task_progress` leaves the input before
+    /// any check and is stored, with Cline's reminders added to the result, once the call is done.
+    pub async fn execute_for_host(self: &Arc<Self>, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> ToolResult {
+        let interaction = &self.services.interaction;
+        let progress = crate::services::interaction::take_progress(interaction, &mut tool_use);
+        let mut result = self.execute(task, tool_use).await;
+        crate::services::interaction::after_call(interaction, task, progress, &mut result);
+        result
+    }
+
+    /// Runs one tool use for a task through every stage, then Cline's loop detection on it.
+    pub async fn execute(self: &Arc<Self>, task: &Arc<TaskShared>, tool_use: ToolUse) -> ToolResult {
+        if task.cancel.is_cancelled() {
+            let description = format!("[{}]", tool_use.name);
+            let text = messages::tool_error(&format!("Error executing {}: the task was cancelled.", tool_use.name));
+            return ToolResult::plain(&tool_use, description, ResultStatus::Error, text);
+        }
+        let resolved = resolve::resolve(self, task, tool_use).await;
+        let mut result = match resolved.outcome {
+            Ok((route, tool_use)) => {
+                let (mut result, signature) = self.run(task, route, tool_use).await;
+                if let Some(signature) = signature {
+                    finish::detect_loop(task, &mut result, signature);
+                }
+                result
+            }
+            Err(result) => result,
+        };
+        if let Some(rename) = resolved.rename {
+            result.name = rename.name;
+            if let Some(description) = rename.description {
+                result.description = description;
+            }
+        }
+        result
+    }
+
+    /// The stages after resolve; also returns the loop-detection signature when the call reached its tool.
+    async fn run(
+        self: &Arc<Self>,
+        task: &Arc<TaskShared>,
+        route: Route,
+        mut tool_use: ToolUse,
+    ) -> (ToolResult, Option<String>) {
+        let valid = match validate::validate(&route, task, &mut tool_use) {
+            Ok(valid) => valid,
+            Err(invalid) => {
+                let result = if invalid.mistake { finish::mistake(task, invalid.result) } else { invalid.result };
+                return (result, invalid.signature);
+            }
+        };
+        let validate::Valid { input, description, signature } = valid;
+        let pre_hooks = self.hooks.has(HookEvent::PreToolUse);
+        let hook_input = |event: HookEvent| HookInput {
+            hook_event_name: event,
+            session_id: task.info.task_id.clone(),
+            task_id: task.info.task_id.clone(),
+            cwd: task.info.cwd.clone(),
+            tool_name: tool_use.name.clone(),
+            tool_input: input.clone(),
+            tool_use_id: tool_use.id.clone(),
+            tool_response: None,
+        };
+        let pre_input = pre_hooks.then(|| hook_input(HookEvent::PreToolUse));
+        let post_input = self.hooks.has(HookEvent::PostToolUse).then(|| hook_input(HookEvent::PostToolUse));
+
+        // Prepare, and when nobody has to be asked, execute in the same job: one round trip instead of two.
+        let authorizer = Arc::new(authorize::Authorizer::new(self, task, &route, &tool_use.name, &input));
+        let call = Arc::new(CallJson::new(&tool_use.name, &tool_use.id, &input, task));
+        // PreToolUse hooks run between prepare and execute, so the two cannot share a job when there are any.
+        let then = (!pre_hooks).then(|| ThenExecute { approve: authorizer.clone(), timeout: self.timeouts.call });
+        let first = self.run_phase(&route, Phase::Prepare, (&call, false), task, self.timeouts.prepare, then).await;
+        let mut feedback = None;
+        let mut verdict = Verdict::default();
+        let executed = match first {
+            Ok(PhaseAnswer::Executed(text) | PhaseAnswer::Text(text)) => Ok(text),
+            Ok(PhaseAnswer::Prepared(prepared)) => {
+                let prepared = prepared.unwrap_or_else(|e| {
+                    Prepared::Error(finish::boundary_error(
+                        &tool_use.name,
+                        &format!("unreadable answer from prepare: {e}"),
+                    ))
+                });
+                let request = match prepared {
+                    Prepared::Error(error) => {
+                        let error = crate::result_limit::cap_error(error, self.max_result_bytes);
+                        return (finish::tool_error(task, &tool_use, description, error), Some(signature));
+                    }
+                    Prepared::Proceed => None,
+                    Prepared::Approval(request) => Some(request),
+                };
+                if let Some(pre_input) = pre_input {
+                    verdict = self.hooks.run(pre_input, task.workspace.primary().to_path_buf()).await;
+                    if verdict.decision == Some(HookDecision::Deny) {
+                        let message = request.as_ref().and_then(|r| r.denied_message.as_deref());
+                        let mut result = finish::denied(&tool_use, description, message);
+                        let reason = verdict.reason.clone().unwrap_or_default();
+                        result.context_before = verdict.context;
+                        result.context_before.extend(hooks::hook_context("PreToolUse", &reason));
+                        result.note = Some(format!("denied by a PreToolUse hook: {reason}"));
+                        return (result, Some(signature));
+                    }
+                }
+                match authorize::authorize(&authorizer, request, &verdict).await {
+                    Ok(authorized) => {
+                        feedback = authorized.feedback;
+                        let limit = self.timeouts.call;
+                        match self
+                            .run_phase(&route, Phase::Execute, (&call, authorized.explicit), task, limit, None)
+                            .await
+                        {
+                            Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
+                            Ok(PhaseAnswer::Prepared(_)) => {
+                                Err(PhaseError::Failed("execute answered as prepare".to_owned()))
+                            }
+                            Err(error) => Err(error),
+                        }
+                    }
+                    Err(refused) => {
+                        let mut result = finish::denied(&tool_use, description, refused.message.as_deref());
+                        result.note = refused.note;
+                        result.feedback = refused.feedback;
+                        result.context_before = verdict.context;
+                        return (result, Some(signature));
+                    }
+                }
+            }
+            Err(error) => Err(error),
+        };
+        let outcome = match executed {
+            Ok(text) => crate::result_limit::parse_outcome(&text, self.max_result_bytes).unwrap_or_else(|e| {
+                Outcome::Error(finish::boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
+            }),
+            Err(error) => Outcome::Error(crate::result_limit::cap_error(
+                finish::phase_error(&route, &error),
+                self.max_result_bytes,
+            )),
+        };
+        let mut result = match outcome {
+            Outcome::Success { blocks } => {
+                task.mistakes.store(0, Ordering::Relaxed);
+                let mut result = ToolResult::plain(&tool_use, description, ResultStatus::Success, String::new());
+                result.blocks = blocks;
+                result
+            }
+            Outcome::Error(error) => finish::tool_error(task, &tool_use, description, error),
+            Outcome::Denied => finish::denied(&tool_use, description, None),
+        };
+        result.feedback = feedback;
+        result.context_before = verdict.context;
+        if let Some(mut post_input) = post_input {
+            let content: Vec<Value> = result
+                .blocks
+                .iter()
+                .map(|block| match block {
+                    Block::Text { text } => json!({"type": "text", "text": text}),
+                    Block::Image { media_type, .. } => json!({"type": "image", "media_type": media_type}),
+                })
+                .collect();
+            post_input.tool_response = Some(json!({"status": result.status.as_str(), "content": content}));
+            let post = self.hooks.run(post_input, task.workspace.primary().to_path_buf()).await;
+            result.context_after.extend(post.context);
+        }
+        (result, Some(signature))
+    }
+
+    /// Hands a streamed, incomplete tool use to its tool (UI only). Unknown tools and failures are ignored:
+    /// the complete tool use that follows reports them.
+    pub async fn partial(&self, task: &Arc<TaskShared>, id: &str, name: &str, input: Value) {
+        let Some(route) = resolve::pin_streamed(self, task, id, name) else {
+            return;
+        };
+        let call = Arc::new(CallJson::new(name, id, &input, task));
+        let _ = self.run_phase(&route, Phase::Partial, (&call, false), task, self.timeouts.prepare, None).await;
+    }
+
+    async fn run_phase(
+        &self,
+        route: &Route,
+        phase: Phase,
+        (call, approved): (&Arc<CallJson>, bool),
+        task: &Arc<TaskShared>,
+        timeout: Duration,
+        then_execute: Option<ThenExecute>,
+    ) -> Result<PhaseAnswer, PhaseError> {
+        let message = RunPhase {
+            phase,
+            call: Arc::clone(call),
+            approved,
+            task: Arc::clone(task),
+            router: Arc::clone(&self.services.router),
+            commit_wait: self.timeouts.commit,
+            timeout,
+            cancel_grace: self.timeouts.cancel_grace,
+            then_execute,
+        };
+        match route.actor.send(message).await {
+            Ok(answer) => answer,
+            Err(_) => Err(PhaseError::Failed("the tool's actor has stopped".to_owned())),
+        }
+    }
+}
+
+impl ToolRunner for Engine {
+    fn call(self: Arc<Self>, task: Arc<TaskShared>, tool_use: ToolUse) -> BoxFuture<ToolResult> {
+        Box::pin(async move { Engine::execute(&self, &task, tool_use).await })
+    }
+
+    fn execute(self: Arc<Self>, task: Arc<TaskShared>, tool_use: ToolUse) -> BoxFuture<ToolResult> {
+        Box::pin(async move { Engine::execute_for_host(&self, &task, tool_use).await })
+    }
+
+    fn open_task(&self, context: TaskContext) -> Arc<TaskShared> {
+        Engine::open_task(self, context)
+    }
+
+    fn cancel_task(&self, task: &TaskShared) {
+        task.cancel.cancel();
+        self.services.processes.kill_task(&task.info.task_id);
+    }
+
+    fn spec(&self, tool: &str, family: &str) -> Option<Spec> {
+        self.route(tool).and_then(|route| spec::family_spec(&route.meta.specs, family).map(|s| Spec::from(s.clone())))
+    }
+}

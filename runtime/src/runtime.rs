@@ -2,96 +2,28 @@
 //! `Send` task handles whose futures any executor can await.
 
 use crate::config::Config;
-use crate::registry::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Route, Routing, RoutingCell};
-use crate::pipeline::executor;
-use crate::types::{EventSink, Mode, PartialToolUse, ToolResult, ToolUse, UiEvent};
-use crate::pipeline::hooks::{HookEvent, HookFn, HookInput, HookOutcome, Hooks};
+pub(crate) mod turn;
+
 use crate::http::{HttpService, HttpSettings};
-use crate::registry::loader::{self, LoadError, LoadedPlugin};
+use crate::pipeline::hooks::{HookEvent, HookFn, HookInput, HookOutcome, Hooks};
 use crate::pipeline::policy::{Approver, Policy};
-use crate::services::process::ProcessManager;
-use crate::spec::{self, Provider, Spec, SpecContext, SpecRegistry, ToolSchemas};
-use crate::task::{HostServices, TaskContext, TaskShared};
+use crate::pipeline::{Engine, EngineParts, Timeouts};
+use crate::registry::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Routing, RoutingCell};
+use crate::registry::loader::{self, LoadError, LoadedPlugin};
 use crate::registry::watch::{PluginEvent, PluginEvents, ReloadStats, Reloader, Watcher};
+use crate::services::interaction::InteractionHost;
+use crate::services::process::ProcessManager;
+use crate::services::subagents::SubagentHost;
+use crate::services::{HostServices, ServiceParts};
+use crate::spec::{self, Provider, SpecContext, SpecRegistry, ToolSchemas};
+use crate::task::{TaskContext, TaskShared};
+use crate::types::{EventSink, Mode, PartialToolUse, ToolResult, ToolUse, UiEvent};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use toolshed_plugin_api::services::CommandsSettings;
-
-/// Timeouts the executor applies.
-#[derive(Debug, Clone)]
-pub(crate) struct Timeouts {
-    pub prepare: Duration,
-    pub call: Duration,
-    pub ask: Option<Duration>,
-    pub cancel_grace: Duration,
-}
-
-/// What every call of every task shares.
-pub(crate) struct Shared {
-    routing: RoutingCell,
-    pub policy: Policy,
-    pub approver: Option<Arc<dyn Approver>>,
-    pub timeouts: Timeouts,
-    /// Timeouts plugins honour themselves, handed to them in every call's task info.
-    pub plugin_timeouts: BTreeMap<String, u64>,
-    pub events: Option<EventSink>,
-    pub host: Arc<HostServices>,
-    /// PreToolUse and PostToolUse hooks: the host's callbacks, then the configured commands.
-    pub hooks: Hooks,
-    /// `[limits] max_result_bytes`: the most text any tool result carries.
-    pub max_result_bytes: usize,
-}
-
-impl Shared {
-    fn snapshot(&self) -> Arc<Routing> {
-        match self.routing.read() {
-            Ok(cell) => Arc::clone(&cell),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
-    }
-
-    pub fn route(&self, name: &str) -> Option<Route> {
-        self.snapshot().routes.get(name).cloned()
-    }
-
-    pub fn tool_names(&self) -> Vec<String> {
-        self.snapshot().routes.keys().cloned().collect()
-    }
-
-    /// Every loaded tool by name with its spec for `family`, those whose requirements `context` meets,
-    /// resolved for it and converted for `provider`. One snapshot, so a reload never mixes generations.
-    fn schema(&self, provider: Provider, family: &str, context: &SpecContext) -> ToolSchemas {
-        let snapshot = self.snapshot();
-        let mut metas: Vec<_> = snapshot.routes.values().map(|route| &route.meta).collect();
-        metas.sort_by(|a, b| a.name.cmp(&b.name));
-        let specs: Vec<Spec> = metas
-            .into_iter()
-            .filter_map(|meta| spec::family_spec(&meta.specs, family))
-            .map(|tool_spec| Spec::from(tool_spec.clone()))
-            .filter(|spec| context.meets_all(&spec.context_requirements))
-            .map(|spec| spec.for_context(context))
-            .collect();
-        let mut specs = specs;
-        self.host.subagents.adjust_specs(&mut specs, context);
-        provider.render(&specs)
-    }
-}
-
-/// Opens a task of this runtime (the subagent runs' child tasks).
-pub(crate) fn open_task(shared: &Arc<Shared>, context: TaskContext) -> TaskHandle {
-    TaskHandle {
-        shared: Arc::clone(shared),
-        task: Arc::new(TaskShared::new(
-            context,
-            shared.plugin_timeouts.clone(),
-            shared.events.clone(),
-            Arc::clone(&shared.host),
-        )),
-    }
-}
 
 /// Why the runtime could not start.
 #[derive(Debug, thiserror::Error)]
@@ -312,7 +244,7 @@ impl RuntimeBuilder {
             max_abandoned: config.plugins.max_abandoned as usize,
         };
         let routing: RoutingCell = Arc::new(RwLock::new(Arc::new(Routing::default())));
-        let (system, thread, events, coordinator) = start_system(settings, Arc::clone(&routing), plugins)?;
+        let (system, thread, stopped, events, coordinator) = start_system(settings, Arc::clone(&routing), plugins)?;
         let reloader = Arc::new(Reloader::new(
             self.plugin_dirs.clone(),
             coordinator,
@@ -344,7 +276,48 @@ impl RuntimeBuilder {
                 }
             },
         };
-        let shared = Arc::new(Shared {
+        let processes = Arc::new(ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background));
+        let parts = ServiceParts {
+            processes,
+            commands: CommandsSettings {
+                // The config loader reads Cline's variable as the user's setting (so a workspace can tighten
+                // it); a host that builds its config by hand still gets the variable when it set nothing.
+                permissions: config
+                    .commands
+                    .permissions
+                    .clone()
+                    .or_else(|| std::env::var("CLINE_COMMAND_PERMISSIONS").ok().filter(|v| !v.trim().is_empty())),
+                default_timeout_ms: config.commands.default_timeout_ms,
+                long_timeout_ms: config.commands.long_timeout_ms,
+                yolo: config.approval.yolo,
+                notice_ms: config.timeouts.command_notice_ms,
+            },
+            web: HttpService::new(HttpSettings::new(
+                &config.web,
+                self.web_token.unwrap_or_else(|| std::env::var("TOOLSHED_WEB_TOKEN").ok()),
+            )),
+            mcp,
+            interaction: Arc::new(InteractionHost {
+                interaction: self.interaction,
+                tasks: config.tasks.clone(),
+                yolo: config.approval.yolo,
+                ask_timeout: config.timeouts.ask(),
+                arbiter: system.arbiter().clone(),
+                skills: Arc::new(crate::services::skills::SkillDirs::new(config)),
+            }),
+            subagents: Arc::new(SubagentHost::new(
+                self.agent_driver.or_else(|| match crate::driver::OpenAiDriver::from_config(&config.subagents) {
+                    Ok(driver) => driver.map(|d| Arc::new(d) as Arc<dyn crate::driver::AgentDriver>),
+                    Err(e) => {
+                        tracing::warn!("cannot start the [subagents] driver: {e}");
+                        None
+                    }
+                }),
+                config,
+            )),
+            isolation: config.isolation.clone(),
+        };
+        let engine_parts = EngineParts {
             routing,
             policy: Policy::new(&config.approval, self.yes),
             approver: self.approver,
@@ -353,61 +326,19 @@ impl RuntimeBuilder {
                 call: config.timeouts.call(),
                 ask: config.timeouts.ask(),
                 cancel_grace: Duration::from_millis(config.timeouts.cancel_grace_ms),
+                commit: Duration::from_millis(config.timeouts.commit_ms),
             },
             plugin_timeouts,
-            max_result_bytes: usize::try_from(config.limits.max_result_bytes).unwrap_or(usize::MAX),
             events: self.events,
-            host: Arc::new(HostServices {
-                isolation: config.isolation.clone(),
-                children: Default::default(),
-                commit_wait: Duration::from_millis(config.timeouts.commit_ms),
-                processes: ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background),
-                commands: CommandsSettings {
-                    // The config loader reads Cline's variable as the user's setting (so a workspace can tighten
-                    // it); a host that builds its config by hand still gets the variable when it set nothing.
-                    permissions: config
-                        .commands
-                        .permissions
-                        .clone()
-                        .or_else(|| std::env::var("CLINE_COMMAND_PERMISSIONS").ok().filter(|v| !v.trim().is_empty())),
-                    default_timeout_ms: config.commands.default_timeout_ms,
-                    long_timeout_ms: config.commands.long_timeout_ms,
-                    yolo: config.approval.yolo,
-                    notice_ms: config.timeouts.command_notice_ms,
-                },
-                web: HttpService::new(HttpSettings::new(
-                    &config.web,
-                    self.web_token.unwrap_or_else(|| std::env::var("TOOLSHED_WEB_TOKEN").ok()),
-                )),
-                mcp,
-                interaction: crate::services::interaction::InteractionHost {
-                    interaction: self.interaction,
-                    tasks: config.tasks.clone(),
-                    yolo: config.approval.yolo,
-                    ask_timeout: config.timeouts.ask(),
-                    arbiter: system.arbiter().clone(),
-                    shared: std::sync::OnceLock::new(),
-                    skills: crate::services::skills::SkillDirs::new(config),
-                },
-                subagents: crate::services::subagents::SubagentHost::new(
-                    self.agent_driver.or_else(|| match crate::driver::OpenAiDriver::from_config(&config.subagents) {
-                        Ok(driver) => driver.map(|d| Arc::new(d) as Arc<dyn crate::driver::AgentDriver>),
-                        Err(e) => {
-                            tracing::warn!("cannot start the [subagents] driver: {e}");
-                            None
-                        }
-                    }),
-                    config,
-                ),
-            }),
             hooks,
-        });
-        // `tool.call` runs tools of the same runtime; a weak link, so the runtime still drops.
-        let _ = shared.host.interaction.shared.set(Arc::downgrade(&shared));
+            max_result_bytes: usize::try_from(config.limits.max_result_bytes).unwrap_or(usize::MAX),
+        };
+        let shared = Engine::new(engine_parts, |runner| HostServices::new(parts, runner));
         let runtime = Runtime {
             shared,
             system,
             thread: Some(thread),
+            stopped,
             shutdown: config.timeouts.shutdown(),
             load_errors,
             events,
@@ -422,7 +353,12 @@ impl RuntimeBuilder {
     }
 }
 
-type Started = (actix::System, JoinHandle<()>, Vec<RegisterEvent>, actix::Addr<Coordinator>);
+/// The running actor system: the system, its thread, a receiver that disconnects when the thread ends, the
+/// start-up registrations and the coordinator.
+type Started = (actix::System, JoinHandle<()>, Stopped, Vec<RegisterEvent>, actix::Addr<Coordinator>);
+
+/// Disconnects when the actor thread ends, so shutdown waits for it without polling.
+type Stopped = std::sync::Mutex<std::sync::mpsc::Receiver<()>>;
 
 fn start_system(
     settings: CoordinatorSettings,
@@ -430,9 +366,12 @@ fn start_system(
     plugins: Vec<LoadedPlugin>,
 ) -> Result<Started, RuntimeError> {
     let (tx, rx) = std::sync::mpsc::channel();
+    let (ended, stopped) = std::sync::mpsc::channel::<()>();
     let thread = std::thread::Builder::new()
         .name("toolshed-actors".to_owned())
         .spawn(move || {
+            // Dropped however the thread ends.
+            let _ended = ended;
             let system = actix::System::new();
             let events = system.block_on(async move {
                 use actix::Actor;
@@ -458,15 +397,16 @@ fn start_system(
         .map_err(|e| RuntimeError::System(e.to_string()))?;
     let (system, (events, coordinator)) =
         rx.recv().map_err(|_| RuntimeError::System("the actor thread ended during start-up".to_owned()))?;
-    Ok((system, thread, events, coordinator))
+    Ok((system, thread, std::sync::Mutex::new(stopped), events, coordinator))
 }
 
 /// A running Toolshed: its plugins, actors and policy. Dropping it stops the actors and joins their thread
 /// within the `[timeouts] shutdown_ms` bound; threads still inside a plugin call are left to finish alone.
 pub struct Runtime {
-    shared: Arc<Shared>,
+    shared: Arc<Engine>,
     system: actix::System,
     thread: Option<JoinHandle<()>>,
+    stopped: Stopped,
     shutdown: Duration,
     load_errors: Vec<LoadError>,
     events: Vec<RegisterEvent>,
@@ -529,15 +469,7 @@ impl Runtime {
 
     /// Opens a task: the handle through which a host runs one agent task's tool calls.
     pub fn task(&self, context: TaskContext) -> TaskHandle {
-        TaskHandle {
-            shared: Arc::clone(&self.shared),
-            task: Arc::new(TaskShared::new(
-                context,
-                self.shared.plugin_timeouts.clone(),
-                self.shared.events.clone(),
-                Arc::clone(&self.shared.host),
-            )),
-        }
+        TaskHandle { task: self.shared.open_task(context), shared: Arc::clone(&self.shared) }
     }
 
     /// The libraries that failed to load, each with its file and reason.
@@ -582,9 +514,9 @@ impl Runtime {
     /// subagents and MCP servers, then pick a prompt variant's tools with [`SpecRegistry::enabled`]. A hot
     /// reload swaps the routing snapshot whole, so a registry never mixes two generations.
     pub fn specs(&self) -> SpecRegistry {
-        let mut registry = SpecRegistry::from_routing(&self.shared.snapshot());
-        registry.set_agents(&self.shared.host.subagents.agent_configs());
-        if let Some(hub) = &self.shared.host.mcp {
+        let mut registry = self.shared.snapshot().spec_registry();
+        registry.set_agents(&self.shared.services.subagents.agent_configs());
+        if let Some(hub) = &self.shared.services.mcp {
             registry.set_mcp_servers(&hub.server_infos());
         }
         registry
@@ -593,7 +525,7 @@ impl Runtime {
     /// Resolves once every configured MCP server has connected or failed (at most `[mcp]
     /// startup_timeout_ms`); at once without MCP settings.
     pub async fn mcp_settled(&self) {
-        if let Some(hub) = &self.shared.host.mcp {
+        if let Some(hub) = &self.shared.services.mcp {
             hub.settled().await;
         }
     }
@@ -601,7 +533,7 @@ impl Runtime {
     /// The configured MCP servers now: state, tools, resources, auto-approved tools, and any settings-file
     /// error. `None` without `[mcp] settings`.
     pub fn mcp_servers(&self) -> Option<toolshed_plugin_api::services::McpServersResponse> {
-        self.shared.host.mcp.as_ref().map(|hub| hub.report())
+        self.shared.services.mcp.as_ref().map(|hub| hub.report())
     }
 
     /// Every loaded tool's schema for `provider`: sorted by name, each with its spec for `family` (else the
@@ -642,20 +574,18 @@ impl Drop for Runtime {
         // No reload may start while the actors stop.
         drop(self.watcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
         // Commands still running when the runtime goes are killed, not orphaned.
-        self.shared.host.processes.kill_all();
+        self.shared.services.processes.kill_all();
         self.system.stop();
         if let Some(thread) = self.thread.take() {
-            let deadline = Instant::now() + self.shutdown;
-            while !thread.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if thread.is_finished() {
-                let _ = thread.join();
-            } else {
-                tracing::warn!(
+            let stopped = self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            match stopped.recv_timeout(self.shutdown) {
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    let _ = thread.join();
+                }
+                _ => tracing::warn!(
                     "the actor system did not stop within {} ms; leaving it behind",
                     self.shutdown.as_millis()
-                );
+                ),
             }
         }
     }
@@ -664,7 +594,7 @@ impl Drop for Runtime {
 /// One agent task: its context and state. Cheap to clone; `Send + Sync`; its futures run on any executor.
 #[derive(Clone)]
 pub struct TaskHandle {
-    shared: Arc<Shared>,
+    shared: Arc<Engine>,
     task: Arc<TaskShared>,
 }
 
@@ -674,24 +604,19 @@ impl TaskHandle {
     /// This is one call on its own; for the tool uses of one assistant message, with Cline's message-level
     /// rules (one tool per message, skipping after a rejection, parallel read-only calls), use
     /// [`TaskHandle::execute_message`].
-    pub async fn execute(&self, mut tool_use: ToolUse) -> ToolResult {
-        // The focus chain (interaction.rs): `task_progress` leaves the input before any check, and is stored,
-        // with Cline's reminders added to the result, once the call is done.
-        let progress = crate::services::interaction::take_progress(&self.task, &mut tool_use);
-        let mut result = executor::execute(&self.shared, &self.task, tool_use).await;
-        crate::services::interaction::after_call(&self.task, progress, &mut result);
-        result
+    pub async fn execute(&self, tool_use: ToolUse) -> ToolResult {
+        self.shared.execute_for_host(&self.task, tool_use).await
     }
 
     /// Runs the tool uses of one assistant message under Cline's message-level rules and returns one
     /// result per tool use, in order (see [`crate::TurnResult`]).
     pub async fn execute_message(&self, tool_uses: Vec<ToolUse>) -> crate::TurnResult {
-        crate::pipeline::turn::execute_message(self, tool_uses).await
+        turn::execute_message(self, tool_uses).await
     }
 
     /// Shows a streamed, incomplete tool use to its tool (UI only; it never produces a tool result).
     pub async fn partial_use(&self, block: &PartialToolUse) {
-        executor::partial(&self.shared, &self.task, &block.id, &block.name, block.input.clone()).await;
+        self.shared.partial(&self.task, &block.id, &block.name, block.input.clone()).await;
     }
 
     /// Plan or act, now.
@@ -743,7 +668,7 @@ impl TaskHandle {
 
     /// Cline's result header for a tool use (`[read_file for 'src/a.rs']`).
     pub fn describe(&self, tool_use: &ToolUse) -> String {
-        executor::description(&self.shared, tool_use)
+        self.shared.description(tool_use)
     }
 
     pub(crate) fn task_shared(&self) -> &TaskShared {
@@ -757,7 +682,7 @@ impl TaskHandle {
     /// Cancels the task: calls in flight return at once with a cancellation error.
     pub fn cancel(&self) {
         self.task.cancel.cancel();
-        self.shared.host.processes.kill_task(&self.task.info.task_id);
+        self.shared.services.processes.kill_task(&self.task.info.task_id);
     }
 
     /// The task's id.
@@ -768,7 +693,7 @@ impl TaskHandle {
     /// Shows the tool a streamed, incomplete tool use (UI only; it never produces a tool result). `id` is the
     /// tool-use id when the provider has sent it already, else empty.
     pub async fn partial(&self, id: &str, name: &str, input: serde_json::Value) {
-        executor::partial(&self.shared, &self.task, id, name, input).await;
+        self.shared.partial(&self.task, id, name, input).await;
     }
 
     /// Consecutive mistakes of the model in this task (reset by a successful call).
@@ -779,16 +704,7 @@ impl TaskHandle {
     /// The task as the spec registry sees it: its primary root, roots, mode, images and subagent run. Hosts
     /// add what only they know (browser, YOLO, native tool calls, flags) before picking tools.
     pub fn spec_context(&self) -> SpecContext {
-        let info = &self.task.info;
-        SpecContext {
-            cwd: info.cwd.clone(),
-            multi_root: info.roots.len() > 1,
-            mode: self.task.mode(),
-            yolo: self.task.yolo,
-            subagent_run: info.subagent,
-            supports_images: info.supports_images,
-            ..SpecContext::default()
-        }
+        self.task.spec_context()
     }
 
     /// Every loaded tool's schema for `provider`, for this task's model family and context (see

@@ -1,12 +1,69 @@
 //! The host services plugins call during a call (`path.*`, `process.*`, `http.request`, `mcp.*`, the
-//! conversation, subagents, child-process jobs), the router that dispatches them by name, and the
-//! [`runner::ToolRunner`] through which the services that run tools reach back into the pipeline.
+//! conversation, subagents, child-process jobs) and the router that dispatches them by name. Services that
+//! run tools reach back into the pipeline through [`runner::ToolRunner`], which the pipeline implements.
 
 pub(crate) mod commit_gate;
+mod core;
 pub(crate) mod host;
 pub(crate) mod interaction;
 pub mod isolate;
 pub(crate) mod mcp;
 pub(crate) mod process;
+pub(crate) mod runner;
 pub(crate) mod skills;
 pub(crate) mod subagents;
+
+use crate::http::HttpService;
+use host::Router;
+use interaction::InteractionHost;
+use mcp::McpHub;
+use process::ProcessManager;
+use runner::ToolRunner;
+use std::sync::{Arc, Weak};
+use subagents::SubagentHost;
+use toolshed_plugin_api::services::{CommandsSettings, HttpRequestService, WebSettingsService};
+
+/// Everything the services are built from.
+pub(crate) struct ServiceParts {
+    pub processes: Arc<ProcessManager>,
+    pub commands: CommandsSettings,
+    pub web: HttpService,
+    pub mcp: Option<Arc<McpHub>>,
+    pub interaction: Arc<InteractionHost>,
+    pub subagents: Arc<SubagentHost>,
+    pub isolation: crate::config::IsolationConfig,
+}
+
+/// The runtime's services: the router every call's host answers from, and the parts the runtime itself
+/// uses (processes to kill at a task's end, the MCP hub and agents for the tool list, the focus chain).
+pub(crate) struct HostServices {
+    pub router: Arc<Router>,
+    pub processes: Arc<ProcessManager>,
+    pub mcp: Option<Arc<McpHub>>,
+    pub interaction: Arc<InteractionHost>,
+    pub subagents: Arc<SubagentHost>,
+}
+
+impl HostServices {
+    /// Registers every service. `runner` is the pipeline, for the services that run tools.
+    pub fn new(parts: ServiceParts, runner: Weak<dyn ToolRunner>) -> Self {
+        let mut router = Router::default();
+        core::register(&mut router);
+        process::register(&mut router, &parts.processes, parts.commands);
+        let web = Arc::new(parts.web);
+        let settings = Arc::clone(&web);
+        router.register::<WebSettingsService>(move |_, _| Ok(settings.web_settings()));
+        router.register::<HttpRequestService>(move |call, req| web.request(req, &|| call.is_cancelled_now()));
+        mcp::register(&mut router, parts.mcp.clone());
+        interaction::register(&mut router, &parts.interaction, runner.clone());
+        subagents::register(&mut router, &parts.subagents, &parts.interaction, runner);
+        isolate::register(&mut router, parts.isolation);
+        Self {
+            router: Arc::new(router),
+            processes: parts.processes,
+            mcp: parts.mcp,
+            interaction: parts.interaction,
+            subagents: parts.subagents,
+        }
+    }
+}

@@ -26,7 +26,6 @@ mod dynamic;
 pub use convert::{Provider, ToolSchemas, UnknownProvider};
 pub use dynamic::{provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
 
-use crate::registry::coordinator::Routing;
 use crate::types::Mode;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -356,16 +355,6 @@ impl SpecRegistry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// The specs of every loaded tool in a routing snapshot, registered in name order so dedup is stable.
-    pub(crate) fn from_routing(routing: &Routing) -> Self {
-        let mut metas: Vec<_> = routing.routes.values().map(|route| &route.meta).collect();
-        metas.sort_by(|a, b| a.name.cmp(&b.name));
-        metas
-            .into_iter()
-            .flat_map(|meta| meta.specs.iter().map(|(family, spec)| (family.clone(), spec.clone())))
-            .collect()
     }
 
     /// Registers a spec for a family; `false` (and no change) when the family already has that id.

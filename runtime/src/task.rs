@@ -165,32 +165,16 @@ pub(crate) struct TaskShared {
     pub calls: AtomicU64,
     /// Routes of streamed tool uses by tool-use id, fixed at their first `partial`: the complete tool use
     /// runs on the same generation even when a hot reload swapped the tool in between.
-    pub streamed: DashMap<String, crate::registry::coordinator::Route>,
+    /// (Each is the pipeline's route, which lives in a layer above this one: held here without its type.)
+    pub streamed: DashMap<String, Arc<dyn std::any::Any + Send + Sync>>,
     /// Where `say` messages go; `None` drops them (no UI, or a subagent run).
     pub events: Option<EventSink>,
-    /// Runtime-wide service state.
-    pub host: Arc<HostServices>,
+    /// Called with the task's id when the task ends.
+    ended: Option<TaskEnd>,
 }
 
-/// What the host services share across tasks.
-pub(crate) struct HostServices {
-    pub processes: crate::services::process::ProcessManager,
-    pub commands: toolshed_plugin_api::services::CommandsSettings,
-    /// The MCP hub, when `[mcp] settings` names a settings file.
-    pub mcp: Option<Arc<crate::services::mcp::McpHub>>,
-    /// The shared HTTP client behind `http.request` and the `[web]` settings behind `web.settings`.
-    pub web: crate::http::HttpService,
-    /// The conversational tools' host side: the host's `Interaction`, `[tasks]`, skills (interaction.rs).
-    pub interaction: crate::services::interaction::InteractionHost,
-    /// use_subagents' side: the host's agent driver and the configured agents (subagents.rs).
-    pub subagents: crate::services::subagents::SubagentHost,
-    /// `[isolation]`: the limits of the child processes that run plugins' parsers (`isolate.run`).
-    pub isolation: crate::config::IsolationConfig,
-    /// The children running jobs now, held to `[isolation] max_children`.
-    pub children: crate::services::isolate::Children,
-    /// `[timeouts] commit_ms`: how long a call past its commit gate is waited for after a timeout.
-    pub commit_wait: std::time::Duration,
-}
+/// What the runtime does when a task ends (its processes are killed), given the task's id.
+pub(crate) type TaskEnd = Arc<dyn Fn(&str) + Send + Sync>;
 
 static NEXT_TASK: AtomicU64 = AtomicU64::new(1);
 
@@ -199,7 +183,7 @@ impl TaskShared {
         context: TaskContext,
         timeouts_ms: BTreeMap<String, u64>,
         events: Option<EventSink>,
-        host: Arc<HostServices>,
+        ended: Option<TaskEnd>,
     ) -> Self {
         // Subagent runs push nothing to the UI.
         let events = if context.subagent { None } else { events };
@@ -242,7 +226,7 @@ impl TaskShared {
             calls: AtomicU64::new(0),
             streamed: DashMap::new(),
             events,
-            host,
+            ended,
         }
     }
 
@@ -273,6 +257,20 @@ impl TaskShared {
         match self.info_json.read() {
             Ok(slot) => Arc::clone(&slot),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    /// The task as the spec registry sees it: its primary root, roots, mode, images and subagent run.
+    pub fn spec_context(&self) -> crate::spec::SpecContext {
+        let info = &self.info;
+        crate::spec::SpecContext {
+            cwd: info.cwd.clone(),
+            multi_root: info.roots.len() > 1,
+            mode: self.mode(),
+            yolo: self.yolo,
+            subagent_run: info.subagent,
+            supports_images: info.supports_images,
+            ..crate::spec::SpecContext::default()
         }
     }
 
@@ -314,7 +312,9 @@ impl TaskShared {
 impl Drop for TaskShared {
     fn drop(&mut self) {
         // The task has ended: background jobs its commands were allowed to keep end with it.
-        self.host.processes.kill_task(&self.info.task_id);
+        if let Some(ended) = &self.ended {
+            ended(&self.info.task_id);
+        }
     }
 }
 
@@ -324,4 +324,3 @@ fn mode_code(mode: Mode) -> u8 {
         Mode::Plan => 1,
     }
 }
-

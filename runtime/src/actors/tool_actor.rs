@@ -4,11 +4,12 @@
 use crate::actors::pool::WorkerPool;
 use crate::registry::loader::PluginHandler;
 use crate::services::commit_gate::CommitGate;
-use crate::services::host::CallHost;
-use crate::task::TaskShared;
+use crate::services::host::{CallHost, Router};
+use crate::task::{CancelToken, TaskShared};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr};
 use actix::prelude::*;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,22 +40,62 @@ pub(crate) enum PhaseError {
     Quarantined(usize),
 }
 
-/// Decides, on the worker thread, whether `prepare`'s answer lets `execute` run at once (no one to ask):
-/// `None` when it does not, else whether the approval is explicit (see `ToolCall::approved`).
-pub(crate) type AutoApprove = Arc<dyn Fn(&Prepared) -> Option<bool> + Send + Sync>;
+/// Decides, on the worker thread, whether `prepare`'s answer lets `execute` run at once (no one to ask): `None`
+/// when it does not, else whether the approval is explicit (see `ToolCall::approved`). The pipeline implements
+/// it and keeps the decision it made, so nothing is decided twice.
+pub(crate) trait Approve: Send + Sync {
+    fn approve(&self, prepared: &Prepared) -> Option<bool>;
+}
 
 /// `execute` straight after `prepare` in one job, when `approve` allows; `timeout` then applies to it.
 #[derive(Clone)]
 pub(crate) struct ThenExecute {
-    pub approve: AutoApprove,
+    pub approve: Arc<dyn Approve>,
     pub timeout: Duration,
 }
 
+/// One call as its plugin reads it: [`toolshed_plugin_api::ToolCall`]'s JSON, assembled once per call.
+pub(crate) struct CallJson {
+    /// The call without `approved`.
+    plain: String,
+}
+
+impl CallJson {
+    /// The call of `tool` under tool-use `id` with `input`, in `task`.
+    pub fn new(tool: &str, id: &str, input: &serde_json::Value, task: &TaskShared) -> Self {
+        // Assembled by hand so the task's JSON, built once per task and mode, is not serialised again for
+        // every call.
+        let info_json = task.info_json();
+        let mut plain = String::with_capacity(128 + info_json.len());
+        plain.push_str("{\"tool\":");
+        plain.push_str(&serde_json::Value::from(tool).to_string());
+        plain.push_str(",\"id\":");
+        plain.push_str(&serde_json::Value::from(id).to_string());
+        plain.push_str(",\"input\":");
+        plain.push_str(&input.to_string());
+        plain.push_str(",\"task\":");
+        plain.push_str(&info_json);
+        plain.push('}');
+        Self { plain }
+    }
+
+    /// The JSON text, with `"approved":true` when the user or one of their rules approved what `prepare`
+    /// asked for (the field leads the object; absent means false).
+    pub fn text(&self, approved: bool) -> Cow<'_, str> {
+        match (approved, self.plain.strip_prefix('{')) {
+            (true, Some(rest)) => Cow::Owned(format!("{{\"approved\":true,{rest}")),
+            _ => Cow::Borrowed(&self.plain),
+        }
+    }
+}
+
 /// What a phase answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) enum PhaseAnswer {
-    /// The phase's JSON answer.
+    /// `execute`'s or `partial`'s JSON answer.
     Text(String),
+    /// `prepare`'s answer, parsed on the worker (once: the pipeline reads this), or why it was unreadable.
+    Prepared(Result<Prepared, String>),
     /// `prepare` allowed it outright and `execute` ran in the same job: its JSON answer.
     Executed(String),
 }
@@ -64,9 +105,15 @@ pub(crate) enum PhaseAnswer {
 #[rtype(result = "Result<PhaseAnswer, PhaseError>")]
 pub(crate) struct RunPhase {
     pub phase: Phase,
-    /// The [`toolshed_plugin_api::ToolCall`] JSON.
-    pub call: Arc<str>,
+    /// The call.
+    pub call: Arc<CallJson>,
+    /// Whether the call carries `approved` (for `execute`).
+    pub approved: bool,
     pub task: Arc<TaskShared>,
+    /// The host services the call may use.
+    pub router: Arc<Router>,
+    /// How long a call past its commit gate is waited for after a timeout (`[timeouts] commit_ms`).
+    pub commit_wait: Duration,
     pub timeout: Duration,
     /// After a task cancellation, how long the plugin gets to notice and answer in its own words (a command
     /// tool returns its output so far) before the call is abandoned.
@@ -137,30 +184,25 @@ impl Actor for ToolActor {
 fn run_call(
     handler: &PluginHandler,
     phase: Phase,
-    call: &str,
+    (call, approved): (&CallJson, bool),
     host: &CallHost,
     then_execute: Option<&ThenExecute>,
     started: Option<tokio::sync::oneshot::Sender<()>>,
 ) -> Result<PhaseAnswer, PhaseError> {
-    let text = run_handler(handler, phase, call, host)?;
-    if let Some(then) = then_execute {
-        if let Some(explicit) = Prepared::from_json(&text).ok().and_then(|prepared| (then.approve)(&prepared)) {
+    let text = run_handler(handler, phase, &call.text(approved), host)?;
+    if phase != Phase::Prepare {
+        return Ok(PhaseAnswer::Text(text));
+    }
+    let prepared = Prepared::from_json(&text).map_err(|e| e.to_string());
+    if let (Some(then), Ok(answer)) = (then_execute, &prepared) {
+        if let Some(explicit) = then.approve.approve(answer) {
             if let Some(started) = started {
                 let _ = started.send(());
             }
-            let call = if explicit { std::borrow::Cow::Owned(approved_call(call)) } else { call.into() };
-            return run_handler(handler, Phase::Execute, &call, host).map(PhaseAnswer::Executed);
+            return run_handler(handler, Phase::Execute, &call.text(explicit), host).map(PhaseAnswer::Executed);
         }
     }
-    Ok(PhaseAnswer::Text(text))
-}
-
-/// The call JSON with `"approved":true`: the user or one of their rules approved what `prepare` asked for.
-pub(crate) fn approved_call(call: &str) -> String {
-    match call.strip_prefix('{') {
-        Some(rest) => format!("{{\"approved\":true,{rest}"),
-        None => call.to_owned(),
-    }
+    Ok(PhaseAnswer::Prepared(prepared))
 }
 
 fn run_handler(handler: &ToolHandlerBox, phase: Phase, call: &str, host: &CallHost) -> Result<String, PhaseError> {
@@ -184,10 +226,11 @@ impl Handler<RunPhase> for ToolActor {
         if self.health.quarantined() {
             return Response::reply(Err(PhaseError::Quarantined(self.health.abandoned())));
         }
-        let cancelled = Arc::new(AtomicBool::new(false));
+        let cancelled = Arc::new(CancelToken::default());
         let commit = Arc::new(CommitGate::default());
         let host = CallHost {
             task: Arc::clone(&msg.task),
+            router: Arc::clone(&msg.router),
             cancelled: Arc::clone(&cancelled),
             commit: Arc::clone(&commit),
             tool: Arc::clone(&self.name),
@@ -198,7 +241,7 @@ impl Handler<RunPhase> for ToolActor {
             return Response::reply(run_call(
                 &self.handler,
                 msg.phase,
-                &msg.call,
+                (&msg.call, msg.approved),
                 &host,
                 msg.then_execute.as_ref(),
                 None,
@@ -211,9 +254,10 @@ impl Handler<RunPhase> for ToolActor {
         let state = Arc::new(AtomicU8::new(RUNNING));
         let job = {
             let (handler, state, health) = (Arc::clone(&self.handler), Arc::clone(&state), Arc::clone(&self.health));
-            let (phase, call, then_execute) = (msg.phase, msg.call, msg.then_execute);
+            let (phase, call, approved, then_execute) = (msg.phase, msg.call, msg.approved, msg.then_execute);
             move || {
-                let answer = run_call(&handler, phase, &call, &host, then_execute.as_ref(), Some(started_tx));
+                let answer =
+                    run_call(&handler, phase, (&call, approved), &host, then_execute.as_ref(), Some(started_tx));
                 if state.swap(DONE, Ordering::AcqRel) == ABANDONED {
                     // The last abandoned thread is back: the tool may serve again.
                     if health.abandoned.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -235,7 +279,7 @@ impl Handler<RunPhase> for ToolActor {
             msg.timeout,
             msg.cancel_grace,
         );
-        let commit_wait = task.host.commit_wait;
+        let commit_wait = msg.commit_wait;
         let lost = || Err(PhaseError::Failed("the worker thread was lost".to_owned()));
         Response::fut(async move {
             let mut rx = rx;
@@ -269,7 +313,7 @@ impl Handler<RunPhase> for ToolActor {
                 },
             };
             // Every blocking host service the call uses from here on answers `Cancelled`.
-            cancelled.store(true, Ordering::Release);
+            cancelled.cancel();
             if failure == PhaseError::Cancelled {
                 if let Ok(answer) = tokio::time::timeout(grace, &mut rx).await {
                     return answer.unwrap_or_else(|_| lost());

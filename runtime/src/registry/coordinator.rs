@@ -50,6 +50,18 @@ pub(crate) struct Routing {
     pub routes: HashMap<String, Route>,
 }
 
+impl Routing {
+    /// The specs of every loaded tool, registered in name order so dedup is stable.
+    pub fn spec_registry(&self) -> crate::spec::SpecRegistry {
+        let mut metas: Vec<_> = self.routes.values().map(|route| &route.meta).collect();
+        metas.sort_by(|a, b| a.name.cmp(&b.name));
+        metas
+            .into_iter()
+            .flat_map(|meta| meta.specs.iter().map(|(family, spec)| (family.clone(), spec.clone())))
+            .collect()
+    }
+}
+
 /// Where the coordinator publishes snapshots and callers read them.
 pub(crate) type RoutingCell = Arc<RwLock<Arc<Routing>>>;
 

@@ -10,19 +10,18 @@
 
 mod prompts;
 
-use crate::runtime::Shared;
-use crate::services::host::CallHost;
+use crate::services::host::{cancelled, failed, race, sleep_for, CallHost, Router};
+use crate::services::runner::ToolRunner;
 use crate::task::TaskShared;
 use crate::types::BoxFuture;
 use crate::types::{Mode, ResultStatus, ToolInput, ToolResult, ToolUse};
-use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::sync::atomic::Ordering;
-use std::sync::{Arc, OnceLock, Weak};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
 use toolshed_plugin_api::services::{
-    self, AskRequest, AskResponse, AttachedImage, BugReport, Empty, ExplainRequest, SayRequest, SetModeRequest,
-    SkillContent, SkillList, SkillLoadRequest, TaskSettings, TaskTextRequest, ToolCallRequest, ToolCallResponse,
+    self, AskResponse, AttachedImage, BugReport, Empty, ExplainRequest, SayRequest, Service, SkillContent, SkillList,
+    TaskSettings, ToolCallResponse,
 };
 use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
 
@@ -119,9 +118,7 @@ pub(crate) struct InteractionHost {
     pub ask_timeout: Option<Duration>,
     /// Where the host's futures run (the runtime's actor thread), while a plugin thread waits.
     pub arbiter: actix::ArbiterHandle,
-    /// The runtime, for `tool.call`; set once it is built.
-    pub shared: OnceLock<Weak<Shared>>,
-    pub skills: crate::services::skills::SkillDirs,
+    pub skills: Arc<crate::services::skills::SkillDirs>,
 }
 
 /// The per-task conversation state, kept in the task's state map under a reserved key.
@@ -157,38 +154,22 @@ fn with_conversation<R>(task: &TaskShared, f: impl FnOnce(&mut Conversation) -> 
 
 impl InteractionHost {
     /// Runs a host future on the runtime's thread and waits for it on this plugin thread: `Ok(None)` when
-    /// `limit` passed first, `Err` when the call was cancelled.
+    /// `limit` passed first, `Err` when the call was cancelled. The runtime's thread races the future against
+    /// the call's cancellation and the limit, so this thread sleeps until one of them happens. A future that
+    /// lost the race keeps running there (a nested tool call finishes, as a call that timed out does).
     fn wait<T, F, Fut>(&self, call: &CallHost, limit: Option<Duration>, make: F) -> Result<Option<T>, ServiceError>
     where
         T: Send + 'static,
         F: FnOnce() -> Fut + Send + 'static,
         Fut: std::future::Future<Output = T> + 'static,
     {
-        let (tx, rx) = std::sync::mpsc::channel();
-        let spawned = self.arbiter.spawn_fn(move || {
-            actix::spawn(async move {
-                let _ = tx.send(make().await);
-            });
-        });
-        if !spawned {
-            return Err(ServiceError::new(ServiceErrorKind::Failed, "the runtime is shutting down"));
-        }
-        let deadline = limit.map(|limit| Instant::now() + limit);
-        loop {
-            match rx.recv_timeout(Duration::from_millis(5)) {
-                Ok(value) => return Ok(Some(value)),
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(ServiceError::new(ServiceErrorKind::Failed, "the host dropped the question"))
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        race(&self.arbiter, call, make, move |work, cancellation| async move {
+            tokio::select! {
+                value = work => value.map(Some).map_err(|_| failed("the host dropped the question")),
+                () = cancellation => Err(cancelled()),
+                () = sleep_for(limit) => Ok(None),
             }
-            if call.cancelled.load(Ordering::Relaxed) || call.task.cancel.is_cancelled() {
-                return Err(ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled or timed out"));
-            }
-            if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                return Ok(None);
-            }
-        }
+        })?
     }
 
     fn settings(&self, task: &TaskShared) -> TaskSettings {
@@ -233,150 +214,109 @@ fn switch_mode(task: &TaskShared, mode: Mode) {
     task.set_mode(mode);
 }
 
-/// Whether `name` is one of this module's services.
-pub(crate) fn serves(name: &str) -> bool {
-    SERVICES.contains(&name)
-}
-
-/// This module's services, as `services()` lists them.
-pub(crate) const SERVICES: &[&str] = &[
-    services::ASK,
-    services::TASK_SETTINGS,
-    services::TASK_SET_MODE,
-    services::TASK_COMPLETE,
-    services::TASK_NEW,
-    services::TASK_CONDENSE,
-    services::TASK_SUMMARIZE,
-    services::TASK_REPORT_BUG,
-    services::TASK_EXPLAIN,
-    services::TOOL_CALL,
-    services::SKILLS_LIST,
-    services::SKILLS_LOAD,
-];
-
-fn parse<Req: DeserializeOwned>(request: &str) -> Result<Req, ServiceError> {
-    serde_json::from_str(request)
-        .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid request: {e}")))
-}
-
-fn reply<Resp: Serialize>(response: &Resp) -> Result<String, ServiceError> {
-    serde_json::to_string(response).map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
-}
-
-/// Answers one of this module's services for a call.
-pub(crate) fn dispatch(call: &CallHost, name: &str, request: &str) -> Result<String, ServiceError> {
-    let host = &call.task.host.interaction;
-    let task = &call.task;
-    match name {
-        services::ASK => {
-            let req: AskRequest = parse(request)?;
-            let Some(interaction) = host.interaction.clone() else {
-                return reply(&AskResponse::default());
-            };
-            // The question and its options come from the model and are shown to a person.
-            let question = Question {
-                task_id: task.info.task_id.clone(),
-                kind: crate::shown::escape_line(&req.kind).into_owned(),
-                text: crate::shown::escape_owned(req.text),
-                options: req.options.into_iter().map(crate::shown::escape_owned).collect(),
-            };
-            let answer = host.wait(call, host.ask_timeout, move || interaction.ask(question))?.flatten();
-            let Some(answer) = answer else {
-                return reply(&AskResponse::default());
-            };
-            if answer.switch_to_act {
-                switch_mode(task, Mode::Act);
+/// Registers the conversation's services (`ask`, `task.*`, `tool.call`, `skills.*`). `tool.call` runs tools of
+/// the same runtime through `runner`.
+pub(crate) fn register(router: &mut Router, host: &Arc<InteractionHost>, runner: Weak<dyn ToolRunner>) {
+    let h = Arc::clone(host);
+    router.register::<services::Ask>(move |call, req| {
+        let task = &call.task;
+        let Some(interaction) = h.interaction.clone() else {
+            return Ok(AskResponse::default());
+        };
+        // The question and its options come from the model and are shown to a person.
+        let question = Question {
+            task_id: task.info.task_id.clone(),
+            kind: crate::shown::escape_line(&req.kind).into_owned(),
+            text: crate::shown::escape_owned(req.text),
+            options: req.options.into_iter().map(crate::shown::escape_owned).collect(),
+        };
+        let answer = h.wait(call, h.ask_timeout, move || interaction.ask(question))?.flatten();
+        let Some(answer) = answer else {
+            return Ok(AskResponse::default());
+        };
+        if answer.switch_to_act {
+            switch_mode(task, Mode::Act);
+        }
+        Ok(AskResponse {
+            answered: true,
+            text: answer.text,
+            images: answer.images,
+            switched_to_act: answer.switch_to_act,
+        })
+    });
+    let h = Arc::clone(host);
+    router.register::<services::TaskSettingsService>(move |call, _| Ok(h.settings(&call.task)));
+    router.register::<services::TaskSetMode>(|call, req| {
+        let mode = match req.mode.as_str() {
+            "act" => Mode::Act,
+            "plan" => Mode::Plan,
+            other => {
+                return Err(ServiceError::new(
+                    ServiceErrorKind::InvalidRequest,
+                    format!("unknown mode '{other}': use 'act' or 'plan'"),
+                ))
             }
-            reply(&AskResponse {
-                answered: true,
-                text: answer.text,
-                images: answer.images,
-                switched_to_act: answer.switch_to_act,
-            })
+        };
+        switch_mode(&call.task, mode);
+        Ok(Empty {})
+    });
+    router.register::<services::TaskComplete>(|call, req| {
+        with_conversation(&call.task, |c| c.completed = true);
+        call.task.say(&call.tool, SayRequest { kind: "task_completed".to_owned(), text: req.text, partial: false });
+        Ok(Empty {})
+    });
+    let h = Arc::clone(host);
+    router.register::<services::TaskNew>(move |call, req| {
+        h.action(call, services::TaskNew::NAME, |i, id| i.new_task(id, &req.text))
+    });
+    let h = Arc::clone(host);
+    router.register::<services::TaskCondense>(move |call, req| {
+        h.action(call, services::TaskCondense::NAME, |i, id| i.condense(id, &req.text))
+    });
+    let h = Arc::clone(host);
+    router.register::<services::TaskSummarize>(move |call, req| {
+        h.action(call, services::TaskSummarize::NAME, |i, id| i.summarize(id, &req.text))
+    });
+    let h = Arc::clone(host);
+    router.register::<services::TaskReportBug>(move |call, req| {
+        h.action(call, services::TaskReportBug::NAME, |i, id| i.report_bug(id, &req))
+    });
+    let h = Arc::clone(host);
+    router.register::<services::TaskExplain>(move |call, req| {
+        h.action(call, services::TaskExplain::NAME, |i, id| i.explain(id, &req))
+    });
+    let h = Arc::clone(host);
+    router.register::<services::ToolCallService>(move |call, req| {
+        if req.name.as_str() == &*call.tool {
+            return Err(ServiceError::new(ServiceErrorKind::Denied, "a tool cannot call itself"));
         }
-        services::TASK_SETTINGS => reply(&host.settings(task)),
-        services::TASK_SET_MODE => {
-            let req: SetModeRequest = parse(request)?;
-            let mode = match req.mode.as_str() {
-                "act" => Mode::Act,
-                "plan" => Mode::Plan,
-                other => {
-                    return Err(ServiceError::new(
-                        ServiceErrorKind::InvalidRequest,
-                        format!("unknown mode '{other}': use 'act' or 'plan'"),
-                    ))
-                }
-            };
-            switch_mode(task, mode);
-            reply(&Empty {})
+        let runner = crate::services::runner::upgrade(&runner)?;
+        let task = Arc::clone(&call.task);
+        let tool_use = ToolUse::new(format!("{}-{}", call.tool, req.name), req.name, req.input);
+        let result = h
+            .wait(call, None, move || runner.call(task, tool_use))?
+            .ok_or_else(|| ServiceError::new(ServiceErrorKind::Failed, "the tool call did not finish"))?;
+        // A single call is never skipped (that is a rule of a whole message), so every status is the tool's.
+        Ok(ToolCallResponse { status: result.status.as_str().to_owned(), blocks: result.blocks })
+    });
+    let h = Arc::clone(host);
+    router.register::<services::SkillsList>(move |call, _| {
+        Ok(SkillList { skills: h.skills.list(call.task.workspace.primary()) })
+    });
+    let h = Arc::clone(host);
+    router.register::<services::SkillsLoad>(move |call, req| {
+        match h.skills.load(call.task.workspace.primary(), &req.name) {
+            Ok(Some((skill, instructions))) => Ok(SkillContent { skill: Some(skill), instructions }),
+            Ok(None) => Ok(SkillContent { skill: None, instructions: String::new() }),
+            Err(e) => Err(ServiceError::new(ServiceErrorKind::Failed, e.to_string())),
         }
-        services::TASK_COMPLETE => {
-            let req: TaskTextRequest = parse(request)?;
-            with_conversation(task, |c| c.completed = true);
-            task.say(&call.tool, SayRequest { kind: "task_completed".to_owned(), text: req.text, partial: false });
-            reply(&Empty {})
-        }
-        services::TASK_NEW => {
-            let req: TaskTextRequest = parse(request)?;
-            reply(&host.action(call, name, |i, id| i.new_task(id, &req.text))?)
-        }
-        services::TASK_CONDENSE => {
-            let req: TaskTextRequest = parse(request)?;
-            reply(&host.action(call, name, |i, id| i.condense(id, &req.text))?)
-        }
-        services::TASK_SUMMARIZE => {
-            let req: TaskTextRequest = parse(request)?;
-            reply(&host.action(call, name, |i, id| i.summarize(id, &req.text))?)
-        }
-        services::TASK_REPORT_BUG => {
-            let req: BugReport = parse(request)?;
-            reply(&host.action(call, name, |i, id| i.report_bug(id, &req))?)
-        }
-        services::TASK_EXPLAIN => {
-            let req: ExplainRequest = parse(request)?;
-            reply(&host.action(call, name, |i, id| i.explain(id, &req))?)
-        }
-        services::TOOL_CALL => {
-            let req: ToolCallRequest = parse(request)?;
-            if req.name.as_str() == &*call.tool {
-                return Err(ServiceError::new(ServiceErrorKind::Denied, "a tool cannot call itself"));
-            }
-            let shared = host
-                .shared
-                .get()
-                .and_then(Weak::upgrade)
-                .ok_or_else(|| ServiceError::new(ServiceErrorKind::Failed, "the runtime is shutting down"))?;
-            let task = Arc::clone(task);
-            let tool_use = ToolUse::new(format!("{}-{}", call.tool, req.name), req.name, req.input);
-            let result =
-                host.wait(call, None, move || async move {
-                    crate::pipeline::executor::execute(&shared, &task, tool_use).await
-                })?
-                .ok_or_else(|| ServiceError::new(ServiceErrorKind::Failed, "the tool call did not finish"))?;
-            // A single call is never skipped (that is a rule of a whole message), so every status is the tool's.
-            let status = result.status.as_str();
-            reply(&ToolCallResponse { status: status.to_owned(), blocks: result.blocks })
-        }
-        services::SKILLS_LIST => reply(&SkillList { skills: host.skills.list(task.workspace.primary()) }),
-        services::SKILLS_LOAD => {
-            let req: SkillLoadRequest = parse(request)?;
-            match host.skills.load(task.workspace.primary(), &req.name) {
-                Ok(Some((skill, instructions))) => reply(&SkillContent { skill: Some(skill), instructions }),
-                Ok(None) => reply(&SkillContent { skill: None, instructions: String::new() }),
-                Err(e) => Err(ServiceError::new(ServiceErrorKind::Failed, e.to_string())),
-            }
-        }
-        other => Err(ServiceError::new(
-            ServiceErrorKind::UnknownService,
-            format!("this host offers no service named '{other}'"),
-        )),
-    }
+    });
 }
 
 /// Takes `task_progress` out of a tool use's input when the focus chain is on, before any check sees it (Cline
 /// accepts it on every tool). Returns the value to store once the call completed.
-pub(crate) fn take_progress(task: &TaskShared, tool_use: &mut ToolUse) -> Option<String> {
-    if !task.host.interaction.tasks.focus_chain {
+pub(crate) fn take_progress(host: &InteractionHost, tool_use: &mut ToolUse) -> Option<String> {
+    if !host.tasks.focus_chain {
         return None;
     }
     if let ToolInput::Text(text) = &tool_use.input {
@@ -399,8 +339,8 @@ pub(crate) fn take_progress(task: &TaskShared, tool_use: &mut ToolUse) -> Option
 /// `task_progress` replaces it) and adds Cline's reminder after the result when one is due: in PLAN mode,
 /// right after a switch to ACT mode, after the user edited the list, while no list exists, and every
 /// `[tasks] remind_interval` calls without an update.
-pub(crate) fn after_call(task: &TaskShared, progress: Option<String>, result: &mut ToolResult) {
-    let tasks = &task.host.interaction.tasks;
+pub(crate) fn after_call(host: &InteractionHost, task: &TaskShared, progress: Option<String>, result: &mut ToolResult) {
+    let tasks = &host.tasks;
     let mode = task.mode();
     let reminder = with_conversation(task, |c| {
         c.last_tool = Some(result.name.clone());

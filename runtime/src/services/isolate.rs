@@ -115,6 +115,21 @@ struct Reply {
     text: String,
 }
 
+/// Registers `isolate.run`, offered when `[isolation] enabled` is on and the call knows its handler's library;
+/// without it a plugin runs its jobs in place (`HostClient::isolated`).
+pub(crate) fn register(router: &mut crate::services::host::Router, limits: IsolationConfig) {
+    let enabled = limits.enabled;
+    let children = Children::default();
+    router
+        .register::<toolshed_plugin_api::services::IsolateRun>(move |call, req| {
+            let origin = call.origin.as_deref().ok_or_else(|| {
+                ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs")
+            })?;
+            run(origin, &limits, &children, req, call, &call.tool)
+        })
+        .offered_when(move |call| enabled && call.origin.is_some());
+}
+
 /// Runs `request`'s job of the handler `origin` in a child process, forwarding its service calls to `host`.
 pub(crate) fn run(
     origin: &HandlerOrigin,

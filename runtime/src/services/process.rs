@@ -36,6 +36,44 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
 use std::time::{Duration, Instant};
 
+/// Registers `process.*` and `commands.settings`. `process.kill` answers after a cancellation too: stopping
+/// what a call started must work for a cancelled call.
+pub(crate) fn register(
+    router: &mut crate::services::host::Router,
+    processes: &Arc<ProcessManager>,
+    commands: toolshed_plugin_api::services::CommandsSettings,
+) {
+    use crate::services::host::{cancelled, failed};
+    use toolshed_plugin_api::services::{
+        CommandsSettingsService, Empty, ProcessKill, ProcessRead, ProcessSpawn, ReadResponse, SpawnResponse,
+    };
+    let manager = Arc::clone(processes);
+    router.register::<ProcessSpawn>(move |call, req| {
+        let cwd = match &req.cwd {
+            Some(dir) => std::path::PathBuf::from(dir),
+            None => call.task.workspace.primary().to_owned(),
+        };
+        let (id, pid) = manager.spawn(&call.task.info.task_id, &req.command, &cwd, &req.env).map_err(failed)?;
+        Ok(SpawnResponse { id, pid })
+    });
+    let manager = Arc::clone(processes);
+    router.register::<ProcessRead>(move |call, req| {
+        let chunk = manager
+            .read(req.id, Duration::from_millis(req.wait_ms), req.max_bytes, &|| call.is_cancelled_now())
+            .map_err(failed)?
+            .ok_or_else(cancelled)?;
+        Ok(ReadResponse { output: chunk.output, done: chunk.done, exit_code: chunk.exit_code, signal: chunk.signal })
+    });
+    let manager = Arc::clone(processes);
+    router
+        .register::<ProcessKill>(move |_, req| {
+            manager.kill(req.id).map_err(failed)?;
+            Ok(Empty {})
+        })
+        .after_cancel();
+    router.register::<CommandsSettingsService>(move |_, _| Ok(commands.clone()));
+}
+
 /// Output held per process before its reader stops reading (the child then blocks on a full pipe): the
 /// plugin drains it, so memory stays bounded whatever the command prints.
 const BUFFER_CAP: usize = 1024 * 1024;

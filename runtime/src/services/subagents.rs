@@ -12,21 +12,24 @@
 //! - cancelled with its parent (or when the use_subagents call times out): `Subagent run cancelled.`
 //!
 //! Configured agents (one TOML file each in `[subagents] agents_dir`) become `use_subagent_<name>` tools,
-//! which the executor routes here as use_subagents calls with one prompt.
+//! a route of names ([`AgentTools`]) that runs each as the use_subagents call with one prompt it stands for.
 
 use crate::driver::{AgentDriver, AgentMessage, AgentRequest, AgentToolCall};
-use crate::runtime::{Shared, TaskHandle};
-use crate::services::host::CallHost;
+use crate::services::host::{failed, race, CallHost, Router};
+use crate::services::interaction::InteractionHost;
+use crate::services::runner::{NameRoute, Routed, ToolRunner};
 use crate::spec::{AgentConfig, Spec, SpecContext, SpecParam, SpecRegistry};
 use crate::task::{CancelToken, TaskContext, TaskShared};
-use crate::types::{ResultStatus, ToolResult, ToolUse};
+use crate::types::{BoxFuture, ResultStatus, ToolInput, ToolResult, ToolUse};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
-use toolshed_plugin_api::services::{self, SubagentOutcome, SubagentsSpawnRequest, SubagentsSpawnResponse};
+use std::time::Duration;
+use toolshed_plugin_api::services::{
+    Service, SubagentOutcome, SubagentsSpawn, SubagentsSpawnRequest, SubagentsSpawnResponse,
+};
 use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
 
 /// Cline's texts.
@@ -189,47 +192,74 @@ fn load_agents(dir: &Path) -> Vec<AgentFile> {
         .collect()
 }
 
-/// A `use_subagent_<name>` call as the use_subagents call it stands for (`prompt_1` and `agent`), or the
-/// error the model gets without a prompt (Cline's missing-parameter error for `prompt`). `None` when no
-/// configured agent has that tool name.
-pub(crate) fn route_dynamic(task: &TaskShared, tool_use: &ToolUse) -> Option<Result<(ToolUse, String), ToolResult>> {
-    let agent = task.host.subagents.agent_for_tool(&tool_use.name)?;
-    let input = match &tool_use.input {
-        crate::types::ToolInput::Json(value) => value.clone(),
-        crate::types::ToolInput::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
-    };
-    let prompt = input.get("prompt").or_else(|| input.get("prompt_1")).and_then(Value::as_str).map(str::trim);
-    let description = format!("[subagent: {agent}]");
-    let Some(prompt) = prompt.filter(|p| !p.is_empty()) else {
-        task.mistakes.fetch_add(1, Ordering::Relaxed);
-        let text = crate::messages::tool_error(&crate::messages::missing_parameter("prompt"));
-        return Some(Err(ToolResult::plain(tool_use, description, ResultStatus::Error, text)));
-    };
-    let input = serde_json::json!({"prompt_1": prompt, "agent": agent});
-    Some(Ok((ToolUse::new(tool_use.id.clone(), "use_subagents", input), description)))
+/// The `use_subagent_<name>` tools of the configured agents: each call runs as the use_subagents call it stands
+/// for (`prompt_1` and `agent`), or, without a prompt, gets Cline's missing-parameter error for `prompt`.
+pub(crate) struct AgentTools(pub Arc<SubagentHost>);
+
+impl NameRoute for AgentTools {
+    fn claims(&self, name: &str) -> bool {
+        name.starts_with(TOOL_PREFIX)
+    }
+
+    fn target(&self) -> Option<&'static str> {
+        None
+    }
+
+    fn route(&self, task: &Arc<TaskShared>, tool_use: ToolUse) -> BoxFuture<Result<Routed, ToolUse>> {
+        let routed = self.route_now(task, tool_use);
+        Box::pin(std::future::ready(routed))
+    }
 }
 
-/// This module's services, as `services()` lists them when subagents are available.
-pub(crate) const SERVICES: &[&str] = &[services::SUBAGENTS_SPAWN];
+impl AgentTools {
+    fn route_now(&self, task: &TaskShared, tool_use: ToolUse) -> Result<Routed, ToolUse> {
+        let Some(agent) = self.0.agent_for_tool(&tool_use.name) else {
+            return Err(tool_use);
+        };
+        let input = match &tool_use.input {
+            ToolInput::Json(value) => value.clone(),
+            ToolInput::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+        };
+        let prompt = input.get("prompt").or_else(|| input.get("prompt_1")).and_then(Value::as_str).map(str::trim);
+        let description = format!("[subagent: {agent}]");
+        let Some(prompt) = prompt.filter(|p| !p.is_empty()) else {
+            task.mistakes.fetch_add(1, Ordering::Relaxed);
+            let text = crate::messages::tool_error(&crate::messages::missing_parameter("prompt"));
+            return Ok(Routed::Refused(ToolResult::plain(&tool_use, description, ResultStatus::Error, text)));
+        };
+        let input = serde_json::json!({"prompt_1": prompt, "agent": agent});
+        let call = ToolUse::new(tool_use.id.clone(), "use_subagents", input);
+        Ok(Routed::Call { tool_use: call, description: Some(description) })
+    }
+}
 
-/// Whether `name` is one of this module's services.
-pub(crate) fn serves(name: &str) -> bool {
-    SERVICES.contains(&name)
+/// Registers `subagents.spawn`, offered only when a driver can run them (so use_subagents can tell).
+pub(crate) fn register(
+    router: &mut Router,
+    host: &Arc<SubagentHost>,
+    interaction: &Arc<InteractionHost>,
+    runner: Weak<dyn ToolRunner>,
+) {
+    let available = host.available();
+    let (host, interaction) = (Arc::clone(host), Arc::clone(interaction));
+    router
+        .register::<SubagentsSpawn>(move |call, request| spawn(&host, &interaction, &runner, call, request))
+        .offered_when(move |_| available);
 }
 
 /// `subagents.spawn`: starts the runs on the runtime's thread and waits for them on this plugin thread. A
 /// cancelled call (its task cancelled, or its timeout) cancels the runs and returns what they report within
 /// `[timeouts] cancel_grace_ms`.
-pub(crate) fn dispatch(call: &CallHost, request: &str) -> Result<String, ServiceError> {
-    let host = &call.task.host;
-    let Some(driver) = host.subagents.driver.clone().filter(|_| host.subagents.config.enabled) else {
-        return Err(ServiceError::new(
-            ServiceErrorKind::UnknownService,
-            "this host offers no service named 'subagents.spawn'",
-        ));
+fn spawn(
+    host: &SubagentHost,
+    interaction: &InteractionHost,
+    runner: &Weak<dyn ToolRunner>,
+    call: &CallHost,
+    request: SubagentsSpawnRequest,
+) -> Result<SubagentsSpawnResponse, ServiceError> {
+    let Some(driver) = host.driver.clone().filter(|_| host.config.enabled) else {
+        return Err(crate::services::host::unknown_service(SubagentsSpawn::NAME));
     };
-    let request: SubagentsSpawnRequest = serde_json::from_str(request)
-        .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid request: {e}")))?;
     let prompts: Vec<String> = request.prompts.iter().map(|p| p.trim().to_owned()).filter(|p| !p.is_empty()).collect();
     if prompts.is_empty() || prompts.len() > MAX_PROMPTS {
         return Err(ServiceError::new(
@@ -242,66 +272,51 @@ pub(crate) fn dispatch(call: &CallHost, request: &str) -> Result<String, Service
     }
     let agent = match &request.agent {
         Some(name) => {
-            Some(host.subagents.agents.iter().find(|a| a.name.trim() == name.trim()).cloned().ok_or_else(|| {
+            Some(host.agents.iter().find(|a| a.name.trim() == name.trim()).cloned().ok_or_else(|| {
                 ServiceError::new(ServiceErrorKind::InvalidRequest, format!("no agent named '{name}'"))
             })?)
         }
         None => None,
     };
-    let shared = host
-        .interaction
-        .shared
-        .get()
-        .and_then(Weak::upgrade)
-        .ok_or_else(|| ServiceError::new(ServiceErrorKind::Failed, "the runtime is shutting down"))?;
     let batch = Arc::new(CancelToken::default());
     let plan = Arc::new(Plan {
-        shared,
+        runner: crate::services::runner::upgrade(runner)?,
         parent: Arc::clone(&call.task),
         driver,
         agent,
+        skills: Arc::clone(&interaction.skills),
         batch: Arc::clone(&batch),
-        max_turns: host.subagents.config.max_turns.max(1),
-        request_timeout: Duration::from_millis(host.subagents.config.request_timeout_ms),
+        max_turns: host.config.max_turns.max(1),
+        request_timeout: Duration::from_millis(host.config.request_timeout_ms),
     });
-    let (tx, rx) = std::sync::mpsc::channel();
-    let spawned = host.interaction.arbiter.spawn_fn(move || {
-        actix::spawn(async move {
-            let runs: Vec<_> = prompts.into_iter().map(|prompt| run(Arc::clone(&plan), prompt)).collect();
-            let _ = tx.send(join_all(runs).await);
-        });
-    });
-    if !spawned {
-        return Err(ServiceError::new(ServiceErrorKind::Failed, "the runtime is shutting down"));
-    }
-    let mut deadline: Option<Instant> = None;
-    loop {
-        match rx.recv_timeout(Duration::from_millis(5)) {
-            Ok(outcomes) => {
-                return serde_json::to_string(&SubagentsSpawnResponse { outcomes })
-                    .map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                return Err(ServiceError::new(ServiceErrorKind::Failed, "the subagent runs were dropped"))
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+    let grace = host.cancel_grace;
+    let runs = move || async move {
+        let runs: Vec<_> = prompts.into_iter().map(|prompt| run(Arc::clone(&plan), prompt)).collect();
+        join_all(runs).await
+    };
+    race(&interaction.arbiter, call, runs, move |mut work, cancellation| async move {
+        let dropped = |_| failed("the subagent runs were dropped");
+        tokio::select! {
+            outcomes = &mut work => return outcomes.map(|outcomes| SubagentsSpawnResponse { outcomes }).map_err(dropped),
+            () = cancellation => {}
         }
-        if deadline.is_none() && (call.cancelled.load(Ordering::Relaxed) || call.task.cancel.is_cancelled()) {
-            batch.cancel();
-            deadline = Some(Instant::now() + host.subagents.cancel_grace);
+        // Cancelled: the runs stop and report what they had, within the grace.
+        batch.cancel();
+        match tokio::time::timeout(grace, work).await {
+            Ok(outcomes) => outcomes.map(|outcomes| SubagentsSpawnResponse { outcomes }).map_err(dropped),
+            Err(_) => Err(crate::services::host::cancelled()),
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled or timed out"));
-        }
-    }
+    })?
 }
 
 /// What every run of one spawn shares.
 struct Plan {
-    shared: Arc<Shared>,
+    runner: Arc<dyn ToolRunner>,
     parent: Arc<TaskShared>,
     driver: Arc<dyn AgentDriver>,
     agent: Option<AgentFile>,
+    /// The skills directories, for the `skills` spec flag.
+    skills: Arc<crate::services::skills::SkillDirs>,
     /// Cancelled when the use_subagents call is.
     batch: Arc<CancelToken>,
     max_turns: u32,
@@ -348,17 +363,17 @@ fn allowed_tools(agent: Option<&AgentFile>) -> Vec<String> {
 }
 
 /// The tool specs a run offers its model, resolved for the child task.
-fn tool_specs(shared: &Shared, child: &TaskHandle, allowed: &[String]) -> Vec<Spec> {
-    let family = child.task_shared().info.model_family.clone();
+fn tool_specs(plan: &Plan, child: &TaskShared, allowed: &[String]) -> Vec<Spec> {
+    let family = child.info.model_family.clone();
     let mut context = child.spec_context();
     context.native_tool_calls = true;
-    if !child.task_shared().host.interaction.skills.list(child.task_shared().workspace.primary()).is_empty() {
+    if !plan.skills.list(child.workspace.primary()).is_empty() {
         context.flags.insert("skills".to_owned());
     }
     allowed
         .iter()
-        .filter_map(|name| match shared.route(name) {
-            Some(route) => crate::spec::family_spec(&route.meta.specs, &family).map(|s| Spec::from(s.clone())),
+        .filter_map(|name| match plan.runner.spec(name, &family) {
+            Some(spec) => Some(spec),
             // The run ends at attempt_completion whether or not its plugin is loaded.
             None if name == ATTEMPT_COMPLETION => Some(
                 Spec::new(ATTEMPT_COMPLETION, ATTEMPT_COMPLETION, "Present the result of your work to the main agent.")
@@ -415,7 +430,7 @@ async fn run(plan: Arc<Plan>, prompt: String) -> SubagentOutcome {
         .with_model_family(parent.info.model_family.clone())
         .with_images(parent.info.supports_images);
     context.roots = parent.info.roots.iter().map(|r| (r.name.clone(), r.path.clone().into())).collect();
-    let child = crate::runtime::open_task(&plan.shared, context);
+    let child = plan.runner.open_task(context);
     let mut stats = Stats::default();
     let result = tokio::select! {
         biased;
@@ -425,15 +440,15 @@ async fn run(plan: Arc<Plan>, prompt: String) -> SubagentOutcome {
     };
     if result.as_ref().is_err_and(|e| e == CANCELLED) {
         // Stops whatever the run still has going: a tool call in flight, a command's process group.
-        child.cancel();
+        plan.runner.cancel_task(&child);
     }
     outcome(prompt, &stats, result)
 }
 
 /// The conversation of one run: model turns and tool calls until attempt_completion or a failure.
-async fn converse(plan: &Plan, child: &TaskHandle, prompt: &str, stats: &mut Stats) -> Result<String, String> {
+async fn converse(plan: &Plan, child: &Arc<TaskShared>, prompt: &str, stats: &mut Stats) -> Result<String, String> {
     let allowed = plan.allowed();
-    let tools = tool_specs(&plan.shared, child, &allowed);
+    let tools = tool_specs(plan, child, &allowed);
     let system_prompt = plan.system_prompt();
     let mut messages = vec![AgentMessage::User { text: vec![prompt.to_owned(), environment(&plan.parent)] }];
     let mut empty_turns = 0;
@@ -479,7 +494,7 @@ async fn converse(plan: &Plan, child: &TaskHandle, prompt: &str, stats: &mut Sta
         empty_turns = 0;
         let mut results = Vec::with_capacity(calls.len());
         for call in calls {
-            match run_call(child, &allowed, call, stats).await {
+            match run_call(plan, child, &allowed, call, stats).await {
                 CallEnd::Completed(result) => return Ok(result),
                 CallEnd::Result(result) => results.push(*result),
             }
@@ -499,10 +514,16 @@ enum CallEnd {
 
 /// One tool call of a run: attempt_completion ends it, a tool outside the run's set is refused, anything
 /// else runs through the child task's pipeline.
-async fn run_call(child: &TaskHandle, allowed: &[String], call: AgentToolCall, stats: &mut Stats) -> CallEnd {
+async fn run_call(
+    plan: &Plan,
+    child: &Arc<TaskShared>,
+    allowed: &[String],
+    call: AgentToolCall,
+    stats: &mut Stats,
+) -> CallEnd {
     let use_of = |call: &AgentToolCall| ToolUse::new(call.id.clone(), call.name.clone(), Value::Null);
     let refuse = |call: &AgentToolCall, text: String| {
-        child.task_shared().mistakes.fetch_add(1, Ordering::Relaxed);
+        child.mistakes.fetch_add(1, Ordering::Relaxed);
         let description = format!("[{}]", call.name);
         CallEnd::Result(Box::new(ToolResult::plain(&use_of(call), description, ResultStatus::Error, text)))
     };
@@ -544,7 +565,8 @@ async fn run_call(child: &TaskHandle, allowed: &[String], call: AgentToolCall, s
         let text = format!("Tool '{}' is not available inside subagent runs.", call.name);
         return refuse(&call, crate::messages::tool_error(&text));
     }
-    let result = child.execute(ToolUse::from_text(call.id, call.name, call.arguments)).await;
+    let tool_use = ToolUse::from_text(call.id, call.name, call.arguments);
+    let result = Arc::clone(&plan.runner).execute(Arc::clone(child), tool_use).await;
     stats.tool_calls += 1;
     CallEnd::Result(Box::new(result))
 }

@@ -1,0 +1,115 @@
+//! The resolve stage: a tool use's name to the route of the tool that serves it. A streamed tool use keeps the
+//! generation its first `partial` resolved; a name no loaded tool has goes to the services' name routes
+//! (`{server}__mcp__{tool}` as use_mcp_tool, `use_subagent_<name>` as use_subagents), and the result keeps the
+//! name called.
+
+use super::{finish, Engine};
+use crate::messages;
+use crate::registry::coordinator::Route;
+use crate::services::runner::Routed;
+use crate::task::TaskShared;
+use crate::types::{ResultStatus, ToolResult, ToolUse};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The most name routes one call passes through (a route's call could name another route's tool).
+const MAX_HOPS: usize = 4;
+
+/// The name and header a routed call's result shows.
+pub(super) struct Rename {
+    pub name: String,
+    pub description: Option<String>,
+}
+
+/// Where a tool use goes: its route and the call to run there, or its result when it cannot run.
+pub(super) struct Resolved {
+    pub outcome: Result<(Route, ToolUse), ToolResult>,
+    pub rename: Option<Rename>,
+}
+
+/// Resolves a tool use for a task.
+pub(super) async fn resolve(engine: &Engine, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> Resolved {
+    let mut rename = None;
+    let mut hops = 0;
+    let route = loop {
+        if let Some(route) = streamed(task, &tool_use).or_else(|| engine.route(&tool_use.name)) {
+            break Some(route);
+        }
+        if hops == MAX_HOPS {
+            break None;
+        }
+        hops += 1;
+        let called = tool_use.name.clone();
+        match by_name(engine, task, tool_use).await {
+            Ok(Routed::Call { tool_use: call, description }) => {
+                rename.get_or_insert(Rename { name: called, description });
+                tool_use = call;
+            }
+            Ok(Routed::Refused(result)) => return Resolved { outcome: Err(result), rename },
+            Err(unrouted) => {
+                tool_use = unrouted;
+                break None;
+            }
+        }
+    };
+    task.calls.fetch_add(1, Ordering::Relaxed);
+    let outcome = match route {
+        Some(route) => Ok((route, tool_use)),
+        None => Err(unknown(engine, task, &tool_use)),
+    };
+    Resolved { outcome, rename }
+}
+
+/// The first name route that takes the tool use, asked in order; the tool use back when none does.
+async fn by_name(engine: &Engine, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> Result<Routed, ToolUse> {
+    for route in &engine.name_routes {
+        let applies =
+            route.claims(&tool_use.name) && route.target().is_none_or(|target| engine.route(target).is_some());
+        if applies {
+            match route.route(task, tool_use).await {
+                Ok(routed) => return Ok(routed),
+                Err(unrouted) => tool_use = unrouted,
+            }
+        }
+    }
+    Err(tool_use)
+}
+
+/// The route a streamed tool use was pinned to, when it is still for this name (taken: the call ends its
+/// stream).
+fn streamed(task: &TaskShared, tool_use: &ToolUse) -> Option<Route> {
+    let (_, pinned) = task.streamed.remove(&tool_use.id)?;
+    pinned.downcast::<Route>().ok().map(Arc::unwrap_or_clone).filter(|route| route.meta.name == tool_use.name)
+}
+
+/// The route of a streamed tool use, pinned at its first `partial` so the complete tool use runs on the same
+/// generation even when a hot reload swapped the tool in between.
+pub(super) fn pin_streamed(engine: &Engine, task: &TaskShared, id: &str, name: &str) -> Option<Route> {
+    let pinned = task
+        .streamed
+        .get(id)
+        .and_then(|pinned| pinned.clone().downcast::<Route>().ok())
+        .map(Arc::unwrap_or_clone)
+        .filter(|route| route.meta.name == name);
+    let route = pinned.or_else(|| engine.route(name))?;
+    if !id.is_empty() && !task.streamed.contains_key(id) {
+        // Tool uses whose stream was abandoned never reach `execute`: keep the map small.
+        if task.streamed.len() >= 64 {
+            task.streamed.clear();
+        }
+        task.streamed.insert(id.to_owned(), Arc::new(route.clone()));
+    }
+    Some(route)
+}
+
+/// Cline's error for a tool that does not exist, naming the ones that do.
+fn unknown(engine: &Engine, task: &TaskShared, tool_use: &ToolUse) -> ToolResult {
+    let mut names = engine.tool_names();
+    names.sort();
+    let text = messages::tool_error(&format!(
+        "Tool '{}' does not exist. Available tools: {}.",
+        tool_use.name,
+        names.join(", ")
+    ));
+    finish::mistake(task, ToolResult::plain(tool_use, format!("[{}]", tool_use.name), ResultStatus::Error, text))
+}

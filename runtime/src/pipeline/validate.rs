@@ -1,0 +1,223 @@
+//! The validate stage: a tool use's input parsed and checked as Cline checks it before the tool sees it (a JSON
+//! object, the required parameters present, no file modification in PLAN mode), and the texts derived from
+//! it: the result header from the tool's display template and the loop-detection signature.
+
+use crate::messages;
+use crate::registry::coordinator::Route;
+use crate::task::TaskShared;
+use crate::types::{Mode, ResultStatus, ToolInput, ToolResult, ToolUse};
+use serde_json::Value;
+use toolshed_plugin_api::capability;
+
+/// A tool use that passed the checks.
+pub(super) struct Valid {
+    pub input: Value,
+    pub description: String,
+    pub signature: String,
+}
+
+/// A tool use that did not, with its loop-detection signature when the input was readable.
+pub(super) struct Invalid {
+    pub result: ToolResult,
+    pub signature: Option<String>,
+    /// Whether the model made a mistake (a plan-mode refusal is not one).
+    pub mistake: bool,
+}
+
+/// Parses and checks a tool use's input for its route.
+pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse) -> Result<Valid, Invalid> {
+    // Taken, not cloned: an input can be a whole file's content.
+    let input = match std::mem::replace(&mut tool_use.input, ToolInput::Json(Value::Null)) {
+        ToolInput::Json(value) => value,
+        ToolInput::Text(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(value) => value,
+            Err(e) => {
+                let text = format!(
+                    "Invalid JSON input for {}: {e}. Please retry with the parameters as one JSON object.",
+                    tool_use.name
+                );
+                let description = describe(route.meta.display.as_deref(), &tool_use.name, &Value::Null);
+                return Err(Invalid { result: error(tool_use, description, &text), signature: None, mistake: true });
+            }
+        },
+    };
+    let description = describe(route.meta.display.as_deref(), &tool_use.name, &input);
+    let sig = signature(&input);
+    if !input.is_object() {
+        let text = format!(
+            "Invalid input for {}: expected a JSON object of parameters, got {}.",
+            tool_use.name,
+            json_kind(&input)
+        );
+        return Err(Invalid { result: error(tool_use, description, &text), signature: Some(sig), mistake: true });
+    }
+    if let Some((param, _)) =
+        route.meta.required.iter().find(|(name, allow_empty)| is_missing(input.get(name.as_str()), *allow_empty))
+    {
+        let text = messages::missing_parameter(param);
+        return Err(Invalid { result: error(tool_use, description, &text), signature: Some(sig), mistake: true });
+    }
+    if task.mode() == Mode::Plan && route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES) {
+        let text = messages::plan_mode_refusal(&tool_use.name);
+        return Err(Invalid { result: error(tool_use, description, &text), signature: None, mistake: false });
+    }
+    Ok(Valid { input, description, signature: sig })
+}
+
+fn error(tool_use: &ToolUse, description: String, text: &str) -> ToolResult {
+    ToolResult::plain(tool_use, description, ResultStatus::Error, messages::tool_error(text))
+}
+
+/// Renders a display template: `{tool}` is the name called, `{x}` input parameter `x` (`undefined` when
+/// missing, as Cline renders it), `{a|b}` the first of `a` and `b` present (Cline's `path || absolutePath`),
+/// and `{?x:text}` renders `text` only when `x` is present (search_files' ` in '{file_pattern}'`).
+pub(crate) fn describe(template: Option<&str>, tool: &str, input: &Value) -> String {
+    let Some(template) = template else {
+        return format!("[{tool}]");
+    };
+    let mut out = String::with_capacity(template.len() + 16);
+    render(template, tool, input, &mut out);
+    out
+}
+
+fn present<'a>(input: &'a Value, keys: &str) -> Option<&'a Value> {
+    keys.split('|').find_map(|k| input.get(k).filter(|v| !v.is_null()))
+}
+
+fn render(template: &str, tool: &str, input: &Value, out: &mut String) {
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        // The matching close brace, counting nested ones (a conditional's text holds placeholders).
+        let mut depth = 0usize;
+        let close = after.char_indices().find_map(|(i, c)| match c {
+            '{' => {
+                depth += 1;
+                None
+            }
+            '}' if depth == 0 => Some(i),
+            '}' => {
+                depth -= 1;
+                None
+            }
+            _ => None,
+        });
+        let Some(close) = close else {
+            out.push('{');
+            rest = after;
+            continue;
+        };
+        let key = &after[..close];
+        if key == "tool" {
+            out.push_str(tool);
+        } else if let Some(conditional) = key.strip_prefix('?') {
+            let (keys, text) = conditional.split_once(':').unwrap_or((conditional, ""));
+            if present(input, keys).is_some() {
+                render(text, tool, input, out);
+            }
+        } else {
+            match present(input, key) {
+                Some(Value::String(s)) => out.push_str(s),
+                Some(other) => out.push_str(&other.to_string()),
+                None => out.push_str("undefined"),
+            }
+        }
+        rest = &after[close + 1..];
+    }
+    out.push_str(rest);
+}
+
+/// Cline's "missing" test: absent, null, or a blank string (unless the parameter allows empty strings).
+pub(crate) fn is_missing(value: Option<&Value>, allow_empty: bool) -> bool {
+    match value {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => !allow_empty && s.trim().is_empty(),
+        Some(_) => false,
+    }
+}
+
+/// The loop-detection signature: the input with keys sorted at every level and `task_progress` left out.
+pub(crate) fn signature(input: &Value) -> String {
+    fn sorted(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, key) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&Value::from(key.as_str()).to_string());
+                    out.push(':');
+                    sorted(&map[key], out);
+                }
+                out.push('}');
+            }
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    sorted(item, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut input = input.clone();
+    if let Value::Object(map) = &mut input {
+        map.remove("task_progress");
+    }
+    // Printed by hand in key order, whatever map type serde_json was built with.
+    let mut out = String::new();
+    sorted(&input, &mut out);
+    out
+}
+
+pub(crate) fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn descriptions_render_like_cline() {
+        let t = Some("[{tool} for '{path}']");
+        assert_eq!(describe(t, "read_file", &json!({"path": "src/a.rs"})), "[read_file for 'src/a.rs']");
+        assert_eq!(describe(t, "read_file", &json!({})), "[read_file for 'undefined']");
+        assert_eq!(describe(None, "x", &json!({})), "[x]");
+        let search = Some("[{tool} for '{regex}'{?file_pattern: in '{file_pattern}'}]");
+        assert_eq!(describe(search, "search_files", &json!({"regex": "a"})), "[search_files for 'a']");
+        assert_eq!(
+            describe(search, "search_files", &json!({"regex": "a", "file_pattern": "*.rs"})),
+            "[search_files for 'a' in '*.rs']"
+        );
+        let either = Some("[{tool} for '{path|absolutePath}']");
+        assert_eq!(describe(either, "write_to_file", &json!({"absolutePath": "/a"})), "[write_to_file for '/a']");
+        assert_eq!(describe(Some("[{tool} {n}] {"), "x", &json!({"n": 3})), "[x 3] {");
+    }
+
+    #[test]
+    fn missing_means_absent_null_or_blank() {
+        assert!(is_missing(None, false));
+        assert!(is_missing(Some(&json!(null)), true));
+        assert!(is_missing(Some(&json!("  \n")), false));
+        assert!(!is_missing(Some(&json!("")), true));
+        assert!(!is_missing(Some(&json!("a")), false));
+        assert!(!is_missing(Some(&json!(0)), false));
+    }
+}
