@@ -16,7 +16,6 @@
 //! host's runtime and the worker waits for it, polling the call's cancellation: a cancelled or timed-out call
 //! stops its request (the future is aborted, the connection closed).
 
-use ipnet::IpNet;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::Url;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -25,6 +24,8 @@ use std::time::Duration;
 use toolshed_plugin_api::services::{HttpErrorKind, HttpFailure, HttpReply, HttpRequest, HttpResponse, WebSettings};
 use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
 use url::Host;
+
+use crate::config::HostRule;
 
 /// Cline's `CLINE_ACCOUNT_AUTH_ERROR_MESSAGE`: what a request to the API says without a token.
 pub(crate) const NO_TOKEN_MESSAGE: &str = "Unauthorized: Please sign in to Cline before trying again.";
@@ -133,48 +134,9 @@ fn non_public_v6(ip: Ipv6Addr) -> Option<&'static str> {
     }
 }
 
-/// One `allowed_hosts` / `denied_hosts` entry: a host name, `*.domain` for the domain's subdomains, an IP
-/// address in any spelling a URL may use, or a network in CIDR form.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum HostRule {
-    Name { host: String, subdomains: bool },
-    Addr(IpAddr),
-    Net(IpNet),
-}
-
+/// Matching URLs against the `[web]` host entries, which the configuration parses (see
+/// [`crate::config::HostRule`]); the addresses an entry reaches are judged here, with the address policy.
 impl HostRule {
-    fn parse(entry: &str) -> Self {
-        let entry = entry.trim().to_ascii_lowercase();
-        let bare = entry.trim_start_matches('[').trim_end_matches('.');
-        let bare = bare.split_once(']').map_or(bare, |(ip, _)| ip);
-        if let Some(domain) = bare.strip_prefix("*.") {
-            return Self::Name { host: domain.to_owned(), subdomains: true };
-        }
-        if let Ok(ip) = bare.parse::<IpAddr>() {
-            return Self::Addr(ip);
-        }
-        if let Ok(net) = bare.parse::<IpNet>() {
-            // A network of IPv4-mapped addresses is that IPv4 network.
-            if let IpNet::V6(v6) = net {
-                if let (Some(v4), Some(len)) = (v6.network().to_ipv4_mapped(), v6.prefix_len().checked_sub(96)) {
-                    if let Ok(v4) = ipnet::Ipv4Net::new(v4, len) {
-                        return Self::Net(IpNet::V4(v4.trunc()));
-                    }
-                }
-            }
-            return Self::Net(net.trunc());
-        }
-        // Other spellings of an address (`2130706433`, `0x7f.1`, `127.1`) as the URL parser reads them, which
-        // is what a URL's host becomes; a name as it does too (IDNA).
-        let url = Url::parse(&format!("http://{bare}/")).ok();
-        match url.as_ref().and_then(Url::host) {
-            Some(Host::Ipv4(v4)) => Self::Addr(IpAddr::V4(v4)),
-            Some(Host::Ipv6(v6)) => Self::Addr(IpAddr::V6(v6)),
-            Some(Host::Domain(name)) => Self::Name { host: name.trim_end_matches('.').to_owned(), subdomains: false },
-            None => Self::Name { host: bare.to_owned(), subdomains: false },
-        }
-    }
-
     /// Whether the host a URL names is this entry: the same name, a subdomain, or an address reaching the
     /// same place.
     fn matches(&self, host: &Target) -> bool {
@@ -202,19 +164,6 @@ impl HostRule {
             Self::Name { .. } => false,
         }
     }
-}
-
-/// Whether a `[web]` host entry has the form the rules take (no port, no scheme): the config check.
-pub(crate) fn host_entry_problem(entry: &str) -> Option<String> {
-    let bare = entry.trim();
-    let unbracketed = bare.trim_start_matches('[').trim_end_matches(']');
-    let is_ip = unbracketed.parse::<IpAddr>().is_ok() || unbracketed.parse::<IpNet>().is_ok();
-    if bare.is_empty() || (!is_ip && (bare.contains('/') || bare.contains(':'))) {
-        return Some(format!(
-            "{entry:?} is not a host; give a host name, an IP address, a network (10.0.0.0/8) or *.domain, without scheme or port"
-        ));
-    }
-    None
 }
 
 /// A URL's host: a name (lower-cased, no final dot) or an address, as the URL parser normalised it.
@@ -1046,19 +995,6 @@ mod tests {
         assert_eq!(policy.filter("proxy.local", vec![sock("127.0.0.1")]).unwrap(), vec![sock("127.0.0.1")]);
         let open = AddressPolicy::new(&[], &[], true, None);
         assert_eq!(open.filter("localhost", vec![sock("127.0.0.1")]).unwrap(), vec![sock("127.0.0.1")]);
-    }
-
-    #[test]
-    fn host_entries_are_checked() {
-        for good in ["example.com", "*.example.com", "127.0.0.1", "::1", "[::1]"] {
-            assert_eq!(host_entry_problem(good), None, "{good}");
-        }
-        for good in ["10.0.0.0/8", "fd00::/8", "2130706433"] {
-            assert_eq!(host_entry_problem(good), None, "{good}");
-        }
-        for bad in ["127.0.0.1:8080", "example.com:443", "https://example.com", "", "[::1]:80", "example.com/24"] {
-            assert!(host_entry_problem(bad).is_some(), "{bad}");
-        }
     }
 
     #[test]

@@ -1,0 +1,443 @@
+//! The configuration's sections other than `[web]`: one struct per `[section]` table, with its defaults and
+//! the typed accessors the runtime reads them through.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use toml::{Table, Value};
+
+use super::shape;
+
+/// `[limits]`: what the runtime lets through from any tool, whatever the tool built. A workspace may only
+/// lower them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// The most text a tool result may carry, in bytes (every text block together); the rest is cut with a
+    /// note. Cline's tools cap themselves at 400 KB where they cap at all: this is the backstop above them.
+    pub max_result_bytes: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self { max_result_bytes: 1024 * 1024 }
+    }
+}
+
+/// `[isolation]`: the limits of the child processes (the `toolshed` binary in a hidden mode) that run a
+/// plugin's parsers of hostile content (documents, web pages), so a stack overflow, an allocation failure or
+/// an endless loop there ends the child, not the host. A workspace may only lower the limits or turn it on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IsolationConfig {
+    /// Whether jobs run in a child process at all; off, they run inside the host (faster, unprotected).
+    pub enabled: bool,
+    /// The child's address-space limit (`RLIMIT_AS`), in MiB.
+    pub memory_mb: u64,
+    /// The child's CPU-time limit (`RLIMIT_CPU`, rounded up to whole seconds), in milliseconds.
+    pub cpu_ms: u64,
+    /// The stack of the thread that runs the job, in MiB: deep but honest nesting still parses.
+    pub stack_mb: u64,
+    /// How long a job may take, in milliseconds of wall-clock time, before the child is killed.
+    pub timeout_ms: u64,
+    /// The largest answer (or host-service request) a child may send, in bytes.
+    pub max_output_bytes: u64,
+    /// How many children may run at once (each may take `memory_mb`); more wait their turn within
+    /// `timeout_ms`.
+    pub max_children: u64,
+}
+
+impl Default for IsolationConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            memory_mb: 2048,
+            cpu_ms: 30_000,
+            stack_mb: 64,
+            timeout_ms: 30_000,
+            max_output_bytes: 64 * 1024 * 1024,
+            max_children: 4,
+        }
+    }
+}
+
+/// `[serve]`: `toolshed serve --http`'s limits. A workspace may only lower them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServeConfig {
+    /// Connections served at once; one more is answered 503 and closed.
+    pub max_connections: u32,
+    /// How long a connection may stay open without a request that carries the token, in milliseconds.
+    pub auth_timeout_ms: u64,
+    /// The largest request body, in bytes; a larger one is answered 413.
+    pub max_body_bytes: u64,
+    /// After a failed accept (out of descriptors, say), how long to wait before the next, in milliseconds;
+    /// it doubles while accepts keep failing, up to 1 s or this value if larger.
+    pub accept_backoff_ms: u64,
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self { max_connections: 64, auth_timeout_ms: 10_000, max_body_bytes: 4 * 1024 * 1024, accept_backoff_ms: 50 }
+    }
+}
+
+/// `[subagents]`: use_subagents' child tasks, the configured agents, and the OpenAI-compatible driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubagentsConfig {
+    /// Whether use_subagents may run (it also needs the host's agent driver).
+    pub enabled: bool,
+    /// A directory of agent configs, one `.toml` file per agent (`name`, `description`, `model`, `tools`,
+    /// `system_prompt`); each becomes a `use_subagent_<name>` tool.
+    pub agents_dir: Option<PathBuf>,
+    /// The most model requests one subagent run may make before it fails.
+    pub max_turns: u32,
+    /// The longest one model request may take, in milliseconds.
+    pub request_timeout_ms: u64,
+    /// The OpenAI-compatible endpoint of the built-in driver (`{base_url}/chat/completions`).
+    pub base_url: Option<String>,
+    /// The model the built-in driver asks for (an agent's `model` wins).
+    pub model: Option<String>,
+    /// The environment variable holding the driver's bearer key.
+    pub api_key_env: String,
+    /// The model's context window, for the summary's "Peak context usage" (0: unknown).
+    pub context_window: u64,
+    /// The most one model response may stream, in bytes (every event together); a longer one fails the run.
+    pub max_response_bytes: u64,
+}
+
+impl Default for SubagentsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            agents_dir: None,
+            max_turns: 50,
+            request_timeout_ms: 120_000,
+            base_url: None,
+            model: None,
+            api_key_env: "OPENAI_API_KEY".to_owned(),
+            context_window: 0,
+            max_response_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// `[tasks]`: the conversational tools' settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TasksConfig {
+    /// Cline's Focus Chain: every tool accepts `task_progress`, the runtime stores the checklist per task
+    /// and adds Cline's reminders to results. Off by default, so results stay exactly as the tools wrote them.
+    pub focus_chain: bool,
+    /// Cline's `remindClineInterval`: remind after this many calls without a `task_progress` update.
+    pub remind_interval: u32,
+    /// Cline's `doubleCheckCompletionEnabled`: the first attempt_completion of each pair asks the model to
+    /// re-verify its work.
+    pub double_check_completion: bool,
+}
+
+impl Default for TasksConfig {
+    fn default() -> Self {
+        Self { focus_chain: false, remind_interval: 6, double_check_completion: false }
+    }
+}
+
+/// `[skills]`: where use_skill finds skills (folders with a `SKILL.md`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SkillsConfig {
+    /// Whether skills are offered at all.
+    pub enabled: bool,
+    /// The user's skill directories; Cline's `~/.cline/skills` and `~/.agents/skills` when unset. The
+    /// workspace's (`.toolshed/skills`, `.clinerules/skills`, `.cline/skills`, `.claude/skills`,
+    /// `.agents/skills`) are added only for a workspace in `[plugins] trusted_workspaces`.
+    pub dirs: Option<Vec<PathBuf>>,
+}
+
+impl Default for SkillsConfig {
+    fn default() -> Self {
+        Self { enabled: true, dirs: None }
+    }
+}
+
+/// `[hooks]`: commands run before and after tool calls, speaking Claude Code's hook protocol.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HooksConfig {
+    /// How long a hook command may run before it is killed and ignored, in milliseconds: the whole exchange,
+    /// writing its input and reading its output.
+    pub timeout_ms: u64,
+    /// The most a hook may print (stdout and stderr each), in bytes; a hook printing more is killed and ignored.
+    pub max_output_bytes: u64,
+    /// Run after a tool's validation, before approval; may refuse the call or add context.
+    #[serde(deserialize_with = "shape::tables")]
+    pub pre_tool_use: Vec<HookCommand>,
+    /// Run after a tool ran; may add context for the model.
+    #[serde(deserialize_with = "shape::tables")]
+    pub post_tool_use: Vec<HookCommand>,
+}
+
+impl Default for HooksConfig {
+    fn default() -> Self {
+        // Claude Code's default hook timeout.
+        Self { timeout_ms: 60_000, max_output_bytes: 1024 * 1024, pre_tool_use: Vec::new(), post_tool_use: Vec::new() }
+    }
+}
+
+/// One configured hook command: `{ matcher = "write_to_file|execute_command", command = "…" }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookCommand {
+    /// A regex the whole tool name must match; absent, empty or `*` matches every tool.
+    #[serde(default)]
+    pub matcher: Option<String>,
+    /// The command, run with `/bin/sh -c` in the task's workspace.
+    pub command: String,
+}
+
+/// `[mcp]`: where the MCP server settings live, and the hub's timeouts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// The path of a `cline_mcp_settings.json`-shaped file.
+    pub settings: Option<PathBuf>,
+    /// How long one server may take to start and answer `initialize` and the first listings.
+    pub startup_timeout_ms: u64,
+    /// A tool call's timeout for servers whose settings give no `timeout` (Cline's 60 s).
+    pub call_timeout_ms: u64,
+    /// How often the settings file is checked for changes (changed servers restart).
+    pub poll_ms: u64,
+    /// The most pages one listing (tools, resources, templates, prompts) may take from a server.
+    pub max_list_pages: u32,
+    /// The most bytes one listing may take from a server, all pages together.
+    pub max_list_bytes: u64,
+    /// The largest single message a server may send, in bytes; a larger one fails the server's calls at once.
+    pub max_message_bytes: u64,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            settings: None,
+            startup_timeout_ms: 30_000,
+            call_timeout_ms: 60_000,
+            poll_ms: 1_000,
+            max_list_pages: 100,
+            max_list_bytes: 16 * 1024 * 1024,
+            max_message_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// `[commands]`: command permissions and timeouts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CommandsConfig {
+    /// The JSON text of `CLINE_COMMAND_PERMISSIONS` (that variable wins).
+    pub permissions: Option<String>,
+    /// How long a command may run by default, in milliseconds.
+    pub default_timeout_ms: u64,
+    /// How long a command marked long-running may run, in milliseconds.
+    pub long_timeout_ms: u64,
+    /// Keep a command's background jobs running after its main process exits, until the task ends; by
+    /// default they are killed with the rest of its process tree then.
+    pub keep_background: bool,
+}
+
+impl Default for CommandsConfig {
+    fn default() -> Self {
+        Self { permissions: None, default_timeout_ms: 30_000, long_timeout_ms: 300_000, keep_background: false }
+    }
+}
+
+impl CommandsConfig {
+    /// How long a command may run by default.
+    pub fn default_timeout(&self) -> Duration {
+        Duration::from_millis(self.default_timeout_ms)
+    }
+
+    /// How long a command marked long-running may run.
+    pub fn long_timeout(&self) -> Duration {
+        Duration::from_millis(self.long_timeout_ms)
+    }
+}
+
+/// `[approval]`: what runs without asking.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalConfig {
+    /// Read-only tools inside the workspace run without asking.
+    pub auto_approve_safe: bool,
+    /// Every tool runs without asking.
+    pub auto_approve_all: bool,
+    /// YOLO mode: approve every call without asking.
+    pub yolo: bool,
+    /// Per-tool rules, by tool name.
+    pub tools: BTreeMap<String, Rule>,
+}
+
+impl Default for ApprovalConfig {
+    fn default() -> Self {
+        Self { auto_approve_safe: true, auto_approve_all: false, yolo: false, tools: BTreeMap::new() }
+    }
+}
+
+/// A per-tool approval rule, written in lower case (`read_file = "deny"`).
+///
+/// The variants are ordered from loosest to strictest, so `a < b` means `b`
+/// tightens `a`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rule {
+    /// Run without asking.
+    Allow,
+    /// Ask before running.
+    Ask,
+    /// Never run.
+    Deny,
+}
+
+/// `[plugins]`: plugin directories, overrides and trust.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PluginsConfig {
+    /// More directories to load plugins from.
+    pub dirs: Vec<PathBuf>,
+    /// Built-in tool names that a third-party plugin may replace.
+    pub overrides: Vec<String>,
+    /// Workspaces whose own config and plugins apply in full. Only the
+    /// user-side layers (user file, `--config`, environment) can set it.
+    pub trusted_workspaces: Vec<PathBuf>,
+    /// How many abandoned worker threads a tool may leave behind before it is
+    /// quarantined.
+    pub max_abandoned: u32,
+    /// Unload library copies nobody uses any more: a replaced or removed version once its last call has
+    /// finished, and every copy of a runtime that stops. Off, every copy stays mapped until the process ends
+    /// (what `abi_stable` itself does), for plugins that leave threads or pointers behind.
+    pub unload: bool,
+    /// Per-plugin config tables, by plugin name; see
+    /// [`PluginsConfig::config_json`].
+    pub config: BTreeMap<String, Table>,
+}
+
+impl Default for PluginsConfig {
+    fn default() -> Self {
+        Self {
+            dirs: Vec::new(),
+            overrides: Vec::new(),
+            trusted_workspaces: Vec::new(),
+            max_abandoned: 4,
+            unload: true,
+            config: BTreeMap::new(),
+        }
+    }
+}
+
+impl PluginsConfig {
+    /// The config table of one plugin as JSON, the form plugins receive it
+    /// in; `None` when the plugin has none. Datetimes become strings.
+    pub fn config_json(&self, plugin: &str) -> Option<serde_json::Value> {
+        fn to_json(value: &Value) -> serde_json::Value {
+            match value {
+                Value::String(s) => serde_json::Value::String(s.clone()),
+                Value::Integer(i) => serde_json::Value::from(*i),
+                // JSON has no NaN or infinity; they become null.
+                Value::Float(f) => serde_json::Value::from(*f),
+                Value::Boolean(b) => serde_json::Value::Bool(*b),
+                Value::Datetime(d) => serde_json::Value::String(d.to_string()),
+                Value::Array(items) => items.iter().map(to_json).collect(),
+                Value::Table(table) => {
+                    table.iter().map(|(k, v)| (k.clone(), to_json(v))).collect::<serde_json::Map<_, _>>().into()
+                }
+            }
+        }
+        self.config.get(plugin).map(|table| to_json(&Value::Table(table.clone())))
+    }
+}
+
+/// `[timeouts]`: every duration the runtime uses, in milliseconds, so tests
+/// can set them small.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TimeoutsConfig {
+    /// The longest one tool call may take.
+    pub call_ms: u64,
+    /// The longest a tool's prepare phase may take.
+    pub prepare_ms: u64,
+    /// How long shutdown waits for calls in flight.
+    pub shutdown_ms: u64,
+    /// The longest a file listing may take.
+    pub list_files_ms: u64,
+    /// How long to wait for a terminal answer to an approval question; 0
+    /// waits forever.
+    pub ask_ms: u64,
+    /// How long the plugin watcher waits for file events to settle.
+    pub watch_debounce_ms: u64,
+    /// Between SIGTERM and SIGKILL when a command's process group is stopped.
+    pub kill_grace_ms: u64,
+    /// How long a command runs before its "still running" notice is said to the user.
+    pub command_notice_ms: u64,
+    /// After a task is cancelled, how long a running call gets to answer in its own words before it is
+    /// abandoned.
+    pub cancel_grace_ms: u64,
+    /// After a timeout or cancellation, how long a call that already began writing (it passed its commit
+    /// gate, `call.commit`) is waited for, so its answer says what it wrote, in milliseconds.
+    pub commit_ms: u64,
+}
+
+impl Default for TimeoutsConfig {
+    fn default() -> Self {
+        Self {
+            call_ms: 600_000,
+            prepare_ms: 30_000,
+            shutdown_ms: 2_000,
+            list_files_ms: 10_000,
+            ask_ms: 0,
+            watch_debounce_ms: 300,
+            kill_grace_ms: 2_000,
+            command_notice_ms: 15_000,
+            cancel_grace_ms: 500,
+            commit_ms: 60_000,
+        }
+    }
+}
+
+impl TimeoutsConfig {
+    /// The longest one tool call may take.
+    pub fn call(&self) -> Duration {
+        Duration::from_millis(self.call_ms)
+    }
+
+    /// The longest a tool's prepare phase may take.
+    pub fn prepare(&self) -> Duration {
+        Duration::from_millis(self.prepare_ms)
+    }
+
+    /// How long shutdown waits for calls in flight.
+    pub fn shutdown(&self) -> Duration {
+        Duration::from_millis(self.shutdown_ms)
+    }
+
+    /// The longest a file listing may take.
+    pub fn list_files(&self) -> Duration {
+        Duration::from_millis(self.list_files_ms)
+    }
+
+    /// Between SIGTERM and SIGKILL.
+    pub fn kill_grace(&self) -> Duration {
+        Duration::from_millis(self.kill_grace_ms)
+    }
+
+    /// How long the plugin watcher waits for file events to settle.
+    pub fn watch_debounce(&self) -> Duration {
+        Duration::from_millis(self.watch_debounce_ms)
+    }
+
+    /// How long to wait for a terminal answer; `None` waits forever.
+    pub fn ask(&self) -> Option<Duration> {
+        (self.ask_ms != 0).then(|| Duration::from_millis(self.ask_ms))
+    }
+}
