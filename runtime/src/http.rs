@@ -13,9 +13,10 @@
 //!   nothing changes between the check and the connect (no DNS-rebinding window).
 //!
 //! Services are called from plugin worker threads, never from a tokio thread, so a request is spawned on the
-//! host's runtime and the worker waits for it, polling the call's cancellation: a cancelled or timed-out call
-//! stops its request (the future is aborted, the connection closed).
+//! host's runtime and the worker waits for it or the call's cancellation, whichever comes first: a cancelled or
+//! timed-out call stops its request (the future is aborted, the connection closed).
 
+use crate::task::Cancels;
 use reqwest::Url;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -24,9 +25,6 @@ use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
 
 /// Cline's `CLINE_ACCOUNT_AUTH_ERROR_MESSAGE`: what a request to the API says without a token.
 pub(crate) const NO_TOKEN_MESSAGE: &str = "Unauthorized: Please sign in to Cline before trying again.";
-
-/// How often a waiting worker looks at its call's cancellation flag.
-const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 mod connect;
 mod policy;
@@ -116,8 +114,8 @@ impl HttpService {
             .map_err(|message| ServiceError::new(ServiceErrorKind::Failed, message.clone()))
     }
 
-    /// Runs one request, waiting on the calling (worker) thread; `cancelled` is polled while it waits.
-    pub fn request(&self, request: HttpRequest, cancelled: &dyn Fn() -> bool) -> Result<HttpReply, ServiceError> {
+    /// Runs one request, waiting on the calling (worker) thread for its reply or the call's cancellation.
+    pub fn request(&self, request: HttpRequest, cancels: &Cancels<'_>) -> Result<HttpReply, ServiceError> {
         let failed = |kind, message: String| Ok(HttpReply::Failed(HttpFailure { kind, message }));
         let url = match Url::parse(&request.url) {
             Ok(url) => url,
@@ -181,26 +179,17 @@ impl HttpService {
                 }),
             }
         };
-        let (tx, rx) = std::sync::mpsc::channel();
+        let (tx, rx) = crossbeam_channel::bounded(1);
         let task = engine.runtime.spawn(async move {
             let _ = tx.send(work.await);
         });
-        loop {
-            match rx.recv_timeout(CANCEL_POLL) {
-                Ok(reply) => return Ok(reply),
-                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                    if cancelled() {
-                        task.abort();
-                        return Err(ServiceError::new(
-                            ServiceErrorKind::Cancelled,
-                            "the call was cancelled or timed out",
-                        ));
-                    }
-                }
-                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(ServiceError::new(ServiceErrorKind::Failed, "the HTTP request was dropped"));
-                }
+        match cancels.recv(&rx) {
+            Ok(Some(reply)) => Ok(reply),
+            Ok(None) => {
+                task.abort();
+                Err(ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled or timed out"))
             }
+            Err(_) => Err(ServiceError::new(ServiceErrorKind::Failed, "the HTTP request was dropped")),
         }
     }
 }

@@ -53,7 +53,7 @@ impl HostServices {
         let web = Arc::new(parts.web);
         let settings = Arc::clone(&web);
         router.register::<WebSettingsService>(move |_, _| Ok(settings.web_settings()));
-        router.register::<HttpRequestService>(move |call, req| web.request(req, &|| call.is_cancelled_now()));
+        router.register::<HttpRequestService>(move |call, req| web.request(req, &call.cancels()));
         mcp::register(&mut router, parts.mcp.clone());
         interaction::register(&mut router, &parts.interaction, runner.clone());
         subagents::register(&mut router, &parts.subagents, &parts.interaction, runner);

@@ -109,11 +109,24 @@ impl TaskContext {
     }
 }
 
-/// A task's cancellation: a flag plus a wake-up for whoever waits on a call.
-#[derive(Debug, Default)]
+/// A wake-up a blocking wait registers with a [`CancelToken`].
+type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// A cancellation (a task's, or one call's): a flag, a wake-up for async waiters, and the wake-ups blocking
+/// waiters registered, so that whoever waits on something else as well wakes on either, never by polling.
+#[derive(Default)]
 pub struct CancelToken {
     flag: AtomicBool,
     notify: Notify,
+    /// Registered wake-ups by id; taken and run once on cancellation.
+    wakes: std::sync::Mutex<Vec<(u64, Wake)>>,
+    next_wake: AtomicU64,
+}
+
+impl std::fmt::Debug for CancelToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CancelToken").field("cancelled", &self.is_cancelled()).finish_non_exhaustive()
+    }
 }
 
 impl CancelToken {
@@ -121,6 +134,10 @@ impl CancelToken {
     pub fn cancel(&self) {
         self.flag.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
+        let wakes = std::mem::take(&mut *self.wakes.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        for (_, wake) in wakes {
+            wake();
+        }
     }
 
     /// Whether cancelled.
@@ -136,6 +153,74 @@ impl CancelToken {
                 return;
             }
             notified.await;
+        }
+    }
+
+    /// Runs `wake` on cancellation while the guard lives (at once when already cancelled).
+    pub(crate) fn on_cancel(&self, wake: Wake) -> WakeGuard<'_> {
+        let id = self.next_wake.fetch_add(1, Ordering::Relaxed);
+        self.wakes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((id, Arc::clone(&wake)));
+        // A cancellation between the caller's check and the push would otherwise go unseen.
+        if self.is_cancelled() {
+            wake();
+        }
+        WakeGuard { token: self, id }
+    }
+}
+
+/// Unregisters a wake-up on drop.
+pub(crate) struct WakeGuard<'a> {
+    token: &'a CancelToken,
+    id: u64,
+}
+
+impl Drop for WakeGuard<'_> {
+    fn drop(&mut self) {
+        self.token.wakes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(id, _)| *id != self.id);
+    }
+}
+
+/// Two tokens nobody cancels, for tests of blocking services.
+#[cfg(test)]
+#[derive(Default)]
+pub(crate) struct NeverCancelled(CancelToken, CancelToken);
+
+#[cfg(test)]
+impl NeverCancelled {
+    pub fn cancels(&self) -> Cancels<'_> {
+        Cancels { call: &self.0, task: &self.1 }
+    }
+}
+
+/// A call's two cancellations, its own (a timeout) and its task's, as the blocking services wait on them.
+#[derive(Clone, Copy)]
+pub(crate) struct Cancels<'a> {
+    pub call: &'a CancelToken,
+    pub task: &'a CancelToken,
+}
+
+impl<'a> Cancels<'a> {
+    /// Whether either was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.call.is_cancelled() || self.task.is_cancelled()
+    }
+
+    /// Runs `wake` when either is cancelled, while the guards live.
+    pub fn on_cancel(&self, wake: Wake) -> [WakeGuard<'a>; 2] {
+        [self.call.on_cancel(Arc::clone(&wake)), self.task.on_cancel(wake)]
+    }
+
+    /// Blocks until `answer` has a value (`Some`, or `Err` when its sender is gone) or either cancellation
+    /// comes (`Ok(None)`), waking on whichever is first.
+    pub fn recv<T>(&self, answer: &crossbeam_channel::Receiver<T>) -> Result<Option<T>, crossbeam_channel::RecvError> {
+        let (tx, woken) = crossbeam_channel::bounded(1);
+        let _guards = self.on_cancel(Arc::new(move || {
+            let _ = tx.try_send(());
+        }));
+        crossbeam_channel::select! {
+            recv(answer) -> value => value.map(Some),
+            // An answer that came with the cancellation still counts.
+            recv(woken) -> _ => Ok(answer.try_recv().ok()),
         }
     }
 }

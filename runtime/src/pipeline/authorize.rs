@@ -182,7 +182,7 @@ async fn ask(
     // The prompt is shown to a person: the tool's message and paths come from the model and the workspace.
     // One line: line feeds in a command would push its start off the screen, or fake a second question.
     let prompt = ApprovalPrompt {
-        tool: crate::shown::escape_line(&tool).into_owned(),
+        tool: crate::shown::escape_line(tool).into_owned(),
         kind: crate::shown::escape_line(&request.kind).into_owned(),
         message: crate::shown::escape_line(&request.message).into_owned(),
         paths: request.paths.iter().map(|path| crate::shown::escape_line(path).into_owned()).collect(),

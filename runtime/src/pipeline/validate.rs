@@ -25,7 +25,7 @@ pub(super) struct Invalid {
 }
 
 /// Parses and checks a tool use's input for its route.
-pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse) -> Result<Valid, Invalid> {
+pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse) -> Result<Valid, Box<Invalid>> {
     // Taken, not cloned: an input can be a whole file's content.
     let input = match std::mem::replace(&mut tool_use.input, ToolInput::Json(Value::Null)) {
         ToolInput::Json(value) => value,
@@ -37,7 +37,11 @@ pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse)
                     tool_use.name
                 );
                 let description = describe(route.meta.display.as_deref(), &tool_use.name, &Value::Null);
-                return Err(Invalid { result: error(tool_use, description, &text), signature: None, mistake: true });
+                return Err(Box::new(Invalid {
+                    result: error(tool_use, description, &text),
+                    signature: None,
+                    mistake: true,
+                }));
             }
         },
     };
@@ -49,17 +53,25 @@ pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse)
             tool_use.name,
             json_kind(&input)
         );
-        return Err(Invalid { result: error(tool_use, description, &text), signature: Some(sig), mistake: true });
+        return Err(Box::new(Invalid {
+            result: error(tool_use, description, &text),
+            signature: Some(sig),
+            mistake: true,
+        }));
     }
     if let Some((param, _)) =
         route.meta.required.iter().find(|(name, allow_empty)| is_missing(input.get(name.as_str()), *allow_empty))
     {
         let text = messages::missing_parameter(param);
-        return Err(Invalid { result: error(tool_use, description, &text), signature: Some(sig), mistake: true });
+        return Err(Box::new(Invalid {
+            result: error(tool_use, description, &text),
+            signature: Some(sig),
+            mistake: true,
+        }));
     }
     if task.mode() == Mode::Plan && route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES) {
         let text = messages::plan_mode_refusal(&tool_use.name);
-        return Err(Invalid { result: error(tool_use, description, &text), signature: None, mistake: false });
+        return Err(Box::new(Invalid { result: error(tool_use, description, &text), signature: None, mistake: false }));
     }
     Ok(Valid { input, description, signature: sig })
 }

@@ -8,7 +8,7 @@
 
 use crate::registry::loader::HandlerOrigin;
 use crate::services::commit_gate::CommitGate;
-use crate::task::{CancelToken, TaskShared};
+use crate::task::{CancelToken, Cancels, TaskShared};
 use abi_stable::std_types::{RResult, RStr, RString, RVec};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -33,7 +33,12 @@ pub(crate) struct CallHost {
 impl CallHost {
     /// Whether this call or its task was cancelled.
     pub fn is_cancelled_now(&self) -> bool {
-        self.cancelled.is_cancelled() || self.task.cancel.is_cancelled()
+        self.cancels().is_cancelled()
+    }
+
+    /// The call's cancellations, for a blocking service to wait on besides its own work.
+    pub fn cancels(&self) -> Cancels<'_> {
+        Cancels { call: &self.cancelled, task: &self.task.cancel }
     }
 }
 

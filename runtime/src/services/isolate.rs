@@ -122,10 +122,11 @@ pub(crate) fn register(router: &mut crate::services::host::Router, limits: Isola
     let children = Children::default();
     router
         .register::<toolshed_plugin_api::services::IsolateRun>(move |call, req| {
-            let origin = call.origin.as_deref().ok_or_else(|| {
-                ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs")
-            })?;
-            run(origin, &limits, &children, req, call, &call.tool)
+            let origin = call
+                .origin
+                .as_deref()
+                .ok_or_else(|| ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs"))?;
+            run(origin, &limits, &children, req, call, &call.cancels(), &call.tool)
         })
         .offered_when(move |call| enabled && call.origin.is_some());
 }
@@ -137,6 +138,7 @@ pub(crate) fn run(
     children: &Children,
     request: IsolateRequest,
     host: &dyn Host,
+    cancels: &crate::task::Cancels<'_>,
     called_as: &str,
 ) -> Result<IsolateResponse, ServiceError> {
     let failed = |message: String| ServiceError::new(ServiceErrorKind::Failed, message);
@@ -157,7 +159,7 @@ pub(crate) fn run(
         max_frame: limits.max_output_bytes,
     };
     let deadline = Instant::now() + Duration::from_millis(limits.timeout_ms);
-    let _slot = Slot::take(children, limits.max_children, host, deadline).map_err(|ended| match ended {
+    let _slot = Slot::take(children, limits.max_children, cancels, deadline).map_err(|ended| match ended {
         Ended::Cancelled => ServiceError::new(ServiceErrorKind::Cancelled, "the call was cancelled"),
         _ => failed(format!(
             "the parser waited for one of the [isolation] max_children = {} child processes longer than \
@@ -168,7 +170,16 @@ pub(crate) fn run(
     let _pipe_guard = PipeSignalBlocked::new();
     let (mut child, socket) = spawn(limits, library).map_err(failed)?;
     let stderr = child.stderr.take().map(keep_tail);
-    let outcome = converse(socket, &start, deadline, limits, host);
+    // A cancellation shuts the socket, so the wait for the child's next frame ends at once.
+    let outcome = match socket.try_clone() {
+        Ok(shut) => {
+            let _guards = cancels.on_cancel(std::sync::Arc::new(move || {
+                let _ = shut.shutdown(std::net::Shutdown::Both);
+            }));
+            converse(socket, &start, deadline, limits, host)
+        }
+        Err(e) => Err(Ended::Message(format!("cannot use the parser's socket: {e}"))),
+    };
     // A child that closed its pipe is usually dying: its own exit says why, not the kill that follows.
     let exited = match outcome {
         Err(Ended::Died) => wait_for_exit(&mut child, deadline, host),
@@ -213,7 +224,10 @@ fn wait_for_exit(child: &mut Child, deadline: Instant, host: &dyn Host) -> Optio
 /// A runtime's children running now, against `[isolation] max_children`: each may take `memory_mb` of
 /// address space, so parallel hostile reads must not multiply it without bound.
 #[derive(Debug, Default)]
-pub(crate) struct Children {
+pub(crate) struct Children(std::sync::Arc<Places>);
+
+#[derive(Debug, Default)]
+struct Places {
     running: std::sync::Mutex<u64>,
     freed: std::sync::Condvar,
 }
@@ -222,34 +236,44 @@ pub(crate) struct Children {
 struct Slot<'a>(&'a Children);
 
 impl<'a> Slot<'a> {
-    fn take(children: &'a Children, max: u64, host: &dyn Host, deadline: Instant) -> Result<Self, Ended> {
-        let mut running = children.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    fn take(
+        children: &'a Children,
+        max: u64,
+        cancels: &crate::task::Cancels<'_>,
+        deadline: Instant,
+    ) -> Result<Self, Ended> {
+        // A cancellation wakes the wait for a free place (under the lock, so it cannot slip in before it).
+        let places = std::sync::Arc::clone(&children.0);
+        let _guards = cancels.on_cancel(std::sync::Arc::new(move || {
+            let _running = places.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            places.freed.notify_all();
+        }));
+        let places = &children.0;
+        let mut running = places.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         loop {
             if *running < max.max(1) {
                 *running += 1;
                 return Ok(Self(children));
             }
-            if host.is_cancelled() {
+            if cancels.is_cancelled() {
                 return Err(Ended::Cancelled);
             }
             let now = Instant::now();
             if now >= deadline {
                 return Err(Ended::TimedOut);
             }
-            running = children
-                .freed
-                .wait_timeout(running, (deadline - now).min(CANCEL_CHECK))
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
+            running =
+                places.freed.wait_timeout(running, deadline - now).unwrap_or_else(std::sync::PoisonError::into_inner).0;
         }
     }
 }
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        let mut running = self.0.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let places = &(self.0).0;
+        let mut running = places.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         *running = running.saturating_sub(1);
-        self.0.freed.notify_one();
+        places.freed.notify_one();
     }
 }
 
@@ -382,9 +406,11 @@ fn converse(
             if now >= deadline {
                 return Err(Ended::TimedOut);
             }
-            match reader.next((deadline - now).min(CANCEL_CHECK)) {
+            match reader.next(deadline - now) {
                 Ok(Frame::Complete(bytes)) => break bytes,
                 Ok(Frame::Pending) => {}
+                // The cancellation shut the socket: that is why it closed.
+                Ok(Frame::Closed) | Err(frames::Error::Io) if host.is_cancelled() => return Err(Ended::Cancelled),
                 Ok(Frame::Closed) | Err(frames::Error::Io) => return Err(Ended::Died),
                 Err(frames::Error::TooLarge(size)) => {
                     return Err(Ended::Message(format!(

@@ -25,18 +25,18 @@ pub(crate) fn register(router: &mut Router, hub: Option<Arc<McpHub>>) {
     router.register::<McpCallTool>(move |call, req| {
         let hub = configured(calls.as_deref())?;
         let result =
-            hub.call_tool(&req.server, &req.tool, req.arguments, &|| call.is_cancelled_now()).map_err(mcp_error)?;
+            hub.call_tool(&req.server, &req.tool, req.arguments, &call.cancels()).map_err(mcp_error)?;
         Ok(McpCallToolResponse { result })
     });
     let reads = hub.clone();
     router.register::<McpReadResource>(move |call: &CallHost, req| {
         let hub = configured(reads.as_deref())?;
-        let result = hub.read_resource(&req.server, &req.uri, &|| call.is_cancelled_now()).map_err(mcp_error)?;
+        let result = hub.read_resource(&req.server, &req.uri, &call.cancels()).map_err(mcp_error)?;
         Ok(McpReadResourceResponse { result })
     });
     router.register::<McpServers>(move |call, _| {
         Ok(match &hub {
-            Some(hub) => hub.servers(&|| call.is_cancelled_now()),
+            Some(hub) => hub.servers(&call.cancels()),
             None => McpServersResponse { settings_path: None, settings_error: None, servers: Vec::new() },
         })
     });

@@ -59,7 +59,7 @@ pub(crate) fn register(
     let manager = Arc::clone(processes);
     router.register::<ProcessRead>(move |call, req| {
         let chunk = manager
-            .read(req.id, Duration::from_millis(req.wait_ms), req.max_bytes, &|| call.is_cancelled_now())
+            .read(req.id, Duration::from_millis(req.wait_ms), req.max_bytes, &call.cancels())
             .map_err(failed)?
             .ok_or_else(cancelled)?;
         Ok(ReadResponse { output: chunk.output, done: chunk.done, exit_code: chunk.exit_code, signal: chunk.signal })
@@ -449,17 +449,23 @@ impl ProcessManager {
         Ok((id, pid))
     }
 
-    /// Returns the output that arrived since the last read, waiting up to `wait` for some; `cancelled` is
-    /// polled so a cancelled call stops waiting at once.
+    /// Returns the output that arrived since the last read, waiting up to `wait` for some; `None` when the
+    /// call was cancelled. A cancellation wakes the wait at once.
     pub fn read(
         &self,
         id: u64,
         wait: Duration,
         max_bytes: usize,
-        cancelled: &dyn Fn() -> bool,
+        cancels: &crate::task::Cancels<'_>,
     ) -> Result<Option<Chunk>, ProcessError> {
         let proc = self.procs.get(&id).map(|p| Arc::clone(&p)).ok_or(ProcessError::Unknown(id))?;
         let deadline = Instant::now() + wait;
+        let woken = Arc::clone(&proc);
+        let _guards = cancels.on_cancel(Arc::new(move || {
+            // Under the lock, so a reader between its check and its wait cannot miss it.
+            let _buffer = woken.lock();
+            woken.changed.notify_all();
+        }));
         let mut buffer = proc.lock();
         loop {
             if buffer.shut_down {
@@ -468,15 +474,20 @@ impl ProcessManager {
             if !buffer.data.is_empty() || is_done(&buffer) {
                 break;
             }
-            if cancelled() {
+            if cancels.is_cancelled() {
                 return Ok(None);
             }
             let now = Instant::now();
             if now >= deadline {
                 break;
             }
-            // Wake at least every 50 ms to notice cancellation and the drain window after exit.
-            let slice = (deadline - now).min(Duration::from_millis(50));
+            // After the exit, wake at least every 50 ms for the drain window; before it, output, the exit and a
+            // cancellation all wake the wait.
+            let slice = if buffer.exited_at.is_some() {
+                (deadline - now).min(Duration::from_millis(50))
+            } else {
+                deadline - now
+            };
             buffer = match proc.changed.wait_timeout(buffer, slice) {
                 Ok((guard, _)) => guard,
                 Err(poisoned) => poisoned.into_inner().0,
@@ -758,8 +769,9 @@ mod tests {
         let dir = std::env::temp_dir();
         let (id, _) = manager.spawn("t", command, &dir, &BTreeMap::new()).unwrap();
         let mut output = String::new();
+        let never = crate::task::NeverCancelled::default();
         loop {
-            let chunk = manager.read(id, Duration::from_millis(500), 1024, &|| false).unwrap().unwrap();
+            let chunk = manager.read(id, Duration::from_millis(500), 1024, &never.cancels()).unwrap().unwrap();
             output.push_str(&chunk.output);
             if chunk.done {
                 return (output, chunk);
@@ -803,8 +815,9 @@ mod tests {
         let command = "sleep 30 & echo $!; setsid sleep 30 & echo $!; ( ( sleep 30 & echo $! ) & ); wait";
         let (id, _) = manager.spawn("t", command, &dir, &BTreeMap::new()).unwrap();
         let mut output = String::new();
+        let never = crate::task::NeverCancelled::default();
         while pids(&output).len() < 3 {
-            output.push_str(&manager.read(id, Duration::from_secs(5), 1024, &|| false).unwrap().unwrap().output);
+            output.push_str(&manager.read(id, Duration::from_secs(5), 1024, &never.cancels()).unwrap().unwrap().output);
         }
         manager.kill(id).unwrap();
         for pid in pids(&output) {

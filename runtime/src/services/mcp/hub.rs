@@ -7,6 +7,7 @@ use super::settings::{self, ServerSettings, Servers, Transport};
 use super::transport::{Checked, Fault, Lines};
 use crate::config::McpConfig;
 use crate::spec::{provider_tool_name, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
+use crate::task::Cancels;
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::ServiceExt as _;
@@ -17,9 +18,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::watch;
 use toolshed_plugin_api::services::{McpServerStatus, McpServersResponse};
-
-/// How often a blocked host service looks at its call's cancellation flag.
-const CANCEL_POLL: Duration = Duration::from_millis(20);
 
 /// What one server may send: pages and bytes of each listing, and the size of one message.
 #[derive(Debug, Clone, Copy)]
@@ -145,12 +143,12 @@ impl McpHub {
         Ok(Self { runtime: Some(runtime), inner })
     }
 
-    /// Runs a hub future to completion on the calling (non-async) thread, giving up when `cancelled` says
-    /// so. `Err(None)` is a cancellation.
+    /// Runs a hub future to completion on the calling (non-async) thread, giving up when the call is
+    /// cancelled (waking on either). `Err(None)` is a cancellation.
     fn block<T: Send + 'static>(
         &self,
         future: impl std::future::Future<Output = Result<T, String>> + Send + 'static,
-        cancelled: &dyn Fn() -> bool,
+        cancels: &Cancels<'_>,
     ) -> Result<T, Option<String>> {
         let Some(runtime) = &self.runtime else {
             return Err(Some("the MCP hub has stopped".to_owned()));
@@ -159,18 +157,13 @@ impl McpHub {
         let task = runtime.spawn(async move {
             let _ = tx.send(future.await);
         });
-        loop {
-            match rx.recv_timeout(CANCEL_POLL) {
-                Ok(result) => return result.map_err(Some),
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) if cancelled() => {
-                    task.abort();
-                    return Err(None);
-                }
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                    return Err(Some("the MCP hub stopped during the call".to_owned()))
-                }
+        match cancels.recv(&rx) {
+            Ok(Some(result)) => result.map_err(Some),
+            Ok(None) => {
+                task.abort();
+                Err(None)
             }
+            Err(_) => Err(Some("the MCP hub stopped during the call".to_owned())),
         }
     }
 
@@ -180,7 +173,7 @@ impl McpHub {
         server: &str,
         tool: &str,
         arguments: Option<Map<String, Value>>,
-        cancelled: &dyn Fn() -> bool,
+        cancels: &Cancels<'_>,
     ) -> Result<Value, Option<String>> {
         let (inner, server, tool) = (Arc::clone(&self.inner), server.to_owned(), tool.to_owned());
         self.block(
@@ -202,17 +195,12 @@ impl McpHub {
                     Ok(Ok(result)) => serde_json::to_value(result).map_err(|e| e.to_string()),
                 }
             },
-            cancelled,
+            cancels,
         )
     }
 
     /// `resources/read` on a server: its raw result JSON.
-    pub fn read_resource(
-        &self,
-        server: &str,
-        uri: &str,
-        cancelled: &dyn Fn() -> bool,
-    ) -> Result<Value, Option<String>> {
+    pub fn read_resource(&self, server: &str, uri: &str, cancels: &Cancels<'_>) -> Result<Value, Option<String>> {
         let (inner, server, uri) = (Arc::clone(&self.inner), server.to_owned(), uri.to_owned());
         self.block(
             async move {
@@ -224,7 +212,7 @@ impl McpHub {
                     Ok(Ok(result)) => serde_json::to_value(result).map_err(|e| e.to_string()),
                 }
             },
-            cancelled,
+            cancels,
         )
     }
 
@@ -234,14 +222,14 @@ impl McpHub {
     }
 
     /// The servers' state, tools and resources, after waiting for servers still starting.
-    pub fn servers(&self, cancelled: &dyn Fn() -> bool) -> McpServersResponse {
+    pub fn servers(&self, cancels: &Cancels<'_>) -> McpServersResponse {
         let inner = Arc::clone(&self.inner);
         let _ = self.block(
             async move {
                 inner.settled(None).await;
                 Ok(())
             },
-            cancelled,
+            cancels,
         );
         self.inner.report()
     }
