@@ -71,7 +71,6 @@ mod driver;
 /// Entry points for the fuzz targets in `fuzz-targets/` (issue 16); not a supported API.
 #[doc(hidden)]
 pub mod fuzzing;
-mod http;
 mod messages;
 mod pipeline;
 mod registry;

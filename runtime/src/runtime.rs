@@ -4,7 +4,7 @@
 use crate::config::Config;
 pub(crate) mod turn;
 
-use crate::http::{HttpService, HttpSettings};
+use crate::services::http::{HttpService, HttpSettings};
 use crate::pipeline::hooks::{HookEvent, HookFn, HookInput, HookOutcome, Hooks};
 use crate::pipeline::policy::{Approver, Policy};
 use crate::pipeline::{Engine, EngineParts, Timeouts};

@@ -5,6 +5,7 @@
 pub(crate) mod commit_gate;
 mod core;
 pub(crate) mod host;
+pub(crate) mod http;
 pub(crate) mod interaction;
 pub mod isolate;
 pub(crate) mod mcp;
@@ -13,7 +14,7 @@ pub(crate) mod runner;
 pub(crate) mod skills;
 pub(crate) mod subagents;
 
-use crate::http::HttpService;
+use http::HttpService;
 use host::Router;
 use interaction::InteractionHost;
 use mcp::McpHub;

@@ -84,7 +84,7 @@ where
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::http::describe;
+    use crate::services::http::describe;
     use toolshed_plugin_api::services::HttpErrorKind;
 
     #[test]
