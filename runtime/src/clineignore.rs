@@ -103,7 +103,7 @@ impl ClineIgnore {
 impl Rules {
     /// Reads `root/.clineignore` and the files it includes.
     fn load(root: &Path) -> Self {
-        let file = crate::workspace::normalize(&root.join(FILE_NAME));
+        let file = crate::paths::normalize(&root.join(FILE_NAME));
         let mut sources = vec![(file.clone(), stamp(&file))];
         let text = match read_regular(&file) {
             Ok(Some(text)) if !text.is_empty() => text,
@@ -204,7 +204,7 @@ fn expand(
             continue;
         }
         // Node's `path.join(cwd, arg)`: an absolute argument is still taken below the root.
-        let included = crate::workspace::normalize(&root.join(include.trim().trim_start_matches('/')));
+        let included = crate::paths::normalize(&root.join(include.trim().trim_start_matches('/')));
         if sources.iter().any(|(seen, _)| *seen == included) {
             continue;
         }
@@ -222,7 +222,7 @@ fn protect(sources: &[(PathBuf, Option<Stamp>)]) -> Vec<Protected> {
         .iter()
         .map(|(path, stamp)| Protected {
             spelled: path.clone(),
-            real: crate::workspace::resolve_links(path),
+            real: crate::paths::resolve_links(path),
             identity: stamp.and_then(|s| s.identity),
         })
         .collect()
@@ -428,7 +428,7 @@ mod tests {
             assert!(rules.protects(&root.join(file), None, None), "{file}");
         }
         // A missing included file is protected too: creating it would change the rules.
-        assert!(rules.protects(&crate::workspace::normalize(&root.join("../outside.txt")), None, None));
+        assert!(rules.protects(&crate::paths::normalize(&root.join("../outside.txt")), None, None));
         assert!(!rules.protects(&root.join("conf/c.txt"), None, None));
         // The same file by its identity (a hard link).
         let meta = fs::metadata(root.join("conf/b.txt")).unwrap();

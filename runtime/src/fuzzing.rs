@@ -4,7 +4,7 @@
 //! the internals becoming public.
 
 use crate::pipeline as executor;
-use crate::workspace::{self, Workspace};
+use crate::workspace::Workspace;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use toolshed_plugin_api::services::ResolvedPath;
@@ -95,5 +95,5 @@ impl FuzzWorkspace {
 
 /// The lexical normalisation every resolved path goes through.
 pub fn normalize(path: &Path) -> PathBuf {
-    workspace::normalize(path)
+    crate::paths::normalize(path)
 }

@@ -72,6 +72,7 @@ mod driver;
 #[doc(hidden)]
 pub mod fuzzing;
 mod messages;
+mod paths;
 mod pipeline;
 mod registry;
 mod result_limit;

@@ -7,7 +7,8 @@
 //! workspace without approval.
 
 use crate::clineignore::{self, ClineIgnore, Rules};
-use std::path::{Component, Path, PathBuf};
+use crate::paths::{normalize, resolve_links};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use toolshed_plugin_api::services::ResolvedPath;
 use toolshed_plugin_api::WorkspaceRoot;
@@ -183,38 +184,9 @@ impl Workspace {
     }
 }
 
-/// `path` with its symbolic links resolved: the canonical form of its longest existing ancestor joined with
-/// the rest. `None` when not even the filesystem root resolves.
-pub(crate) fn resolve_links(path: &Path) -> Option<PathBuf> {
-    let mut existing = path;
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            return Some(rest.iter().rev().fold(real, |acc: PathBuf, part| acc.join(part)));
-        }
-        rest.push(existing.file_name()?);
-        existing = existing.parent()?;
-    }
-}
-
 /// A root's default name: its directory name.
 pub fn root_name(path: &Path) -> String {
     path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "root".to_owned())
-}
-
-/// Lexical normalisation (`.` and `..` removed) without touching the filesystem, as Node's `path.resolve`.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::CurDir => {}
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
