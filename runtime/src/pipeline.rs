@@ -23,7 +23,7 @@ pub(crate) use validate::{describe, is_missing, json_kind, signature};
 use crate::actors::tool_actor::{CallJson, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
 use crate::messages;
 use crate::registry::coordinator::{Route, Routing, RoutingCell};
-use crate::services::runner::{NameRoute, ToolRunner};
+use crate::services::runner::ToolRunner;
 use crate::services::HostServices;
 use crate::spec::{self, Provider, Spec, SpecContext, ToolSchemas};
 use crate::task::{TaskContext, TaskEnd, TaskShared};
@@ -74,8 +74,6 @@ pub(crate) struct Engine {
     hooks: Hooks,
     /// `[limits] max_result_bytes`: the most text any tool result carries.
     max_result_bytes: usize,
-    /// The names services answer for without a plugin of that name, asked in order.
-    name_routes: Vec<Box<dyn NameRoute>>,
     /// What a task's end does: its processes are killed.
     task_end: TaskEnd,
 }
@@ -87,11 +85,6 @@ impl Engine {
         Arc::new_cyclic(|engine: &Weak<Engine>| {
             let runner: Weak<dyn ToolRunner> = engine.clone();
             let services = services(runner);
-            let mut name_routes: Vec<Box<dyn NameRoute>> = Vec::new();
-            if let Some(hub) = &services.mcp {
-                name_routes.push(Box::new(crate::services::mcp::NativeTools(Arc::clone(hub))));
-            }
-            name_routes.push(Box::new(crate::services::subagents::AgentTools(Arc::clone(&services.subagents))));
             let processes = Arc::clone(&services.processes);
             Engine {
                 routing: parts.routing,
@@ -103,7 +96,6 @@ impl Engine {
                 services,
                 hooks: parts.hooks,
                 max_result_bytes: parts.max_result_bytes,
-                name_routes,
                 task_end: Arc::new(move |task_id: &str| processes.kill_task(task_id)),
             }
         })

@@ -19,7 +19,7 @@ use host::Router;
 use interaction::InteractionHost;
 use mcp::McpHub;
 use process::ProcessManager;
-use runner::ToolRunner;
+use runner::{NameRoute, ToolRunner};
 use std::sync::{Arc, Weak};
 use subagents::SubagentHost;
 use toolshed_plugin_api::services::{CommandsSettings, HttpRequestService, WebSettingsService};
@@ -39,6 +39,9 @@ pub(crate) struct ServiceParts {
 /// uses (processes to kill at a task's end, the MCP hub and agents for the tool list, the focus chain).
 pub(crate) struct HostServices {
     pub router: Arc<Router>,
+    /// The tool names services answer for without a plugin of that name, in the order the pipeline asks
+    /// them: the MCP servers' native tool names, the configured agents' tools.
+    pub name_routes: Vec<Box<dyn NameRoute>>,
     pub processes: Arc<ProcessManager>,
     pub mcp: Option<Arc<McpHub>>,
     pub interaction: Arc<InteractionHost>,
@@ -59,8 +62,14 @@ impl HostServices {
         interaction::register(&mut router, &parts.interaction, runner.clone());
         subagents::register(&mut router, &parts.subagents, &parts.interaction, runner);
         isolate::register(&mut router, parts.isolation);
+        let mut name_routes: Vec<Box<dyn NameRoute>> = Vec::new();
+        if let Some(hub) = &parts.mcp {
+            name_routes.push(Box::new(mcp::NativeTools(Arc::clone(hub))));
+        }
+        name_routes.push(Box::new(subagents::AgentTools(Arc::clone(&parts.subagents))));
         Self {
             router: Arc::new(router),
+            name_routes,
             processes: parts.processes,
             mcp: parts.mcp,
             interaction: parts.interaction,

@@ -62,7 +62,7 @@ pub(super) async fn resolve(engine: &Engine, task: &Arc<TaskShared>, mut tool_us
 
 /// The first name route that takes the tool use, asked in order; the tool use back when none does.
 async fn by_name(engine: &Engine, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> Result<Routed, ToolUse> {
-    for route in &engine.name_routes {
+    for route in &engine.services.name_routes {
         let applies =
             route.claims(&tool_use.name) && route.target().is_none_or(|target| engine.route(target).is_some());
         if applies {
