@@ -19,9 +19,6 @@
 #![deny(missing_docs)]
 
 mod apply;
-#[allow(dead_code)] // Shared with write_to_file, which uses the parts this plugin does not.
-#[path = "../../write_to_file/src/edit_io.rs"]
-mod edit_io;
 /// Entry points for the fuzz targets in `fuzz-targets/` (issue 16); not a supported API.
 #[doc(hidden)]
 pub mod fuzzing;
@@ -30,6 +27,9 @@ mod parse;
 mod tests;
 #[cfg(test)]
 mod upstream;
+
+// The edit crate shared with write_to_file (plugin-libs/edit), under the name the call sites use.
+use toolshed_edit as edit_io;
 
 use apply::{ChunkError, Limits};
 use edit_io::{Change, Target, TargetError, TextFile, Transaction};

@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 use std::io::{self, Read};
+use toolshed_plugin_api::result::format_bytes;
 
 /// Cline's default window length when no `end_line` is given.
 const DEFAULT_MAX_LINES: u64 = 1000;
@@ -306,23 +307,6 @@ pub fn truncation_marker(len: u64) -> String {
         format_bytes(max),
         format_bytes(len.saturating_sub(max))
     )
-}
-
-/// Cline's `formatBytes`: `{n} B`, `{x.x} KB` or `{x.x} MB`, base 1024.
-///
-/// JavaScript's `toFixed(1)` rounds the exact value half up (400.25 KB is `400.3 KB`); floating-point
-/// formatting in Rust rounds half to even, so the tenths are computed in integers instead.
-pub fn format_bytes(bytes: u64) -> String {
-    const KB: u128 = 1024;
-    const MB: u128 = 1024 * 1024;
-    let n = u128::from(bytes);
-    let (unit, base) = match n {
-        n if n < KB => return format!("{n} B"),
-        n if n < MB => ("KB", KB),
-        _ => ("MB", MB),
-    };
-    let tenths = (n * 10 + base / 2) / base;
-    format!("{}.{} {unit}", tenths / 10, tenths % 10)
 }
 
 #[cfg(test)]

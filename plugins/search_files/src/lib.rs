@@ -37,6 +37,7 @@ mod search;
 
 use serde::Deserialize;
 use std::path::{Component, Path, PathBuf};
+use toolshed_plugin_api::result::clineignore_error;
 use toolshed_plugin_api::sdk::lenient_string;
 use toolshed_plugin_api::{
     capability, log_level, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration,
@@ -429,13 +430,6 @@ fn mistake(message: impl Into<String>) -> ToolError {
 /// A refusal in `prepare` that is the environment's fault, not the model's.
 fn environment_error(message: String) -> Prepared {
     Prepared::Error(ToolError { message, mistake: false })
-}
-
-/// Cline's `clineIgnoreError`.
-fn clineignore_error(path: &str) -> String {
-    format!(
-        "Access to {path} is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file."
-    )
 }
 
 /// The plugin's root module. It sits in its own module only because the statics abi_stable generates have

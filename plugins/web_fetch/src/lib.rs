@@ -16,9 +16,11 @@
 #![deny(missing_docs)]
 
 mod markdown;
-mod web_common;
 
 pub use markdown::{html_to_markdown, pretty_json, MAX_DEPTH, MAX_JSON_DEPTH};
+
+// The web crate shared with web_search (plugin-libs/web), under the name the call sites use.
+use toolshed_web as web_common;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -13,9 +13,9 @@
 //! ```
 #![deny(missing_docs)]
 
-// The gates, the Cline API request and the error texts, shared with web_fetch (see the module's comment).
-#[path = "../../web_fetch/src/web_common.rs"]
-mod web_common;
+// The gates, the Cline API request and the error texts, shared with web_fetch (plugin-libs/web), under the
+// name the call sites use.
+use toolshed_web as web_common;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

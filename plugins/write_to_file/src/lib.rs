@@ -26,8 +26,6 @@
 
 mod content;
 mod diff;
-#[allow(dead_code)] // Shared with apply_patch, which uses the parts this plugin does not.
-mod edit_io;
 /// Entry points for the fuzz targets in `fuzz-targets/` (issue 16); not a supported API.
 #[doc(hidden)]
 pub mod fuzzing;
@@ -40,6 +38,9 @@ mod stream;
 mod tests;
 #[cfg(test)]
 mod upstream;
+
+// The edit crate shared with apply_patch (plugin-libs/edit), under the name the call sites use.
+use toolshed_edit as edit_io;
 
 use edit_io::{Change, LineEndings, Target, TargetError, TextFile, Transaction};
 use serde::Deserialize;

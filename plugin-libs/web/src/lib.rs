@@ -3,9 +3,9 @@
 //! texts, and how a failure becomes the text the model sees. What differs is the tool's name and the prefix of
 //! its error texts, given by a [`WebTool`].
 //!
-//! The web_search plugin compiles this same file with `#[path]`. Plugins are separate `cdylib`s that each
-//! export a root module, so one cannot link another; sharing the source keeps one implementation of the
-//! requests and error texts both tools must word alike.
+//! A library crate both plugins link: plugins are separate `cdylib`s that each export a root module, so one
+//! cannot link another, and one crate keeps one implementation of the requests and error texts both tools
+//! must word alike.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -179,9 +179,9 @@ pub fn read_error(of: &str, property: &str) -> String {
     format!("Cannot read properties of {of} (reading '{property}')")
 }
 
-/// For the tests: checks what both declarations share (capability, display, families, descriptions) and
-/// returns the (name, required) pairs of the generic spec's parameters.
-#[cfg(test)]
+/// For the plugins' tests (the `testing` feature): checks what both declarations share (capability, display,
+/// families, descriptions) and returns the (name, required) pairs of the generic spec's parameters.
+#[cfg(feature = "testing")]
 pub fn check_declaration<'a>(
     declaration: &'a ToolDeclaration,
     display: &str,
