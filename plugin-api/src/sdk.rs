@@ -6,6 +6,7 @@ use crate::protocol::{
     ApprovalRequest, Block, Outcome, PartialBlock, Prepared, Risk, ServiceError, ServiceErrorKind, ToolCall,
     ToolDeclaration, ToolError,
 };
+use crate::services::{self, Service};
 use abi_stable::{
     sabi_trait::TD_Opaque,
     std_types::{ROption, RResult, RStr, RString},
@@ -212,8 +213,13 @@ impl<'a> HostClient<'a> {
         Self { host }
     }
 
-    /// Calls a service with a typed request and response.
-    pub fn call<Req: Serialize, Resp: DeserializeOwned>(
+    /// Calls the host service `S`: `host.call::<PathResolve>(&ResolveRequest { path })?`.
+    pub fn call<S: Service>(&self, request: &S::Request) -> Result<S::Response, ServiceError> {
+        self.call_named(S::NAME, request)
+    }
+
+    /// The untyped call under [`HostClient::call`]: a name, and any request and response shapes.
+    fn call_named<Req: Serialize, Resp: DeserializeOwned>(
         &self,
         name: &str,
         request: &Req,
@@ -229,9 +235,9 @@ impl<'a> HostClient<'a> {
         }
     }
 
-    /// Whether the host offers a service, so a plugin can degrade cleanly without it.
-    pub fn offers(&self, name: &str) -> bool {
-        self.host.services().iter().any(|s| s.as_str() == name)
+    /// Whether the host offers the service `S`, so a plugin can degrade cleanly without it.
+    pub fn offers<S: Service>(&self) -> bool {
+        self.host.services().iter().any(|s| s.as_str() == S::NAME)
     }
 
     /// Whether the call was cancelled or timed out.
@@ -247,19 +253,19 @@ impl<'a> HostClient<'a> {
     /// `say`: a UI message. Hosts without the service (or subagent runs) drop it.
     pub fn say(&self, kind: &str, text: &str, partial: bool) {
         let request = crate::services::SayRequest { kind: kind.to_owned(), text: text.to_owned(), partial };
-        let _ = self.call::<_, crate::services::Empty>(crate::services::SAY, &request);
+        let _ = self.call::<services::Say>(&request);
     }
 
     /// `state.get`: a value from the task's state.
     pub fn state_get(&self, key: &str) -> Result<Option<serde_json::Value>, ServiceError> {
         let request = crate::services::StateGetRequest { key: key.to_owned() };
-        Ok(self.call::<_, crate::services::StateGetResponse>(crate::services::STATE_GET, &request)?.value)
+        Ok(self.call::<services::StateGet>(&request)?.value)
     }
 
     /// `state.set`: stores (or with `None`, deletes) a value in the task's state.
     pub fn state_set(&self, key: &str, value: Option<serde_json::Value>) -> Result<(), ServiceError> {
         let request = crate::services::StateSetRequest { key: key.to_owned(), value };
-        self.call::<_, crate::services::Empty>(crate::services::STATE_SET, &request).map(|_| ())
+        self.call::<services::StateSet>(&request).map(|_| ())
     }
 
     /// `call.commit`, right before a tool's first write: `Ok` when it may write, `Err` with a sentence for the
@@ -269,8 +275,7 @@ impl<'a> HostClient<'a> {
     /// still wanted.
     pub fn commit(&self) -> Result<(), String> {
         let refused = "the call timed out or was cancelled before it wrote anything, so no file was changed";
-        match self.call::<_, crate::services::CommitResponse>(crate::services::CALL_COMMIT, &crate::services::Empty {})
-        {
+        match self.call::<services::CallCommit>(&services::Empty {}) {
             Ok(answer) if answer.committed => Ok(()),
             Ok(_) => Err(refused.to_owned()),
             Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(()),
@@ -282,12 +287,12 @@ impl<'a> HostClient<'a> {
     /// `read_cache.forget`: drops paths from the task's read cache after a write (all when empty).
     pub fn forget_reads(&self, paths: Vec<String>) -> Result<(), ServiceError> {
         let request = crate::services::ForgetRequest { paths };
-        self.call::<_, crate::services::Empty>(crate::services::READ_CACHE_FORGET, &request).map(|_| ())
+        self.call::<services::ReadCacheForget>(&request).map(|_| ())
     }
 
     /// `path.resolve`.
     pub fn resolve_path(&self, path: &str) -> Result<crate::services::ResolvedPath, ServiceError> {
-        self.call(crate::services::PATH_RESOLVE, &crate::services::ResolveRequest { path: path.to_owned() })
+        self.call::<services::PathResolve>(&services::ResolveRequest { path: path.to_owned() })
     }
 
     /// Opens a file for reading and confirms that what was opened is what the path checks saw.
@@ -351,10 +356,7 @@ impl<'a> HostClient<'a> {
 
     fn check_paths(&self, paths: Vec<String>, write: bool) -> Result<Vec<bool>, ServiceError> {
         let n = paths.len();
-        match self.call::<_, crate::services::CheckResponse>(
-            crate::services::PATH_CHECK,
-            &crate::services::CheckRequest { paths, write },
-        ) {
+        match self.call::<services::PathCheck>(&services::CheckRequest { paths, write }) {
             Ok(resp) => Ok(resp.allowed),
             Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(vec![true; n]),
             Err(e) => Err(e),
@@ -375,7 +377,7 @@ impl<'a> HostClient<'a> {
         cwd: Option<&str>,
     ) -> Result<Option<String>, ServiceError> {
         let request = crate::services::CheckCommandRequest { command: command.to_owned(), cwd: cwd.map(str::to_owned) };
-        match self.call::<_, crate::services::CheckCommandResponse>(crate::services::PATH_CHECK_COMMAND, &request) {
+        match self.call::<services::PathCheckCommand>(&request) {
             Ok(resp) => Ok(resp.blocked),
             Err(e) if e.kind == ServiceErrorKind::UnknownService => Ok(None),
             Err(e) => Err(e),
@@ -391,26 +393,24 @@ impl<'a> HostClient<'a> {
     ) -> Result<serde_json::Value, ServiceError> {
         let request =
             crate::services::McpCallToolRequest { server: server.to_owned(), tool: tool.to_owned(), arguments };
-        Ok(self.call::<_, crate::services::McpCallToolResponse>(crate::services::MCP_CALL_TOOL, &request)?.result)
+        Ok(self.call::<services::McpCallTool>(&request)?.result)
     }
 
     /// `mcp.read_resource`: one resource read on a connected MCP server; the raw `ReadResourceResult` JSON.
     pub fn mcp_read_resource(&self, server: &str, uri: &str) -> Result<serde_json::Value, ServiceError> {
         let request = crate::services::McpReadResourceRequest { server: server.to_owned(), uri: uri.to_owned() };
-        Ok(self
-            .call::<_, crate::services::McpReadResourceResponse>(crate::services::MCP_READ_RESOURCE, &request)?
-            .result)
+        Ok(self.call::<services::McpReadResource>(&request)?.result)
     }
 
     /// `mcp.servers`: the configured MCP servers with their state, tools and resources.
     pub fn mcp_servers(&self) -> Result<crate::services::McpServersResponse, ServiceError> {
-        self.call(crate::services::MCP_SERVERS, &crate::services::Empty {})
+        self.call::<services::McpServers>(&services::Empty {})
     }
 
     /// `web.settings`: the user's `[web]` settings (gates, backend, API base URL, timeout, whether a token is
     /// set).
     pub fn web_settings(&self) -> Result<crate::services::WebSettings, ServiceError> {
-        self.call(crate::services::WEB_SETTINGS, &crate::services::Empty {})
+        self.call::<services::WebSettingsService>(&services::Empty {})
     }
 
     /// `http.request`: one request on the host's HTTP client. A response of any status and the typed
@@ -420,7 +420,7 @@ impl<'a> HostClient<'a> {
         &self,
         request: &crate::services::HttpRequest,
     ) -> Result<crate::services::HttpReply, ServiceError> {
-        self.call(crate::services::HTTP_REQUEST, request)
+        self.call::<services::HttpRequestService>(request)
     }
 }
 
@@ -689,13 +689,13 @@ impl HostClient<'_> {
         options: Vec<String>,
     ) -> Result<crate::services::AskResponse, ServiceError> {
         let request = crate::services::AskRequest { kind: kind.to_owned(), text: text.to_owned(), options };
-        self.call(crate::services::ASK, &request)
+        self.call::<services::Ask>(&request)
     }
 
     /// `task.settings`: the task's current mode and conversational settings. A host without the service
     /// reports the mode of the call's task info and every setting off.
     pub fn task_settings(&self, task: &crate::TaskInfo) -> Result<crate::services::TaskSettings, ServiceError> {
-        match self.call(crate::services::TASK_SETTINGS, &crate::services::Empty {}) {
+        match self.call::<services::TaskSettingsService>(&services::Empty {}) {
             Err(e) if e.kind == ServiceErrorKind::UnknownService => {
                 Ok(crate::services::TaskSettings { mode: task.mode.clone(), ..Default::default() })
             }
@@ -703,25 +703,27 @@ impl HostClient<'_> {
         }
     }
 
-    /// One of the host-owned task actions (`task.new`, `task.condense`, …): the user's answer.
-    pub fn task_action<Req: Serialize>(
+    /// One of the host-owned task actions ([`services::TaskNew`], [`services::TaskCondense`], …): the user's
+    /// answer.
+    pub fn task_action<S: Service<Response = services::AskResponse>>(
         &self,
-        service: &str,
-        request: &Req,
-    ) -> Result<crate::services::AskResponse, ServiceError> {
-        self.call(service, request)
+        request: &S::Request,
+    ) -> Result<services::AskResponse, ServiceError> {
+        self.call::<S>(request)
     }
 }
 
 /// Texts shared by the conversational tools.
 pub mod conversation {
     use crate::protocol::{Block, ServiceError, ServiceErrorKind};
+    use crate::services::Service;
 
-    /// The tool error for a host that does not offer a service the tool needs (or another service failure).
-    pub fn service_error(tool: &str, service: &str, error: &ServiceError) -> crate::Outcome {
+    /// The tool error for a host that does not offer the service `S` the tool needs (or another failure of it).
+    pub fn service_error<S: Service>(tool: &str, error: &ServiceError) -> crate::Outcome {
         match error.kind {
             ServiceErrorKind::UnknownService => super::result::error(format!(
-                "This host does not support {tool}: it offers no '{service}' service. Continue the task without this tool."
+                "This host does not support {tool}: it offers no '{}' service. Continue the task without this tool.",
+                S::NAME
             )),
             _ => super::result::error(format!("Error executing {tool}: {}", error.message)),
         }
@@ -871,7 +873,7 @@ impl HostClient<'_> {
         &self,
         request: &crate::services::SubagentsSpawnRequest,
     ) -> Result<crate::services::SubagentsSpawnResponse, ServiceError> {
-        self.call(crate::services::SUBAGENTS_SPAWN, request)
+        self.call::<services::SubagentsSpawn>(request)
     }
 }
 
@@ -885,11 +887,11 @@ impl HostClient<'_> {
         job: &str,
         input: serde_json::Value,
     ) -> Result<serde_json::Value, IsolatedError> {
-        if !self.offers(crate::services::ISOLATE_RUN) {
+        if !self.offers::<services::IsolateRun>() {
             return tool.job(job, input, self).map_err(IsolatedError::Job);
         }
         let request = crate::services::IsolateRequest { job: job.to_owned(), input };
-        match self.call::<_, crate::services::IsolateResponse>(crate::services::ISOLATE_RUN, &request) {
+        match self.call::<services::IsolateRun>(&request) {
             Ok(crate::services::IsolateResponse::Ok(value)) => Ok(value),
             Ok(crate::services::IsolateResponse::Error(message)) => Err(IsolatedError::Job(message)),
             Err(e) => Err(IsolatedError::Failed(e.message)),

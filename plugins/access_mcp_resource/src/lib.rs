@@ -83,7 +83,7 @@ impl Tool for AccessMcpResource {
 
     fn execute(&self, call: &ToolCall<AccessMcpResourceArgs>, host: &HostClient<'_>) -> Outcome {
         let (server, uri) = names(&call.input);
-        if !host.offers(services::MCP_READ_RESOURCE) {
+        if !host.offers::<services::McpReadResource>() {
             return result::error(
                 "Error executing access_mcp_resource: this host offers no MCP client (mcp.read_resource)",
             );

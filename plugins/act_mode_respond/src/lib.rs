@@ -41,7 +41,7 @@ impl Tool for ActModeRespond {
     fn execute(&self, call: &ToolCall<ActModeRespondArgs>, host: &HostClient<'_>) -> Outcome {
         let settings = match host.task_settings(&call.task) {
             Ok(settings) => settings,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_SETTINGS, &e),
+            Err(e) => return conversation::service_error::<services::TaskSettingsService>(&call.tool, &e),
         };
         // Cline's order: the mode, then the repeat, then the parameter.
         if settings.mode != "act" {

@@ -6,6 +6,7 @@
 
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
+use toolshed_plugin_api::services;
 use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
 
 mod spec;
@@ -79,7 +80,7 @@ impl Tool for AskFollowupQuestion {
         };
         let settings = match host.task_settings(&call.task) {
             Ok(settings) => settings,
-            Err(e) => return conversation::service_error(&call.tool, "task.settings", &e),
+            Err(e) => return conversation::service_error::<services::TaskSettingsService>(&call.tool, &e),
         };
         if settings.yolo {
             host.say("info", &format!("[YOLO MODE] Auto-responding to question: \"{}\"", preview(question)), false);
@@ -87,7 +88,7 @@ impl Tool for AskFollowupQuestion {
         }
         let answer = match host.ask("followup", question, options) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, "ask", &e),
+            Err(e) => return conversation::service_error::<services::Ask>(&call.tool, &e),
         };
         if !answer.answered {
             return result::error(

@@ -7,7 +7,7 @@
 
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
-use toolshed_plugin_api::services::{self, TaskTextRequest, ToolCallRequest, ToolCallResponse};
+use toolshed_plugin_api::services::{self, TaskTextRequest, ToolCallRequest};
 use toolshed_plugin_api::{
     export_plugin, result, Block, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolError, ToolInit,
 };
@@ -74,7 +74,7 @@ impl Tool for AttemptCompletion {
         };
         let settings = match host.task_settings(&call.task) {
             Ok(settings) => settings,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_SETTINGS, &e),
+            Err(e) => return conversation::service_error::<services::TaskSettingsService>(&call.tool, &e),
         };
         if settings.double_check_completion {
             let pending = host.state_get(PENDING_KEY).ok().flatten().is_some();
@@ -97,25 +97,23 @@ impl Tool for AttemptCompletion {
                 name: "execute_command".to_owned(),
                 input: serde_json::json!({ "command": command, "requires_approval": "false" }),
             };
-            match host.call::<_, ToolCallResponse>(services::TOOL_CALL, &request) {
+            match host.call::<services::ToolCallService>(&request) {
                 Ok(answer) if answer.status == "denied" => return Outcome::Denied,
                 Ok(answer) => command_blocks = answer.blocks,
-                Err(e) => return conversation::service_error(&call.tool, services::TOOL_CALL, &e),
+                Err(e) => return conversation::service_error::<services::ToolCallService>(&call.tool, &e),
             }
         }
 
         let answer = match host.ask("completion_result", "", Vec::new()) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::ASK, &e),
+            Err(e) => return conversation::service_error::<services::Ask>(&call.tool, &e),
         };
         let feedback = answer.text.as_deref().filter(|t| !t.is_empty());
         if feedback.is_none() && answer.images.is_empty() {
             // Accepted, or nobody there to say otherwise: the task is complete.
-            if let Err(e) = host
-                .call::<_, services::Empty>(services::TASK_COMPLETE, &TaskTextRequest { text: result_text.to_owned() })
-            {
+            if let Err(e) = host.call::<services::TaskComplete>(&TaskTextRequest { text: result_text.to_owned() }) {
                 if e.kind != toolshed_plugin_api::ServiceErrorKind::UnknownService {
-                    return conversation::service_error(&call.tool, services::TASK_COMPLETE, &e);
+                    return conversation::service_error::<services::TaskComplete>(&call.tool, &e);
                 }
             }
             return result::text(DONE);

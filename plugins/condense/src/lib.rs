@@ -38,9 +38,9 @@ impl Tool for Condense {
             return result::missing_parameter("context");
         };
         let request = TaskTextRequest { text: context.to_owned() };
-        let answer = match host.task_action(services::TASK_CONDENSE, &request) {
+        let answer = match host.task_action::<services::TaskCondense>(&request) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_CONDENSE, &e),
+            Err(e) => return conversation::service_error::<services::TaskCondense>(&call.tool, &e),
         };
         match answer.text.as_deref().filter(|t| !t.is_empty()) {
             None if answer.images.is_empty() => result::text(ACCEPTED),

@@ -198,7 +198,7 @@ fn command_of(call: &ToolCall<ExecuteCommandArgs>) -> Result<String, Prepared> {
 }
 
 fn settings(host: &HostClient<'_>) -> CommandsSettings {
-    host.call(services::COMMANDS_SETTINGS, &serde_json::json!({})).unwrap_or(CommandsSettings {
+    host.call::<services::CommandsSettingsService>(&services::Empty {}).unwrap_or(CommandsSettings {
         permissions: None,
         default_timeout_ms: 30_000,
         long_timeout_ms: 300_000,
@@ -255,9 +255,11 @@ fn run(
     notice: Duration,
     notable: Option<Regex>,
 ) -> Outcome {
-    let spawned: SpawnResponse = match host
-        .call(services::PROCESS_SPAWN, &SpawnRequest { command: command.to_owned(), cwd, env: Default::default() })
-    {
+    let spawned: SpawnResponse = match host.call::<services::ProcessSpawn>(&SpawnRequest {
+        command: command.to_owned(),
+        cwd,
+        env: Default::default(),
+    }) {
         Ok(spawned) => spawned,
         Err(e) => return result::error(format!("Error executing command: {e}")),
     };
@@ -265,17 +267,18 @@ fn run(
     let started = Instant::now();
     let mut noticed = false;
     let kill = || {
-        let _ = host.call::<_, services::Empty>(services::PROCESS_KILL, &KillRequest { id: spawned.id });
+        let _ = host.call::<services::ProcessKill>(&KillRequest { id: spawned.id });
     };
     let ending = loop {
         let wait = match timeout {
             Some(limit) => limit.saturating_sub(started.elapsed()).min(Duration::from_millis(250)),
             None => Duration::from_millis(250),
         };
-        let read: Result<ReadResponse, _> = host.call(
-            services::PROCESS_READ,
-            &ReadRequest { id: spawned.id, wait_ms: wait.as_millis() as u64, max_bytes: 256 * 1024 },
-        );
+        let read: Result<ReadResponse, _> = host.call::<services::ProcessRead>(&ReadRequest {
+            id: spawned.id,
+            wait_ms: wait.as_millis() as u64,
+            max_bytes: 256 * 1024,
+        });
         match read {
             Ok(chunk) => {
                 if !chunk.output.is_empty() {

@@ -49,7 +49,7 @@ impl Tool for GenerateExplanation {
             from_ref: from_ref.to_owned(),
             to_ref: input.to_ref.clone().filter(|t| !t.is_empty()),
         };
-        match host.task_action(services::TASK_EXPLAIN, &request) {
+        match host.task_action::<services::TaskExplain>(&request) {
             Ok(answer) => {
                 let refs = match &request.to_ref {
                     Some(to) => format!("'{from_ref}' and '{to}'"),
@@ -61,7 +61,7 @@ impl Tool for GenerateExplanation {
             }
             // The host's own failure texts (an invalid ref, not a repository) reach the model as tool errors.
             Err(e) if e.kind == toolshed_plugin_api::ServiceErrorKind::Failed => result::error(e.message),
-            Err(e) => conversation::service_error(&call.tool, services::TASK_EXPLAIN, &e),
+            Err(e) => conversation::service_error::<services::TaskExplain>(&call.tool, &e),
         }
     }
 }

@@ -61,7 +61,7 @@ impl Tool for LoadMcpDocumentation {
     }
 
     fn execute(&self, _call: &ToolCall<serde_json::Value>, host: &HostClient<'_>) -> Outcome {
-        if !host.offers(services::MCP_SERVERS) {
+        if !host.offers::<services::McpServers>() {
             return result::text(documentation(None, &[]));
         }
         match host.mcp_servers() {

@@ -40,9 +40,9 @@ impl Tool for NewTask {
             return result::missing_parameter("context");
         };
         let request = TaskTextRequest { text: context.to_owned() };
-        let answer = match host.task_action(services::TASK_NEW, &request) {
+        let answer = match host.task_action::<services::TaskNew>(&request) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_NEW, &e),
+            Err(e) => return conversation::service_error::<services::TaskNew>(&call.tool, &e),
         };
         match answer.text.as_deref().filter(|t| !t.is_empty()) {
             None if answer.images.is_empty() => {

@@ -65,7 +65,7 @@ impl Tool for PlanModeRespond {
         }
         let settings = match host.task_settings(&call.task) {
             Ok(settings) => settings,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_SETTINGS, &e),
+            Err(e) => return conversation::service_error::<services::TaskSettingsService>(&call.tool, &e),
         };
         if settings.mode != "plan" {
             if settings.yolo {
@@ -79,7 +79,7 @@ impl Tool for PlanModeRespond {
         }
         if settings.yolo {
             let switch = SetModeRequest { mode: "act".to_owned() };
-            if host.call::<_, services::Empty>(services::TASK_SET_MODE, &switch).is_ok() {
+            if host.call::<services::TaskSetMode>(&switch).is_ok() {
                 return result::text(SWITCHED);
             }
             host.log(toolshed_plugin_api::log_level::WARN, "YOLO MODE: failed to switch to ACT MODE; asking instead");
@@ -87,7 +87,7 @@ impl Tool for PlanModeRespond {
         let options = conversation::parse_options(input.options.as_deref());
         let answer = match host.ask("plan_mode_respond", response, options) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::ASK, &e),
+            Err(e) => return conversation::service_error::<services::Ask>(&call.tool, &e),
         };
         if !answer.answered {
             return result::error(

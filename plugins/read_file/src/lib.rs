@@ -313,11 +313,11 @@ impl<R: Read> Read for Cancellable<'_, '_, R> {
 /// Records the read in the task's cache and returns Cline's notice for a repeated read of an unchanged file.
 /// A host without the cache service gets no notices.
 fn duplicate_notice(host: &HostClient<'_>, absolute: &str, mtime_ns: u128, display: &str) -> Option<String> {
-    if !host.offers(services::READ_CACHE_RECORD) {
+    if !host.offers::<services::ReadCacheRecord>() {
         return None;
     }
     let request = services::RecordReadRequest { path: absolute.to_owned(), mtime_ns };
-    match host.call::<_, services::RecordReadResponse>(services::READ_CACHE_RECORD, &request) {
+    match host.call::<services::ReadCacheRecord>(&request) {
         Ok(response) => match response.read_count {
             0 | 1 => None,
             2 => Some(format!(
@@ -329,7 +329,7 @@ fn duplicate_notice(host: &HostClient<'_>, absolute: &str, mtime_ns: u128, displ
         },
         Err(e) => {
             // The read itself succeeded; a broken cache must not turn it into an error.
-            host.log(log_level::WARN, &format!("{}: {e}", services::READ_CACHE_RECORD));
+            host.log(log_level::WARN, &format!("{}: {e}", <services::ReadCacheRecord as services::Service>::NAME));
             None
         }
     }

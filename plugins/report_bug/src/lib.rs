@@ -57,9 +57,9 @@ impl Tool for ReportBug {
         let [title, what_happened, steps_to_reproduce, api_request_output, additional_context] =
             <[String; 5]>::try_from(values).unwrap_or_default();
         let report = BugReport { title, what_happened, steps_to_reproduce, api_request_output, additional_context };
-        let answer = match host.task_action(services::TASK_REPORT_BUG, &report) {
+        let answer = match host.task_action::<services::TaskReportBug>(&report) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_REPORT_BUG, &e),
+            Err(e) => return conversation::service_error::<services::TaskReportBug>(&call.tool, &e),
         };
         match answer.text.as_deref().filter(|t| !t.is_empty()) {
             None if answer.images.is_empty() => result::text("The user accepted the creation of the Github issue."),

@@ -46,8 +46,8 @@ impl Tool for SummarizeTask {
         };
         host.say("tool", &serde_json::json!({ "tool": "summarizeTask", "content": context }).to_string(), false);
         let request = TaskTextRequest { text: context.to_owned() };
-        if let Err(e) = host.task_action(services::TASK_SUMMARIZE, &request) {
-            return conversation::service_error(&call.tool, services::TASK_SUMMARIZE, &e);
+        if let Err(e) = host.task_action::<services::TaskSummarize>(&request) {
+            return conversation::service_error::<services::TaskSummarize>(&call.tool, &e);
         }
         result::text(continuation_prompt(context))
     }

@@ -166,7 +166,7 @@ impl Tool for UseMcpTool {
         let Ok(arguments) = parse_arguments(call.input.arguments.as_deref()) else {
             return result::mistake(invalid_arguments(server, tool));
         };
-        if !host.offers(services::MCP_CALL_TOOL) {
+        if !host.offers::<services::McpCallTool>() {
             return result::error("Error executing MCP tool: this host offers no MCP client (mcp.call_tool)");
         }
         match host.mcp_call_tool(server, tool, arguments) {

@@ -50,15 +50,15 @@ impl Tool for UseSkill {
                 "Error: Missing required parameter 'skill_name'. Please provide the name of the skill to activate.",
             );
         };
-        let list: SkillList = match host.call(services::SKILLS_LIST, &services::Empty {}) {
+        let list: SkillList = match host.call::<services::SkillsList>(&services::Empty {}) {
             Ok(list) => list,
-            Err(e) => return conversation::service_error(&call.tool, services::SKILLS_LIST, &e),
+            Err(e) => return conversation::service_error::<services::SkillsList>(&call.tool, &e),
         };
         if list.skills.is_empty() {
             return result::text("Error: No skills are available. Skills may be disabled or not configured.");
         }
         host.say("tool", &serde_json::json!({ "tool": "useSkill", "path": name }).to_string(), false);
-        let content: SkillContent = match host.call(services::SKILLS_LOAD, &SkillLoadRequest { name: name.to_owned() })
+        let content: SkillContent = match host.call::<services::SkillsLoad>(&SkillLoadRequest { name: name.to_owned() })
         {
             Ok(content) => content,
             Err(e) => return result::text(format!("Error loading skill \"{name}\": {}", e.message)),

@@ -147,7 +147,7 @@ impl Tool for UseSubagents {
     }
 
     fn prepare(&self, call: &ToolCall<Self::Args>, host: &HostClient<'_>) -> Prepared {
-        if !host.offers(services::SUBAGENTS_SPAWN) {
+        if !host.offers::<services::SubagentsSpawn>() {
             return Prepared::Error(toolshed_plugin_api::ToolError { message: DISABLED.to_owned(), mistake: false });
         }
         let prompts = match check(&call.input) {
@@ -164,7 +164,7 @@ impl Tool for UseSubagents {
     }
 
     fn execute(&self, call: &ToolCall<Self::Args>, host: &HostClient<'_>) -> Outcome {
-        if !host.offers(services::SUBAGENTS_SPAWN) {
+        if !host.offers::<services::SubagentsSpawn>() {
             return result::error(DISABLED);
         }
         let prompts = match check(&call.input) {
