@@ -22,7 +22,7 @@ use toolshed_plugin_api::services::{
     self, CommandsSettings, KillRequest, ReadRequest, ReadResponse, SpawnRequest, SpawnResponse,
 };
 use toolshed_plugin_api::{
-    capability, result, HostClient, Outcome, ParamSpec, Prepared, Risk, ServiceErrorKind, Tool, ToolCall,
+    capability, result, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, ServiceErrorKind, Tool, ToolCall,
     ToolDeclaration, ToolInit, ToolSpec,
 };
 
@@ -128,10 +128,10 @@ impl Tool for ExecuteCommand {
         Ok(Some(ExecuteCommand { patterns: Patterns::new() }))
     }
 
-    fn prepare(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
         let command = match command_of(call) {
             Ok(command) => command,
-            Err(refusal) => return refusal,
+            Err(refusal) => return Ok(refusal),
         };
         let settings = settings(host);
         // Every check below looks at what `execute` will run, where it will run it: the command after its
@@ -143,23 +143,23 @@ impl Tool for ExecuteCommand {
                 rules.check(&command).map_err(|denial| permissions::denial_message(&command, &denial))
             });
             if let Err(message) = verdict {
-                return result::refuse(permission_denied(&message));
+                return Ok(result::refuse(permission_denied(&message)));
             }
         }
         match host.command_blocked_by_clineignore_in(&command, cwd.as_deref()) {
-            Ok(Some(path)) => return result::refuse(result::clineignore_error(&path)),
+            Ok(Some(path)) => return Ok(result::refuse(result::clineignore_error(&path))),
             Ok(None) => {}
-            Err(e) => return result::refuse(format!("Error executing command: {e}")),
+            Err(e) => return Ok(result::refuse(format!("Error executing command: {e}"))),
         }
         let asked = call.input.requires_approval.as_deref().is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let risk = if asked { Risk::High } else { Risk::Medium };
-        result::approval("command", format!("Cline wants to execute this command: {shown}"), Vec::new(), risk)
+        Ok(result::approval("command", format!("Cline wants to execute this command: {shown}"), Vec::new(), risk))
     }
 
-    fn execute(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let command = match command_of(call) {
             Ok(command) => command,
-            Err(_) => return result::mistake(EMPTY_COMMAND),
+            Err(_) => return Ok(result::mistake(EMPTY_COMMAND)),
         };
         let settings = settings(host);
         let (command, cwd) = split_root_prefix(&command, call, &self.patterns);
@@ -169,7 +169,7 @@ impl Tool for ExecuteCommand {
         // Whatever the command did, files may have changed: the read cache starts over (as Cline does after
         // every command that ran).
         let _ = host.forget_reads(Vec::new());
-        outcome
+        Ok(outcome)
     }
 }
 
