@@ -13,7 +13,8 @@ pub struct HostClient<'a> {
 }
 
 impl<'a> HostClient<'a> {
-    /// Wraps the borrowed host object.
+    /// Wraps the borrowed host object (the export adapter and the test host do; tools receive a client).
+    #[doc(hidden)]
     pub fn new(host: HostRef<'a>) -> Self {
         Self { host }
     }
