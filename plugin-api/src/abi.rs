@@ -7,11 +7,19 @@
 use abi_stable::{
     declare_root_module_statics,
     library::RootModule,
-    package_version_strings, sabi_trait,
+    sabi_trait,
     sabi_types::VersionStrings,
     std_types::{RBox, ROption, RResult, RStr, RString, RVec},
     StableAbi,
 };
+
+/// The version of the frozen interface: the root module, the vtables and the host object in this file.
+///
+/// It changes only when that interface does (a field or a method added, removed or changed), never for the
+/// SDK or the JSON protocol, which grow without it. Plugins built against any `toolshed-plugin-api` whose
+/// ABI version is compatible (for 0.x, the same minor) load without a rebuild. The build script stamps
+/// `abi_stable`'s layouts with it, so it is the version the loader and `abi_stable` both check.
+pub const ABI_VERSION: &str = "0.1.0";
 
 /// The root module every plugin library exports (one per library; it may declare several tools).
 ///
@@ -21,7 +29,8 @@ use abi_stable::{
 #[sabi(kind(Prefix(prefix_ref = PluginModRef)))]
 #[sabi(missing_field(panic))]
 pub struct PluginMod {
-    /// The `toolshed-plugin-api` version the plugin was compiled against.
+    /// The [`ABI_VERSION`] the plugin was compiled against (plugins built before it existed wrote the crate
+    /// version here, which was the same number).
     pub api_version: RStr<'static>,
     /// The plugin's own name (its crate name for shipped plugins).
     pub name: RStr<'static>,
@@ -39,7 +48,7 @@ impl RootModule for PluginModRef {
     declare_root_module_statics! {PluginModRef}
     const BASE_NAME: &'static str = "toolshed_plugin";
     const NAME: &'static str = "toolshed_plugin";
-    const VERSION_STRINGS: VersionStrings = package_version_strings!();
+    const VERSION_STRINGS: VersionStrings = VersionStrings::new(ABI_VERSION);
 }
 
 /// A tool handler: stateless, shared by every task and by every alias of its tool.

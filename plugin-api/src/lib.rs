@@ -6,30 +6,43 @@
 //! [`export_plugin!`]:
 //!
 //! ```
-//! use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+//! use toolshed_plugin_api::services::{PathResolve, ResolveRequest};
+//! use toolshed_plugin_api::{export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
 //!
 //! #[derive(serde::Deserialize)]
-//! pub struct EchoArgs {
-//!     text: String,
+//! pub struct WhereArgs {
+//!     path: String,
 //! }
 //!
-//! pub struct Echo;
+//! /// Says where a path the model names lies.
+//! pub struct Where;
 //!
-//! impl Tool for Echo {
-//!     type Args = EchoArgs;
+//! impl Tool for Where {
+//!     type Args = WhereArgs;
 //!     fn declaration() -> ToolDeclaration {
-//!         toolshed_plugin_api::declare("echo", "Repeats its input.", &[("text", true, "What to repeat.")])
+//!         toolshed_plugin_api::declare("where", "Resolves a path.", &[("path", true, "The path to resolve.")])
 //!     }
 //!     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {
-//!         Ok(Some(Echo))
+//!         Ok(Some(Where))
 //!     }
-//!     fn execute(&self, call: &ToolCall<EchoArgs>, _host: &HostClient<'_>) -> Outcome {
-//!         result::text(call.input.text.clone())
+//!     fn execute(&self, call: &ToolCall<WhereArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
+//!         // A failed service call becomes the tool error the model reads.
+//!         let resolved = host.call::<PathResolve>(&ResolveRequest { path: call.input.path.clone() })?;
+//!         if !resolved.inside_workspace {
+//!             return Err(Failure::mistake(format!("{} is outside the workspace", resolved.display)));
+//!         }
+//!         Ok(result::text(resolved.absolute))
 //!     }
 //! }
 //!
-//! export_plugin! { name: "echo", version: "0.1.0", tools: [Echo] }
+//! export_plugin! { name: "where", version: "0.1.0", tools: [Where] }
 //! ```
+//!
+//! [`Tool::prepare`] and [`Tool::execute`] return `Result`, so `?` works on service errors (see
+//! [`Failure`]). Each host service is a type in [`services`], called with [`HostClient::call`].
+//!
+//! Two versions: the crate's ([`API_VERSION`]) grows with the SDK; the frozen interface has its own
+//! [`ABI_VERSION`], which the loader checks, so a new SDK release does not force a rebuild of every plugin.
 //!
 //! Rules the SDK enforces for you: every boundary call runs under `catch_unwind` (a panic reaching an
 //! `extern "C"` boundary would end the host process), and the plugin's own panic hook is quiet. Never
@@ -40,20 +53,28 @@ mod abi;
 mod protocol;
 pub mod sdk;
 pub mod services;
+#[cfg(feature = "testing")]
+pub mod testing;
 
-pub use abi::{Host, HostRef, Host_TO, PluginMod, PluginModRef, ToolHandler, ToolHandlerBox, ToolHandler_TO};
+pub use abi::{
+    Host, HostRef, Host_TO, PluginMod, PluginModRef, ToolHandler, ToolHandlerBox, ToolHandler_TO, ABI_VERSION,
+};
 pub use protocol::{
     capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec, PartialBlock,
     PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo, ToolCall, ToolDeclaration, ToolError,
     ToolSpec, WorkspaceRoot,
 };
-pub use sdk::{result, HostClient, Tool, ToolInit};
+pub use sdk::{result, Failure, HostClient, Tool, ToolInit};
 
 /// Re-exported so [`export_plugin!`] names the exact `abi_stable` this interface was built with.
 pub use abi_stable;
 
-/// The version of this interface crate; the loader compares it with the plugin's.
-pub const API_VERSION: &str = env!("CARGO_PKG_VERSION");
+/// The version of this crate, which grows with the SDK; the frozen interface has its own [`ABI_VERSION`].
+pub const API_VERSION: &str = match option_env!("TOOLSHED_PLUGIN_API_VERSION") {
+    Some(version) => version,
+    // Compiled without the build script (the foreign-interface test fixtures): the package's own version.
+    None => env!("CARGO_PKG_VERSION"),
+};
 
 /// A tool declaration with one `generic` spec, for the common case. `params` are
 /// `(name, required, description)`, all strings.
@@ -79,7 +100,7 @@ pub fn declare(name: &str, description: &str, params: &[(&str, bool, &str)]) -> 
 /// `export_plugin! { name: "read_file", version: env!("CARGO_PKG_VERSION"), tools: [ReadFile] }`
 ///
 /// The generated constructor installs the SDK's quiet panic hook; the generated functions run every call under
-/// [`sdk::guard`].
+/// the SDK's panic guard.
 #[macro_export]
 macro_rules! export_plugin {
     (name: $name:expr, version: $version:expr, tools: [$($tool:ty),+ $(,)?] $(,)?) => {
@@ -89,7 +110,7 @@ macro_rules! export_plugin {
             use $crate::abi_stable::prefix_type::PrefixTypeTrait;
             $crate::sdk::install_panic_hook();
             $crate::PluginMod {
-                api_version: $crate::abi_stable::std_types::RStr::from_str($crate::API_VERSION),
+                api_version: $crate::abi_stable::std_types::RStr::from_str($crate::ABI_VERSION),
                 name: $crate::abi_stable::std_types::RStr::from_str($name),
                 version: $crate::abi_stable::std_types::RStr::from_str($version),
                 declarations: __toolshed_declarations,

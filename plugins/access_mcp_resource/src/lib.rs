@@ -6,8 +6,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use toolshed_plugin_api::sdk::lenient_string;
 use toolshed_plugin_api::{
-    capability, export_plugin, result, services, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall,
-    ToolDeclaration, ToolInit, ToolSpec,
+    capability, export_plugin, result, services, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool,
+    ToolCall, ToolDeclaration, ToolInit, ToolSpec,
 };
 
 /// The input, as the model sends it.
@@ -71,27 +71,27 @@ impl Tool for AccessMcpResource {
         Ok(Some(AccessMcpResource))
     }
 
-    fn prepare(&self, call: &ToolCall<AccessMcpResourceArgs>, _host: &HostClient<'_>) -> Prepared {
+    fn prepare(&self, call: &ToolCall<AccessMcpResourceArgs>, _host: &HostClient<'_>) -> Result<Prepared, Failure> {
         let (server, uri) = names(&call.input);
-        result::approval(
+        Ok(result::approval(
             "mcp",
             format!("Cline wants to access {uri} on the {server} MCP server"),
             Vec::new(),
             Risk::Low,
-        )
+        ))
     }
 
-    fn execute(&self, call: &ToolCall<AccessMcpResourceArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<AccessMcpResourceArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let (server, uri) = names(&call.input);
-        if !host.offers(services::MCP_READ_RESOURCE) {
-            return result::error(
+        if !host.offers::<services::McpReadResource>() {
+            return Ok(result::error(
                 "Error executing access_mcp_resource: this host offers no MCP client (mcp.read_resource)",
-            );
+            ));
         }
-        match host.mcp_read_resource(server, uri) {
+        Ok(match host.mcp_read_resource(server, uri) {
             Ok(value) => result::text(format_result(&value)),
             Err(e) => result::error(format!("Error executing access_mcp_resource: {}", e.message)),
-        }
+        })
     }
 }
 

@@ -4,7 +4,9 @@
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
 use toolshed_plugin_api::services;
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 mod spec;
 
@@ -38,26 +40,26 @@ impl Tool for ActModeRespond {
         Ok(Some(ActModeRespond))
     }
 
-    fn execute(&self, call: &ToolCall<ActModeRespondArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<ActModeRespondArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let settings = match host.task_settings(&call.task) {
             Ok(settings) => settings,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_SETTINGS, &e),
+            Err(e) => return Ok(conversation::service_error::<services::TaskSettingsService>(&call.tool, &e)),
         };
         // Cline's order: the mode, then the repeat, then the parameter.
         if settings.mode != "act" {
-            return result::mistake(format!(
+            return Ok(result::mistake(format!(
                 "The act_mode_respond tool is only available in ACT MODE. You are currently in {} MODE. Please use the appropriate tool for your current mode.",
                 settings.mode.to_uppercase()
-            ));
+            )));
         }
         if settings.last_tool.as_deref() == Some("act_mode_respond") {
-            return result::text(BLOCKED);
+            return Ok(result::text(BLOCKED));
         }
         let Some(response) = call.input.response.as_deref().filter(|r| !r.is_empty()) else {
-            return result::missing_parameter("response");
+            return Ok(result::missing_parameter("response"));
         };
         host.say("text", response, false);
-        result::text(DISPLAYED)
+        Ok(result::text(DISPLAYED))
     }
 }
 

@@ -38,8 +38,8 @@ use serde::Deserialize;
 use std::hash::{DefaultHasher, Hasher};
 use toolshed_plugin_api::sdk::lenient_string;
 use toolshed_plugin_api::{
-    capability, log_level, result, HostClient, Outcome, ParamSpec, PartialBlock, Prepared, Risk, Tool, ToolCall,
-    ToolDeclaration, ToolError, ToolInit, ToolSpec,
+    capability, log_level, result, Failure, HostClient, Outcome, ParamSpec, PartialBlock, Prepared, Risk, Tool,
+    ToolCall, ToolDeclaration, ToolError, ToolInit, ToolSpec,
 };
 
 /// Cline's description (apps/vscode/src/core/prompts/system-prompt/tools/apply_patch.ts).
@@ -293,14 +293,11 @@ impl Tool for ApplyPatch {
         Ok(Some(ApplyPatch { limits: Limits { max_similarity_cells: config.max_similarity_cells } }))
     }
 
-    fn prepare(&self, call: &ToolCall<ApplyPatchArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(&self, call: &ToolCall<ApplyPatchArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
         if let Some(input) = call.input.input.as_deref() {
             report_headers(host, input, true);
         }
-        let plan = match self.plan(call, host) {
-            Ok(plan) => plan,
-            Err(error) => return Prepared::Error(error),
-        };
+        let plan = self.plan(call, host)?;
         let mut lines = Vec::new();
         let mut paths = Vec::new();
         for file in &plan.files {
@@ -324,20 +321,22 @@ impl Tool for ApplyPatch {
             }
         }
         let _ = host.state_set(APPROVAL_KEY, Some(plan.before.to_string().into()));
-        result::approval("write", format!("Cline wants to apply a patch: {}", lines.join("; ")), paths, Risk::Medium)
+        Ok(result::approval(
+            "write",
+            format!("Cline wants to apply a patch: {}", lines.join("; ")),
+            paths,
+            Risk::Medium,
+        ))
     }
 
-    fn execute(&self, call: &ToolCall<ApplyPatchArgs>, host: &HostClient<'_>) -> Outcome {
-        let plan = match self.plan(call, host) {
-            Ok(plan) => plan,
-            Err(error) => return Outcome::Error(error),
-        };
+    fn execute(&self, call: &ToolCall<ApplyPatchArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
+        let plan = self.plan(call, host)?;
         if let Ok(Some(approved)) = host.state_get(APPROVAL_KEY) {
             let _ = host.state_set(APPROVAL_KEY, None);
             if approved.as_str() != Some(plan.before.to_string().as_str()) {
-                return result::mistake(failure(
+                return Ok(result::mistake(failure(
                     "a file changed after the patch was approved, so no file was changed. Read the files again and retry.",
-                ));
+                )));
             }
         }
         let mut transaction = Transaction::new();
@@ -360,7 +359,7 @@ impl Tool for ApplyPatch {
             }
         }
         if let Err(e) = transaction.commit(&|| host.commit()) {
-            return result::error(failure(&format!("{e}. No file was changed.")));
+            return Ok(result::error(failure(&format!("{e}. No file was changed."))));
         }
         let mut forget = Vec::new();
         let mut response = vec!["Successfully applied patch to the following files:".to_owned()];
@@ -385,7 +384,7 @@ impl Tool for ApplyPatch {
         if let Err(e) = host.forget_reads(forget) {
             host.log(log_level::WARN, &format!("read_cache.forget: {e}"));
         }
-        result::text(response.join("\n"))
+        Ok(result::text(response.join("\n")))
     }
 
     fn partial(&self, block: &PartialBlock, host: &HostClient<'_>) {

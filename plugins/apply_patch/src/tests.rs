@@ -4,93 +4,36 @@
 use super::*;
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
-use toolshed_plugin_api::abi_stable::std_types::{RResult, RStr, RString, RVec};
-use toolshed_plugin_api::{services, Host, Host_TO, ServiceError, ServiceErrorKind};
+use toolshed_plugin_api::services::Say;
+use toolshed_plugin_api::testing;
 
-/// A host over one workspace root with blocked path prefixes, task state and recorded UI events.
+/// The SDK's fake host over one workspace root (blocked path prefixes, task state, recorded UI events), and
+/// the calls this tool's tests make on it.
 pub(crate) struct FakeHost {
     pub root: PathBuf,
-    pub blocked: Vec<String>,
-    state: Mutex<HashMap<String, Value>>,
-    pub events: Mutex<Vec<(String, String, bool)>>,
+    host: testing::FakeHost,
 }
 
 impl FakeHost {
     pub fn new(root: &Path) -> Self {
-        Self {
-            root: std::fs::canonicalize(root).unwrap(),
-            blocked: Vec::new(),
-            state: Mutex::default(),
-            events: Mutex::default(),
-        }
+        let root = std::fs::canonicalize(root).unwrap();
+        Self { host: testing::FakeHost::workspace(&root), root }
     }
 
-    fn resolve(&self, raw: &str) -> services::ResolvedPath {
-        let mut absolute = PathBuf::new();
-        for part in self.root.join(raw.trim()).components() {
-            match part {
-                std::path::Component::ParentDir => {
-                    absolute.pop();
-                }
-                std::path::Component::CurDir => {}
-                other => absolute.push(other),
-            }
-        }
-        services::ResolvedPath {
-            display: absolute.strip_prefix(&self.root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
-            inside_workspace: absolute.starts_with(&self.root),
-            absolute: absolute.to_string_lossy().into_owned(),
-            root: "root".to_owned(),
-        }
+    /// Blocks paths under these prefixes, as `.clineignore` would.
+    pub fn block(&self, prefixes: &[&str]) {
+        self.host.block(prefixes.iter().copied());
     }
 
-    fn dispatch(&self, name: &str, request: &str) -> Result<Value, ServiceError> {
-        let request: Value = serde_json::from_str(request)
-            .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string()))?;
-        let text = |key: &str| request[key].as_str().unwrap_or_default().to_owned();
-        Ok(match name {
-            services::PATH_RESOLVE => serde_json::to_value(self.resolve(&text("path"))).unwrap(),
-            services::PATH_CHECK => {
-                let paths = request["paths"].as_array().cloned().unwrap_or_default();
-                let allowed: Vec<bool> = paths
-                    .iter()
-                    .map(|p| {
-                        !self
-                            .blocked
-                            .iter()
-                            .any(|b| self.resolve(p.as_str().unwrap_or_default()).display.starts_with(b.as_str()))
-                    })
-                    .collect();
-                json!({ "allowed": allowed })
-            }
-            services::READ_CACHE_FORGET => json!({}),
-            services::SAY => {
-                self.events.lock().unwrap().push((
-                    text("kind"),
-                    text("text"),
-                    request["partial"].as_bool().unwrap_or(false),
-                ));
-                json!({})
-            }
-            services::STATE_GET => json!({ "value": self.state.lock().unwrap().get(&text("key")) }),
-            services::STATE_SET => {
-                let mut state = self.state.lock().unwrap();
-                match request.get("value").filter(|v| !v.is_null()) {
-                    Some(value) => state.insert(text("key"), value.clone()),
-                    None => state.remove(&text("key")),
-                };
-                json!({})
-            }
-            other => return Err(ServiceError::new(ServiceErrorKind::UnknownService, other)),
-        })
+    /// The UI events said since the last call, as (kind, text, partial).
+    fn take_events(&self) -> Vec<(String, String, bool)> {
+        self.host.take_requests::<Say>().into_iter().map(|say| (say.kind, say.text, say.partial)).collect()
     }
 
     fn client(&self) -> HostClient<'_> {
-        HostClient::new(Host_TO::from_ptr(self, TD_Opaque))
+        self.host.client()
     }
 
     fn call(&self, input: Value) -> ToolCall<ApplyPatchArgs> {
@@ -106,12 +49,12 @@ impl FakeHost {
     /// `prepare`, then `execute` when it asks for approval: the result text or the error.
     pub fn run(&self, patch: &str) -> Result<String, String> {
         let call = self.call(json!({ "input": patch }));
-        match ApplyPatch::default().prepare(&call, &self.client()) {
+        match self.host.prepare(&ApplyPatch::default(), &call) {
             Prepared::Approval(_) => {}
             Prepared::Error(e) => return Err(e.message),
             Prepared::Proceed => panic!("patches must ask for approval"),
         }
-        match ApplyPatch::default().execute(&call, &self.client()) {
+        match self.host.execute(&ApplyPatch::default(), &call) {
             Outcome::Success { blocks } => match blocks.as_slice() {
                 [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
                 other => panic!("{other:?}"),
@@ -130,35 +73,6 @@ impl FakeHost {
         };
         ApplyPatch::default().partial(&block, &self.client());
     }
-}
-
-impl Host for FakeHost {
-    fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
-        match self.dispatch(name.as_str(), request.as_str()) {
-            Ok(answer) => RResult::ROk(answer.to_string().into()),
-            Err(e) => RResult::RErr(serde_json::to_string(&e).unwrap_or_default().into()),
-        }
-    }
-
-    fn services(&self) -> RVec<RString> {
-        [
-            services::PATH_RESOLVE,
-            services::PATH_CHECK,
-            services::READ_CACHE_FORGET,
-            services::SAY,
-            services::STATE_GET,
-            services::STATE_SET,
-        ]
-        .into_iter()
-        .map(RString::from)
-        .collect()
-    }
-
-    fn is_cancelled(&self) -> bool {
-        false
-    }
-
-    fn log(&self, _level: u8, _message: RStr<'_>) {}
 }
 
 /// A temporary workspace holding `files`, and a host over it.
@@ -226,8 +140,8 @@ fn a_chunk_that_does_not_match_changes_no_file() {
 
 #[test]
 fn workspace_rules() {
-    let (_dir, mut host) = workspace(&[("secret/k.txt", b"k\n"), ("ro.txt", b"r\n")]);
-    host.blocked = vec!["secret".to_owned()];
+    let (_dir, host) = workspace(&[("secret/k.txt", b"k\n"), ("ro.txt", b"r\n")]);
+    host.block(&["secret"]);
     let mut permissions = std::fs::metadata(host.root.join("ro.txt")).unwrap().permissions();
     permissions.set_readonly(true);
     std::fs::set_permissions(host.root.join("ro.txt"), permissions).unwrap();
@@ -266,8 +180,7 @@ fn streamed_headers_are_split_invariant() {
             host.partial(&patch[..cut]);
         }
         host.run(patch).unwrap();
-        let events = std::mem::take(&mut *host.events.lock().unwrap());
-        events
+        host.take_events()
     };
     let whole = run(&[]);
     assert_eq!(whole.iter().filter(|(_, _, partial)| *partial).count(), 3);
@@ -315,9 +228,9 @@ fn six_thousand_hunks_on_a_large_file_apply() {
 fn with_budget(host: &FakeHost, patch: &str, cells: u64) -> Result<String, String> {
     let tool = ApplyPatch { limits: Limits { max_similarity_cells: cells } };
     let call = host.call(json!({ "input": patch }));
-    match tool.prepare(&call, &host.client()) {
+    match host.host.prepare(&tool, &call) {
         Prepared::Error(e) => Err(e.message),
-        _ => match tool.execute(&call, &host.client()) {
+        _ => match host.host.execute(&tool, &call) {
             Outcome::Error(e) => Err(e.message),
             other => Ok(format!("{other:?}")),
         },

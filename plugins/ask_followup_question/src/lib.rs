@@ -6,7 +6,10 @@
 
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::services;
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 mod spec;
 
@@ -69,33 +72,33 @@ impl Tool for AskFollowupQuestion {
         Ok(Some(AskFollowupQuestion))
     }
 
-    fn execute(&self, call: &ToolCall<AskArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<AskArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(question) = call.input.question.as_deref().filter(|q| !q.is_empty()) else {
-            return result::missing_parameter("question");
+            return Ok(result::missing_parameter("question"));
         };
         let options = match parse_options(call.input.options.as_deref()) {
             Ok(options) => options,
-            Err(message) => return result::mistake(message),
+            Err(message) => return Ok(result::mistake(message)),
         };
         let settings = match host.task_settings(&call.task) {
             Ok(settings) => settings,
-            Err(e) => return conversation::service_error(&call.tool, "task.settings", &e),
+            Err(e) => return Ok(conversation::service_error::<services::TaskSettingsService>(&call.tool, &e)),
         };
         if settings.yolo {
             host.say("info", &format!("[YOLO MODE] Auto-responding to question: \"{}\"", preview(question)), false);
-            return result::text(yolo_text(question));
+            return Ok(result::text(yolo_text(question)));
         }
         let answer = match host.ask("followup", question, options) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, "ask", &e),
+            Err(e) => return Ok(conversation::service_error::<services::Ask>(&call.tool, &e)),
         };
         if !answer.answered {
-            return result::error(
+            return Ok(result::error(
                 "No user is available to answer this question. Use the available tools (read_file, list_files, search_files, etc.) to find the answer instead of asking.",
-            );
+            ));
         }
         let text = answer.text.unwrap_or_default();
-        conversation::with_images(format!("<answer>\n{text}\n</answer>"), &answer.images)
+        Ok(conversation::with_images(format!("<answer>\n{text}\n</answer>"), &answer.images))
     }
 }
 

@@ -7,9 +7,9 @@
 
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
-use toolshed_plugin_api::services::{self, TaskTextRequest, ToolCallRequest, ToolCallResponse};
+use toolshed_plugin_api::services::{self, TaskTextRequest, ToolCallRequest};
 use toolshed_plugin_api::{
-    export_plugin, result, Block, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolError, ToolInit,
+    export_plugin, result, Block, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolError, ToolInit,
 };
 
 mod spec;
@@ -67,23 +67,23 @@ impl Tool for AttemptCompletion {
         Ok(Some(AttemptCompletion))
     }
 
-    fn execute(&self, call: &ToolCall<AttemptCompletionArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<AttemptCompletionArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let input = &call.input;
         let Some(result_text) = input.result.as_deref().or(input.response.as_deref()).filter(|r| !r.is_empty()) else {
-            return result::missing_parameter("result");
+            return Ok(result::missing_parameter("result"));
         };
         let settings = match host.task_settings(&call.task) {
             Ok(settings) => settings,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_SETTINGS, &e),
+            Err(e) => return Ok(conversation::service_error::<services::TaskSettingsService>(&call.tool, &e)),
         };
         if settings.double_check_completion {
             let pending = host.state_get(PENDING_KEY).ok().flatten().is_some();
             if !pending {
                 let _ = host.state_set(PENDING_KEY, Some(serde_json::Value::Bool(true)));
-                return Outcome::Error(ToolError {
+                return Ok(Outcome::Error(ToolError {
                     message: double_check_text(settings.initial_task.as_deref()),
                     mistake: false,
-                });
+                }));
             }
             // Reset, so the next pair is double-checked again.
             let _ = host.state_set(PENDING_KEY, None);
@@ -97,28 +97,26 @@ impl Tool for AttemptCompletion {
                 name: "execute_command".to_owned(),
                 input: serde_json::json!({ "command": command, "requires_approval": "false" }),
             };
-            match host.call::<_, ToolCallResponse>(services::TOOL_CALL, &request) {
-                Ok(answer) if answer.status == "denied" => return Outcome::Denied,
+            match host.call::<services::ToolCallService>(&request) {
+                Ok(answer) if answer.status == "denied" => return Ok(Outcome::Denied),
                 Ok(answer) => command_blocks = answer.blocks,
-                Err(e) => return conversation::service_error(&call.tool, services::TOOL_CALL, &e),
+                Err(e) => return Ok(conversation::service_error::<services::ToolCallService>(&call.tool, &e)),
             }
         }
 
         let answer = match host.ask("completion_result", "", Vec::new()) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::ASK, &e),
+            Err(e) => return Ok(conversation::service_error::<services::Ask>(&call.tool, &e)),
         };
         let feedback = answer.text.as_deref().filter(|t| !t.is_empty());
         if feedback.is_none() && answer.images.is_empty() {
             // Accepted, or nobody there to say otherwise: the task is complete.
-            if let Err(e) = host
-                .call::<_, services::Empty>(services::TASK_COMPLETE, &TaskTextRequest { text: result_text.to_owned() })
-            {
+            if let Err(e) = host.call::<services::TaskComplete>(&TaskTextRequest { text: result_text.to_owned() }) {
                 if e.kind != toolshed_plugin_api::ServiceErrorKind::UnknownService {
-                    return conversation::service_error(&call.tool, services::TASK_COMPLETE, &e);
+                    return Ok(conversation::service_error::<services::TaskComplete>(&call.tool, &e));
                 }
             }
-            return result::text(DONE);
+            return Ok(result::text(DONE));
         }
         let mut blocks = vec![Block::Text { text: DONE.to_owned() }];
         blocks.extend(command_blocks);
@@ -129,7 +127,7 @@ impl Tool for AttemptCompletion {
         blocks.extend(
             answer.images.iter().map(|i| Block::Image { media_type: i.media_type.clone(), data: i.data.clone() }),
         );
-        result::blocks(blocks)
+        Ok(result::blocks(blocks))
     }
 }
 

@@ -22,7 +22,7 @@ use toolshed_plugin_api::services::{
     self, CommandsSettings, KillRequest, ReadRequest, ReadResponse, SpawnRequest, SpawnResponse,
 };
 use toolshed_plugin_api::{
-    capability, result, HostClient, Outcome, ParamSpec, Prepared, Risk, ServiceErrorKind, Tool, ToolCall,
+    capability, result, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, ServiceErrorKind, Tool, ToolCall,
     ToolDeclaration, ToolInit, ToolSpec,
 };
 
@@ -128,10 +128,10 @@ impl Tool for ExecuteCommand {
         Ok(Some(ExecuteCommand { patterns: Patterns::new() }))
     }
 
-    fn prepare(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
         let command = match command_of(call) {
             Ok(command) => command,
-            Err(refusal) => return refusal,
+            Err(refusal) => return Ok(refusal),
         };
         let settings = settings(host);
         // Every check below looks at what `execute` will run, where it will run it: the command after its
@@ -143,23 +143,23 @@ impl Tool for ExecuteCommand {
                 rules.check(&command).map_err(|denial| permissions::denial_message(&command, &denial))
             });
             if let Err(message) = verdict {
-                return result::refuse(permission_denied(&message));
+                return Ok(result::refuse(permission_denied(&message)));
             }
         }
         match host.command_blocked_by_clineignore_in(&command, cwd.as_deref()) {
-            Ok(Some(path)) => return result::refuse(result::clineignore_error(&path)),
+            Ok(Some(path)) => return Ok(result::refuse(result::clineignore_error(&path))),
             Ok(None) => {}
-            Err(e) => return result::refuse(format!("Error executing command: {e}")),
+            Err(e) => return Ok(result::refuse(format!("Error executing command: {e}"))),
         }
         let asked = call.input.requires_approval.as_deref().is_some_and(|v| v.trim().eq_ignore_ascii_case("true"));
         let risk = if asked { Risk::High } else { Risk::Medium };
-        result::approval("command", format!("Cline wants to execute this command: {shown}"), Vec::new(), risk)
+        Ok(result::approval("command", format!("Cline wants to execute this command: {shown}"), Vec::new(), risk))
     }
 
-    fn execute(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let command = match command_of(call) {
             Ok(command) => command,
-            Err(_) => return result::mistake(EMPTY_COMMAND),
+            Err(_) => return Ok(result::mistake(EMPTY_COMMAND)),
         };
         let settings = settings(host);
         let (command, cwd) = split_root_prefix(&command, call, &self.patterns);
@@ -169,7 +169,7 @@ impl Tool for ExecuteCommand {
         // Whatever the command did, files may have changed: the read cache starts over (as Cline does after
         // every command that ran).
         let _ = host.forget_reads(Vec::new());
-        outcome
+        Ok(outcome)
     }
 }
 
@@ -198,7 +198,7 @@ fn command_of(call: &ToolCall<ExecuteCommandArgs>) -> Result<String, Prepared> {
 }
 
 fn settings(host: &HostClient<'_>) -> CommandsSettings {
-    host.call(services::COMMANDS_SETTINGS, &serde_json::json!({})).unwrap_or(CommandsSettings {
+    host.call::<services::CommandsSettingsService>(&services::Empty {}).unwrap_or(CommandsSettings {
         permissions: None,
         default_timeout_ms: 30_000,
         long_timeout_ms: 300_000,
@@ -255,9 +255,11 @@ fn run(
     notice: Duration,
     notable: Option<Regex>,
 ) -> Outcome {
-    let spawned: SpawnResponse = match host
-        .call(services::PROCESS_SPAWN, &SpawnRequest { command: command.to_owned(), cwd, env: Default::default() })
-    {
+    let spawned: SpawnResponse = match host.call::<services::ProcessSpawn>(&SpawnRequest {
+        command: command.to_owned(),
+        cwd,
+        env: Default::default(),
+    }) {
         Ok(spawned) => spawned,
         Err(e) => return result::error(format!("Error executing command: {e}")),
     };
@@ -265,17 +267,18 @@ fn run(
     let started = Instant::now();
     let mut noticed = false;
     let kill = || {
-        let _ = host.call::<_, services::Empty>(services::PROCESS_KILL, &KillRequest { id: spawned.id });
+        let _ = host.call::<services::ProcessKill>(&KillRequest { id: spawned.id });
     };
     let ending = loop {
         let wait = match timeout {
             Some(limit) => limit.saturating_sub(started.elapsed()).min(Duration::from_millis(250)),
             None => Duration::from_millis(250),
         };
-        let read: Result<ReadResponse, _> = host.call(
-            services::PROCESS_READ,
-            &ReadRequest { id: spawned.id, wait_ms: wait.as_millis() as u64, max_bytes: 256 * 1024 },
-        );
+        let read: Result<ReadResponse, _> = host.call::<services::ProcessRead>(&ReadRequest {
+            id: spawned.id,
+            wait_ms: wait.as_millis() as u64,
+            max_bytes: 256 * 1024,
+        });
         match read {
             Ok(chunk) => {
                 if !chunk.output.is_empty() {

@@ -2,7 +2,9 @@
 //! when the focus chain is on (the runtime strips, stores and reminds; see the runtime's `interaction`
 //! module). Cline gives it no handler; called anyway, it says how to use `task_progress` instead.
 
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 /// The answer to a call.
 pub const NOT_A_TOOL: &str = "focus_chain is not a tool to call. To create or update the todo list, include the task_progress parameter (a markdown checklist: - [ ] for incomplete, - [x] for complete) in your next tool call.";
@@ -25,8 +27,8 @@ impl Tool for FocusChain {
         Ok(Some(FocusChain))
     }
 
-    fn execute(&self, _call: &ToolCall<serde_json::Value>, _host: &HostClient<'_>) -> Outcome {
-        result::mistake(NOT_A_TOOL)
+    fn execute(&self, _call: &ToolCall<serde_json::Value>, _host: &HostClient<'_>) -> Result<Outcome, Failure> {
+        Ok(result::mistake(NOT_A_TOOL))
     }
 }
 

@@ -5,7 +5,9 @@
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
 use toolshed_plugin_api::services::{self, ExplainRequest};
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 mod spec;
 
@@ -36,20 +38,20 @@ impl Tool for GenerateExplanation {
         Ok(Some(GenerateExplanation))
     }
 
-    fn execute(&self, call: &ToolCall<GenerateExplanationArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<GenerateExplanationArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let input = &call.input;
         let Some(title) = input.title.as_deref().filter(|t| !t.is_empty()) else {
-            return result::missing_parameter("title");
+            return Ok(result::missing_parameter("title"));
         };
         let Some(from_ref) = input.from_ref.as_deref().filter(|f| !f.is_empty()) else {
-            return result::missing_parameter("from_ref");
+            return Ok(result::missing_parameter("from_ref"));
         };
         let request = ExplainRequest {
             title: title.to_owned(),
             from_ref: from_ref.to_owned(),
             to_ref: input.to_ref.clone().filter(|t| !t.is_empty()),
         };
-        match host.task_action(services::TASK_EXPLAIN, &request) {
+        Ok(match host.task_action::<services::TaskExplain>(&request) {
             Ok(answer) => {
                 let refs = match &request.to_ref {
                     Some(to) => format!("'{from_ref}' and '{to}'"),
@@ -61,8 +63,8 @@ impl Tool for GenerateExplanation {
             }
             // The host's own failure texts (an invalid ref, not a repository) reach the model as tool errors.
             Err(e) if e.kind == toolshed_plugin_api::ServiceErrorKind::Failed => result::error(e.message),
-            Err(e) => conversation::service_error(&call.tool, services::TASK_EXPLAIN, &e),
-        }
+            Err(e) => conversation::service_error::<services::TaskExplain>(&call.tool, &e),
+        })
     }
 }
 

@@ -37,8 +37,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use toolshed_plugin_api::sdk::{lenient_string, ReadError};
 use toolshed_plugin_api::{
-    capability, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration, ToolInit,
-    ToolSpec,
+    capability, result, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration,
+    ToolInit, ToolSpec,
 };
 
 pub use languages::{Grammar, Queries};
@@ -163,13 +163,17 @@ impl Tool for ListCodeDefinitionNames {
         }))
     }
 
-    fn prepare(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(
+        &self,
+        call: &ToolCall<ListCodeDefinitionNamesArgs>,
+        host: &HostClient<'_>,
+    ) -> Result<Prepared, Failure> {
         // `execute` answers a missing path with Cline's missing-parameter text.
         let Some(path) = call.input.path() else {
-            return Prepared::Proceed;
+            return Ok(Prepared::Proceed);
         };
         // Cline makes no `.clineignore` check on the directory itself; the files inside it are filtered.
-        match host.resolve_path(path) {
+        Ok(match host.resolve_path(path) {
             Ok(resolved) => result::approval(
                 "read",
                 format!(
@@ -180,20 +184,20 @@ impl Tool for ListCodeDefinitionNames {
                 Risk::Low,
             ),
             Err(e) => result::refuse(format!("Error listing code definitions: {}", e.message)),
-        }
+        })
     }
 
-    fn execute(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<ListCodeDefinitionNamesArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(path) = call.input.path() else {
-            return result::missing_parameter("path");
+            return Ok(result::missing_parameter("path"));
         };
         let resolved = match host.resolve_path(path) {
             Ok(resolved) => resolved,
-            Err(e) => return result::mistake(format!("Error listing code definitions: {}", e.message)),
+            Err(e) => return Ok(result::mistake(format!("Error listing code definitions: {}", e.message))),
         };
         let dir = Path::new(&resolved.absolute);
         if !dir.is_dir() {
-            return result::mistake(if dir.exists() { NOT_A_DIRECTORY } else { NO_DIRECTORY });
+            return Ok(result::mistake(if dir.exists() { NOT_A_DIRECTORY } else { NO_DIRECTORY }));
         }
         // The approval named this directory. For one inside the workspace that was nothing outside it (a
         // read there needs nobody), so a file linking out is refused even when every call is approved.
@@ -203,10 +207,10 @@ impl Tool for ListCodeDefinitionNames {
             limits: self.limits,
             max_file: self.max_file,
         };
-        match list_definitions(dir, host, &self.queries, &reads) {
+        Ok(match list_definitions(dir, host, &self.queries, &reads) {
             Ok(text) => result::text(text),
             Err(message) => result::mistake(format!("Error listing code definitions: {message}")),
-        }
+        })
     }
 }
 

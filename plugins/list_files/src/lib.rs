@@ -29,8 +29,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use toolshed_plugin_api::sdk::{lenient_bool, lenient_string};
 use toolshed_plugin_api::{
-    capability, log_level, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration,
-    ToolError, ToolInit, ToolSpec,
+    capability, log_level, result, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall,
+    ToolDeclaration, ToolError, ToolInit, ToolSpec,
 };
 
 /// Cline's cap on the number of entries listed.
@@ -103,18 +103,18 @@ impl Tool for ListFiles {
         Ok(Some(ListFiles))
     }
 
-    fn prepare(&self, call: &ToolCall<ListFilesArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(&self, call: &ToolCall<ListFilesArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
         let Some(path) = call.input.path() else {
-            return result::refuse(missing_path());
+            return Ok(result::refuse(missing_path()));
         };
         match host.path_allowed(path) {
             Ok(true) => {}
-            Ok(false) => return result::refuse(result::clineignore_error(path)),
-            Err(e) => return prepare_error(format!("Error listing files: {e}")),
+            Ok(false) => return Ok(result::refuse(result::clineignore_error(path))),
+            Err(e) => return Ok(prepare_error(format!("Error listing files: {e}"))),
         }
         let resolved = match host.resolve_path(path) {
             Ok(resolved) => resolved,
-            Err(e) => return prepare_error(format!("Error listing files: {e}")),
+            Err(e) => return Ok(prepare_error(format!("Error listing files: {e}"))),
         };
         // Cline's approval card heading, followed by the path it shows beneath it.
         let heading = if call.input.recursive {
@@ -122,16 +122,16 @@ impl Tool for ListFiles {
         } else {
             "Cline wants to view the top level files in this directory:"
         };
-        result::approval("read", format!("{heading} {}", resolved.display), vec![resolved.absolute], Risk::Low)
+        Ok(result::approval("read", format!("{heading} {}", resolved.display), vec![resolved.absolute], Risk::Low))
     }
 
-    fn execute(&self, call: &ToolCall<ListFilesArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<ListFilesArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(path) = call.input.path() else {
-            return result::missing_parameter("path");
+            return Ok(result::missing_parameter("path"));
         };
         let root = match host.resolve_path(path) {
             Ok(resolved) => PathBuf::from(resolved.absolute),
-            Err(e) => return result::error(format!("Error listing files: {e}")),
+            Err(e) => return Ok(result::error(format!("Error listing files: {e}"))),
         };
         let timeout_ms = call.task.timeouts_ms.get("list_files").copied().unwrap_or(DEFAULT_TIMEOUT_MS);
         // A timeout too large to add to now means no deadline.
@@ -142,10 +142,10 @@ impl Tool for ListFiles {
         if listing.interrupted && !host.is_cancelled() {
             host.log(log_level::WARN, "list_files timed out, returning partial results");
         }
-        match render(&root, &listing, host) {
+        Ok(match render(&root, &listing, host) {
             Ok(text) => result::text(text),
             Err(e) => result::error(format!("Error listing files: {e}")),
-        }
+        })
     }
 }
 
@@ -188,59 +188,27 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use std::collections::BTreeMap;
-    use std::sync::Mutex;
-    use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
-    use toolshed_plugin_api::abi_stable::std_types::{RResult, RStr, RString, RVec};
-    use toolshed_plugin_api::services::{CheckRequest, CheckResponse, ResolveRequest, ResolvedPath};
-    use toolshed_plugin_api::{ApprovalRequest, Block, Host, Host_TO, TaskInfo};
+    use toolshed_plugin_api::services::{CheckResponse, PathCheck, PathResolve, ResolvedPath};
+    use toolshed_plugin_api::testing::FakeHost;
+    use toolshed_plugin_api::{ApprovalRequest, Block, TaskInfo};
 
     /// A host whose workspace is `root`, whose `.clineignore` denies paths ending in `secret`, and which
     /// records every `path.check` request.
-    struct MockHost {
-        root: PathBuf,
-        cancelled: bool,
-        checks: Mutex<Vec<Vec<String>>>,
-    }
-
-    impl MockHost {
-        fn new(root: &Path) -> Self {
-            MockHost { root: root.to_owned(), cancelled: false, checks: Mutex::new(Vec::new()) }
-        }
-    }
-
-    impl Host for MockHost {
-        fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
-            let answer = match name.as_str() {
-                "path.resolve" => {
-                    let request: ResolveRequest = serde_json::from_str(request.as_str()).unwrap();
-                    let absolute = self.root.join(&request.path);
-                    serde_json::to_string(&ResolvedPath {
-                        absolute: absolute.to_string_lossy().into_owned(),
-                        display: request.path,
-                        root: "w".to_owned(),
-                        inside_workspace: true,
-                    })
-                }
-                "path.check" => {
-                    let request: CheckRequest = serde_json::from_str(request.as_str()).unwrap();
-                    let allowed = request.paths.iter().map(|path| !path.ends_with("secret")).collect();
-                    self.checks.lock().unwrap().push(request.paths);
-                    serde_json::to_string(&CheckResponse { allowed })
-                }
-                other => panic!("unexpected service {other}"),
-            };
-            RResult::ROk(answer.unwrap().into())
-        }
-
-        fn services(&self) -> RVec<RString> {
-            RVec::from(vec![RString::from("path.resolve"), RString::from("path.check")])
-        }
-
-        fn is_cancelled(&self) -> bool {
-            self.cancelled
-        }
-
-        fn log(&self, _level: u8, _message: RStr<'_>) {}
+    fn mock_host(root: &Path) -> FakeHost {
+        let root = root.to_owned();
+        FakeHost::new()
+            .on::<PathResolve>(move |request| {
+                let absolute = root.join(&request.path);
+                Ok(ResolvedPath {
+                    absolute: absolute.to_string_lossy().into_owned(),
+                    display: request.path,
+                    root: "w".to_owned(),
+                    inside_workspace: true,
+                })
+            })
+            .on::<PathCheck>(|request| {
+                Ok(CheckResponse { allowed: request.paths.iter().map(|path| !path.ends_with("secret")).collect() })
+            })
     }
 
     fn call(input: serde_json::Value) -> ToolCall<ListFilesArgs> {
@@ -251,11 +219,6 @@ mod tests {
             task: TaskInfo::default(),
             approved: false,
         }
-    }
-
-    fn with_host<T>(host: &MockHost, f: impl FnOnce(&HostClient<'_>) -> T) -> T {
-        let host = Host_TO::from_ptr(host, TD_Opaque);
-        f(&HostClient::new(host))
     }
 
     fn text(outcome: Outcome) -> String {
@@ -312,9 +275,8 @@ mod tests {
     #[test]
     fn prepare_asks_to_read_the_resolved_directory() {
         let dir = workspace(&["src/a.rs"]);
-        let host = MockHost::new(dir.path());
-        let prepared =
-            with_host(&host, |h| ListFiles.prepare(&call(serde_json::json!({"path": "src", "recursive": "true"})), h));
+        let host = mock_host(dir.path());
+        let prepared = host.prepare(&ListFiles, &call(serde_json::json!({"path": "src", "recursive": "true"})));
         assert_eq!(
             prepared,
             Prepared::Approval(ApprovalRequest {
@@ -330,51 +292,48 @@ mod tests {
     #[test]
     fn prepare_refuses_a_clineignored_directory_and_a_missing_path() {
         let dir = workspace(&[]);
-        let host = MockHost::new(dir.path());
-        let prepared = with_host(&host, |h| ListFiles.prepare(&call(serde_json::json!({"path": "top/secret"})), h));
+        let host = mock_host(dir.path());
+        let prepared = host.prepare(&ListFiles, &call(serde_json::json!({"path": "top/secret"})));
         assert_eq!(
             prepared,
             result::refuse(
                 "Access to top/secret is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file."
             )
         );
-        let prepared = with_host(&host, |h| ListFiles.prepare(&call(serde_json::json!({})), h));
+        let prepared = host.prepare(&ListFiles, &call(serde_json::json!({})));
         assert_eq!(prepared, result::refuse("Missing value for required parameter 'path'."));
     }
 
     #[test]
     fn execute_lists_sorts_and_locks_with_one_check() {
         let dir = workspace(&["b.txt", "a/secret", "a/x.txt", "secret/key", "node_modules/m.js"]);
-        let host = MockHost::new(dir.path());
-        let out =
-            with_host(&host, |h| ListFiles.execute(&call(serde_json::json!({"path": ".", "recursive": true})), h));
+        let host = mock_host(dir.path());
+        let out = host.execute(&ListFiles, &call(serde_json::json!({"path": ".", "recursive": true})));
         assert_eq!(text(out), "b.txt\na/\n🔒 a/secret\na/x.txt\n🔒 secret/\nsecret/key");
-        assert_eq!(host.checks.lock().unwrap().len(), 1);
-        let out = with_host(&host, |h| ListFiles.execute(&call(serde_json::json!({"path": "."})), h));
+        assert_eq!(host.requests::<PathCheck>().len(), 1);
+        let out = host.execute(&ListFiles, &call(serde_json::json!({"path": "."})));
         assert_eq!(text(out), "b.txt\na/\nnode_modules/\n🔒 secret/");
     }
 
     #[test]
     fn execute_reports_no_files_for_files_and_missing_paths() {
         let dir = workspace(&["b.txt"]);
-        let host = MockHost::new(dir.path());
+        let host = mock_host(dir.path());
         for path in ["b.txt", "missing"] {
-            let out = with_host(&host, |h| ListFiles.execute(&call(serde_json::json!({"path": path})), h));
+            let out = host.execute(&ListFiles, &call(serde_json::json!({"path": path})));
             assert_eq!(text(out), "No files found.");
         }
         // Nothing was listed, so the host was not asked about `.clineignore`.
-        assert!(host.checks.lock().unwrap().is_empty());
+        assert!(host.requests::<PathCheck>().is_empty());
     }
 
     #[test]
     fn execute_truncates_at_two_hundred_entries() {
         let names: Vec<String> = (1..=205).map(|i| format!("f{i}.txt")).collect();
         let dir = workspace(&names.iter().map(String::as_str).collect::<Vec<_>>());
-        let host = MockHost::new(dir.path());
+        let host = mock_host(dir.path());
         for recursive in [false, true] {
-            let out = with_host(&host, |h| {
-                ListFiles.execute(&call(serde_json::json!({"path": ".", "recursive": recursive})), h)
-            });
+            let out = host.execute(&ListFiles, &call(serde_json::json!({"path": ".", "recursive": recursive})));
             let expected: Vec<String> = (1..=200).map(|i| format!("f{i}.txt")).collect();
             assert_eq!(text(out), format!("{}{}", expected.join("\n"), format::TRUNCATION_NOTE));
         }
@@ -383,16 +342,15 @@ mod tests {
     #[test]
     fn execute_stops_when_cancelled_without_the_truncation_note() {
         let dir = workspace(&["a/b/c.txt", "x.txt"]);
-        let mut host = MockHost::new(dir.path());
-        host.cancelled = true;
-        let out =
-            with_host(&host, |h| ListFiles.execute(&call(serde_json::json!({"path": ".", "recursive": true})), h));
+        let host = mock_host(dir.path());
+        host.set_cancelled(true);
+        let out = host.execute(&ListFiles, &call(serde_json::json!({"path": ".", "recursive": true})));
         assert_eq!(text(out), "No files found.");
         // A zero timeout stops the walk the same way.
-        host.cancelled = false;
+        host.set_cancelled(false);
         let mut timed = call(serde_json::json!({"path": ".", "recursive": true}));
         timed.task.timeouts_ms = BTreeMap::from([("list_files".to_owned(), 0)]);
-        let out = with_host(&host, |h| ListFiles.execute(&timed, h));
+        let out = host.execute(&ListFiles, &timed);
         assert_eq!(text(out), "No files found.");
     }
 }

@@ -4,7 +4,8 @@
 //! credentials through `env`, the settings file, the connected servers).
 
 use toolshed_plugin_api::{
-    capability, export_plugin, result, services, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+    capability, export_plugin, result, services, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration,
+    ToolInit,
 };
 
 const DESCRIPTION: &str = "Load documentation about creating MCP servers. This tool should be used when the user requests to create or install an MCP server (the user may ask you something along the lines of \"add a tool\" that does some function, in other words to create an MCP server that provides tools and resources that may connect to external APIs for example. You have the ability to create an MCP server and add it to a configuration file that will then expose the tools and resources for you to use with `use_mcp_tool` and `access_mcp_resource`). The documentation provides detailed information about the MCP server creation process, including setup instructions, best practices, and examples.";
@@ -60,18 +61,18 @@ impl Tool for LoadMcpDocumentation {
         Ok(Some(LoadMcpDocumentation))
     }
 
-    fn execute(&self, _call: &ToolCall<serde_json::Value>, host: &HostClient<'_>) -> Outcome {
-        if !host.offers(services::MCP_SERVERS) {
-            return result::text(documentation(None, &[]));
+    fn execute(&self, _call: &ToolCall<serde_json::Value>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
+        if !host.offers::<services::McpServers>() {
+            return Ok(result::text(documentation(None, &[])));
         }
-        match host.mcp_servers() {
+        Ok(match host.mcp_servers() {
             Ok(servers) => {
                 let connected: Vec<String> =
                     servers.servers.into_iter().filter(|s| s.status == "connected").map(|s| s.name).collect();
                 result::text(documentation(servers.settings_path.as_deref(), &connected))
             }
             Err(e) => result::error(format!("Error executing load_mcp_documentation: {}", e.message)),
-        }
+        })
     }
 }
 

@@ -5,7 +5,9 @@
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
 use toolshed_plugin_api::services::{self, TaskTextRequest};
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 mod spec;
 
@@ -35,16 +37,16 @@ impl Tool for NewTask {
         Ok(Some(NewTask))
     }
 
-    fn execute(&self, call: &ToolCall<NewTaskArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<NewTaskArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(context) = call.input.context.as_deref().filter(|c| !c.is_empty()) else {
-            return result::missing_parameter("context");
+            return Ok(result::missing_parameter("context"));
         };
         let request = TaskTextRequest { text: context.to_owned() };
-        let answer = match host.task_action(services::TASK_NEW, &request) {
+        let answer = match host.task_action::<services::TaskNew>(&request) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_NEW, &e),
+            Err(e) => return Ok(conversation::service_error::<services::TaskNew>(&call.tool, &e)),
         };
-        match answer.text.as_deref().filter(|t| !t.is_empty()) {
+        Ok(match answer.text.as_deref().filter(|t| !t.is_empty()) {
             None if answer.images.is_empty() => {
                 result::text("The user has created a new task with the provided context.")
             }
@@ -55,7 +57,7 @@ impl Tool for NewTask {
                 ),
                 &answer.images,
             ),
-        }
+        })
     }
 }
 

@@ -7,7 +7,9 @@
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
 use toolshed_plugin_api::services::{self, SetModeRequest};
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 mod spec;
 
@@ -55,44 +57,44 @@ impl Tool for PlanModeRespond {
         Ok(Some(PlanModeRespond))
     }
 
-    fn execute(&self, call: &ToolCall<PlanModeRespondArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<PlanModeRespondArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let input = &call.input;
         let Some(response) = input.response.as_deref().filter(|r| !r.is_empty()) else {
-            return result::missing_parameter("response");
+            return Ok(result::missing_parameter("response"));
         };
         if input.needs_more_exploration {
-            return result::text(EXPLORE);
+            return Ok(result::text(EXPLORE));
         }
         let settings = match host.task_settings(&call.task) {
             Ok(settings) => settings,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_SETTINGS, &e),
+            Err(e) => return Ok(conversation::service_error::<services::TaskSettingsService>(&call.tool, &e)),
         };
         if settings.mode != "plan" {
             if settings.yolo {
                 // Cline's safety valve: in YOLO mode the loop always continues.
-                return result::text(GO_AHEAD);
+                return Ok(result::text(GO_AHEAD));
             }
-            return result::mistake(format!(
+            return Ok(result::mistake(format!(
                 "The plan_mode_respond tool is only available in PLAN MODE. You are currently in {} MODE. Please use the appropriate tool for your current mode.",
                 settings.mode.to_uppercase()
-            ));
+            )));
         }
         if settings.yolo {
             let switch = SetModeRequest { mode: "act".to_owned() };
-            if host.call::<_, services::Empty>(services::TASK_SET_MODE, &switch).is_ok() {
-                return result::text(SWITCHED);
+            if host.call::<services::TaskSetMode>(&switch).is_ok() {
+                return Ok(result::text(SWITCHED));
             }
             host.log(toolshed_plugin_api::log_level::WARN, "YOLO MODE: failed to switch to ACT MODE; asking instead");
         }
         let options = conversation::parse_options(input.options.as_deref());
         let answer = match host.ask("plan_mode_respond", response, options) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::ASK, &e),
+            Err(e) => return Ok(conversation::service_error::<services::Ask>(&call.tool, &e)),
         };
         if !answer.answered {
-            return result::error(
+            return Ok(result::error(
                 "No user is available to respond to the plan. Continue planning with the available tools, or wait for the user to switch to ACT MODE.",
-            );
+            ));
         }
         let text = answer.text.filter(|t| t != TOGGLE_MARKER).unwrap_or_default();
         let reply = if answer.switched_to_act {
@@ -106,7 +108,7 @@ impl Tool for PlanModeRespond {
         } else {
             format!("<user_message>\n{text}\n</user_message>")
         };
-        conversation::with_images(reply, &answer.images)
+        Ok(conversation::with_images(reply, &answer.images))
     }
 }
 

@@ -29,8 +29,8 @@ use std::path::Path;
 use std::time::UNIX_EPOCH;
 use toolshed_plugin_api::sdk::{lenient_int, lenient_string, IsolatedError, OpenError};
 use toolshed_plugin_api::{
-    capability, export_plugin, log_level, result, services, Block, HostClient, Outcome, ParamSpec, Prepared, Risk,
-    Tool, ToolCall, ToolDeclaration, ToolInit, ToolSpec,
+    capability, export_plugin, log_level, result, services, Block, Failure, HostClient, Outcome, ParamSpec, Prepared,
+    Risk, Tool, ToolCall, ToolDeclaration, ToolInit, ToolSpec,
 };
 use window::{read_window, LineRange};
 
@@ -120,18 +120,18 @@ impl Tool for ReadFile {
         Ok(Some(ReadFile { limits: DocumentLimits::from_config(init.config)? }))
     }
 
-    fn prepare(&self, call: &ToolCall<ReadFileArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(&self, call: &ToolCall<ReadFileArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
         // The runtime refuses a call without a path before it gets here; should one slip through, `execute`
         // reports it with Cline's missing-parameter text.
         let Some(raw) = call.input.requested_path() else {
-            return Prepared::Proceed;
+            return Ok(Prepared::Proceed);
         };
         match host.path_allowed(raw) {
             Ok(true) => {}
-            Ok(false) => return result::refuse(result::clineignore_error(raw)),
-            Err(e) => return result::refuse(e.message),
+            Ok(false) => return Ok(result::refuse(result::clineignore_error(raw))),
+            Err(e) => return Ok(result::refuse(e.message)),
         }
-        match host.resolve_path(raw) {
+        Ok(match host.resolve_path(raw) {
             Ok(resolved) => result::approval(
                 "read",
                 format!("Cline wants to read {}", resolved.display),
@@ -139,35 +139,35 @@ impl Tool for ReadFile {
                 Risk::Low,
             ),
             Err(e) => result::refuse(e.message),
-        }
+        })
     }
 
-    fn execute(&self, call: &ToolCall<ReadFileArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<ReadFileArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(raw) = call.input.requested_path() else {
-            return result::missing_parameter("path");
+            return Ok(result::missing_parameter("path"));
         };
         let resolved = match host.resolve_path(raw) {
             Ok(resolved) => resolved,
-            Err(e) => return result::mistake(e.message),
+            Err(e) => return Ok(result::mistake(e.message)),
         };
         let (content, mtime_ns) =
             match extract(&resolved.absolute, call.approved, &call.input, call.task.supports_images, self, host) {
                 Ok(read) => read,
-                Err(message) if message.starts_with(ERROR_PREFIX) => return result::mistake(message),
-                Err(message) => return result::mistake(format!("{ERROR_PREFIX} {message}")),
+                Err(message) if message.starts_with(ERROR_PREFIX) => return Ok(result::mistake(message)),
+                Err(message) => return Ok(result::mistake(format!("{ERROR_PREFIX} {message}"))),
             };
         let notice = duplicate_notice(host, &resolved.absolute, mtime_ns, &resolved.display);
         let with_notice = |text: String| match &notice {
             Some(notice) => format!("{notice}\n{text}"),
             None => text,
         };
-        match content {
+        Ok(match content {
             Content::Text(text) => result::text(with_notice(text)),
             // Cline puts the image before the tool result's text, and sends it again on cached re-reads.
             Content::Image(image) => {
                 result::blocks(vec![image, Block::Text { text: with_notice("Successfully read image".to_owned()) }])
             }
-        }
+        })
     }
 
     fn job(&self, name: &str, input: serde_json::Value, host: &HostClient<'_>) -> Result<serde_json::Value, String> {
@@ -313,11 +313,11 @@ impl<R: Read> Read for Cancellable<'_, '_, R> {
 /// Records the read in the task's cache and returns Cline's notice for a repeated read of an unchanged file.
 /// A host without the cache service gets no notices.
 fn duplicate_notice(host: &HostClient<'_>, absolute: &str, mtime_ns: u128, display: &str) -> Option<String> {
-    if !host.offers(services::READ_CACHE_RECORD) {
+    if !host.offers::<services::ReadCacheRecord>() {
         return None;
     }
     let request = services::RecordReadRequest { path: absolute.to_owned(), mtime_ns };
-    match host.call::<_, services::RecordReadResponse>(services::READ_CACHE_RECORD, &request) {
+    match host.call::<services::ReadCacheRecord>(&request) {
         Ok(response) => match response.read_count {
             0 | 1 => None,
             2 => Some(format!(
@@ -329,7 +329,7 @@ fn duplicate_notice(host: &HostClient<'_>, absolute: &str, mtime_ns: u128, displ
         },
         Err(e) => {
             // The read itself succeeded; a broken cache must not turn it into an error.
-            host.log(log_level::WARN, &format!("{}: {e}", services::READ_CACHE_RECORD));
+            host.log(log_level::WARN, &format!("{}: {e}", <services::ReadCacheRecord as services::Service>::NAME));
             None
         }
     }
@@ -341,81 +341,40 @@ mod tests {
     use pretty_assertions::assert_eq;
     use serde_json::json;
     use std::collections::HashMap;
-    use std::path::PathBuf;
     use std::sync::Mutex;
     use std::time::{Duration, SystemTime};
-    use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
-    use toolshed_plugin_api::abi_stable::std_types::{RResult, RStr, RString, RVec};
-    use toolshed_plugin_api::{Host, Host_TO, ServiceError, ServiceErrorKind};
+    use toolshed_plugin_api::testing::FakeHost;
+    use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
 
-    /// A host with a workspace root, a list of blocked paths and, optionally, the read cache.
-    struct FakeHost {
-        root: PathBuf,
-        blocked: Vec<String>,
-        cache: Option<Mutex<HashMap<String, (u128, u32)>>>,
-    }
-
-    impl FakeHost {
-        fn new(root: &Path) -> Self {
-            Self { root: root.to_owned(), blocked: Vec::new(), cache: Some(Mutex::default()) }
-        }
-
-        fn dispatch(&self, name: &str, request: &str) -> Result<String, ServiceError> {
-            let bad = |e: serde_json::Error| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string());
-            let answer = match name {
-                services::PATH_RESOLVE => {
-                    let request: services::ResolveRequest = serde_json::from_str(request).map_err(bad)?;
-                    serde_json::to_string(&services::ResolvedPath {
-                        absolute: self.root.join(&request.path).to_string_lossy().into_owned(),
-                        display: request.path,
-                        root: "root".to_owned(),
-                        inside_workspace: true,
-                    })
+    /// A host with a workspace root, a list of blocked paths and the read cache (a test that wants none
+    /// takes it away with `without`).
+    fn fake_host(root: &Path, blocked: &[&str]) -> FakeHost {
+        let root = root.to_owned();
+        let blocked: Vec<String> = blocked.iter().map(|b| (*b).to_owned()).collect();
+        let cache: Mutex<HashMap<String, (u128, u32)>> = Mutex::default();
+        FakeHost::new()
+            .on::<services::PathResolve>(move |request| {
+                Ok(services::ResolvedPath {
+                    absolute: root.join(&request.path).to_string_lossy().into_owned(),
+                    display: request.path,
+                    root: "root".to_owned(),
+                    inside_workspace: true,
+                })
+            })
+            .on::<services::PathCheck>(move |request| {
+                Ok(services::CheckResponse { allowed: request.paths.iter().map(|p| !blocked.contains(p)).collect() })
+            })
+            .on::<services::ReadCacheRecord>(move |request| {
+                let Ok(mut cache) = cache.lock() else {
+                    return Err(ServiceError::new(ServiceErrorKind::Failed, "poisoned"));
+                };
+                let entry = cache.entry(request.path.to_lowercase()).or_insert((request.mtime_ns, 0));
+                if entry.0 != request.mtime_ns {
+                    *entry = (request.mtime_ns, 0);
                 }
-                services::PATH_CHECK => {
-                    let request: services::CheckRequest = serde_json::from_str(request).map_err(bad)?;
-                    let allowed = request.paths.iter().map(|p| !self.blocked.contains(p)).collect();
-                    serde_json::to_string(&services::CheckResponse { allowed })
-                }
-                services::READ_CACHE_RECORD if self.cache.is_some() => {
-                    let request: services::RecordReadRequest = serde_json::from_str(request).map_err(bad)?;
-                    let Some(Ok(mut cache)) = self.cache.as_ref().map(Mutex::lock) else {
-                        return Err(ServiceError::new(ServiceErrorKind::Failed, "poisoned"));
-                    };
-                    let entry = cache.entry(request.path.to_lowercase()).or_insert((request.mtime_ns, 0));
-                    if entry.0 != request.mtime_ns {
-                        *entry = (request.mtime_ns, 0);
-                    }
-                    entry.1 += 1;
-                    serde_json::to_string(&services::RecordReadResponse { read_count: entry.1 })
-                }
-                other => return Err(ServiceError::new(ServiceErrorKind::UnknownService, other)),
-            };
-            answer.map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
-        }
-    }
-
-    impl Host for FakeHost {
-        fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
-            match self.dispatch(name.as_str(), request.as_str()) {
-                Ok(answer) => RResult::ROk(answer.into()),
-                Err(e) => RResult::RErr(serde_json::to_string(&e).unwrap_or_default().into()),
-            }
-        }
-
-        fn services(&self) -> RVec<RString> {
-            let mut names = vec![services::PATH_RESOLVE, services::PATH_CHECK];
-            if self.cache.is_some() {
-                names.push(services::READ_CACHE_RECORD);
-            }
-            names.into_iter().map(RString::from).collect()
-        }
-
-        fn is_cancelled(&self) -> bool {
-            false
-        }
-
-        fn log(&self, _level: u8, _message: RStr<'_>) {}
+                entry.1 += 1;
+                Ok(services::RecordReadResponse { read_count: entry.1 })
+            })
     }
 
     fn call(input: serde_json::Value, supports_images: bool) -> ToolCall<ReadFileArgs> {
@@ -427,15 +386,15 @@ mod tests {
     }
 
     fn execute(host: &FakeHost, input: serde_json::Value) -> Outcome {
-        ReadFile::default().execute(&call(input, false), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+        host.execute(&ReadFile::default(), &call(input, false))
     }
 
     fn execute_with_images(host: &FakeHost, input: serde_json::Value) -> Outcome {
-        ReadFile::default().execute(&call(input, true), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+        host.execute(&ReadFile::default(), &call(input, true))
     }
 
     fn prepare(host: &FakeHost, input: serde_json::Value) -> Prepared {
-        ReadFile::default().prepare(&call(input, false), &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)))
+        host.prepare(&ReadFile::default(), &call(input, false))
     }
 
     fn workspace() -> io::Result<tempfile::TempDir> {
@@ -477,7 +436,7 @@ mod tests {
     #[test]
     fn prepare_asks_to_read() -> io::Result<()> {
         let dir = workspace()?;
-        let host = FakeHost::new(dir.path());
+        let host = fake_host(dir.path(), &[]);
         let absolute = dir.path().join("a.txt").to_string_lossy().into_owned();
         assert_eq!(
             prepare(&host, json!({ "path": "a.txt" })),
@@ -489,7 +448,7 @@ mod tests {
     #[test]
     fn prepare_refuses_ignored_paths() -> io::Result<()> {
         let dir = workspace()?;
-        let host = FakeHost { blocked: vec!["secret.env".to_owned()], ..FakeHost::new(dir.path()) };
+        let host = fake_host(dir.path(), &["secret.env"]);
         assert_eq!(
             prepare(&host, json!({ "path": "secret.env" })),
             result::refuse("Access to secret.env is blocked by the .clineignore file settings. You must try to continue in the task without using this file, or ask the user to update the .clineignore file.")
@@ -500,7 +459,7 @@ mod tests {
     #[test]
     fn missing_path() -> io::Result<()> {
         let dir = workspace()?;
-        let host = FakeHost::new(dir.path());
+        let host = fake_host(dir.path(), &[]);
         assert_eq!(execute(&host, json!({})), result::missing_parameter("path"));
         assert_eq!(execute(&host, json!({ "path": "  " })), result::missing_parameter("path"));
         assert_eq!(prepare(&host, json!({})), Prepared::Proceed);
@@ -510,7 +469,7 @@ mod tests {
     #[test]
     fn reads_a_window() -> io::Result<()> {
         let dir = workspace()?;
-        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        let host = fake_host(dir.path(), &[]).without::<services::ReadCacheRecord>();
         assert_eq!(
             execute(&host, json!({ "path": "a.txt", "start_line": 2, "end_line": "2" })),
             result::text("2 | two\n\n(Showing lines 2-2 of 3 total. Use start_line=3 to continue reading.)")
@@ -525,7 +484,7 @@ mod tests {
     #[test]
     fn repeated_reads_get_cline_notices() -> io::Result<()> {
         let dir = workspace()?;
-        let host = FakeHost::new(dir.path());
+        let host = fake_host(dir.path(), &[]);
         let body = "1 | one\n2 | two\n3 | three\n\n(File has 3 lines total.)";
         assert_eq!(execute(&host, json!({ "path": "a.txt" })), result::text(body));
         assert_eq!(
@@ -546,7 +505,7 @@ mod tests {
     #[test]
     fn missing_file() -> io::Result<()> {
         let dir = workspace()?;
-        let host = FakeHost::new(dir.path());
+        let host = fake_host(dir.path(), &[]);
         let absolute = dir.path().join("nope.txt");
         assert_eq!(
             execute(&host, json!({ "path": "nope.txt" })),
@@ -559,7 +518,7 @@ mod tests {
     fn directory() -> io::Result<()> {
         let dir = workspace()?;
         std::fs::create_dir(dir.path().join("src"))?;
-        let host = FakeHost::new(dir.path());
+        let host = fake_host(dir.path(), &[]);
         let absolute = dir.path().join("src");
         assert_eq!(
             execute(&host, json!({ "path": "src" })),
@@ -575,7 +534,7 @@ mod tests {
     fn binary_files_with_an_extension_are_refused() -> io::Result<()> {
         let dir = workspace()?;
         std::fs::write(dir.path().join("lib.SO"), b"\x7fELF\x02\x01\x01\0\0\0\0")?;
-        let host = FakeHost::new(dir.path());
+        let host = fake_host(dir.path(), &[]);
         assert_eq!(
             execute(&host, json!({ "path": "lib.SO" })),
             result::mistake("Error reading file: Cannot read text for file type: .so")
@@ -587,7 +546,7 @@ mod tests {
     fn binary_files_without_an_extension_are_decoded_lossily() -> io::Result<()> {
         let dir = workspace()?;
         std::fs::write(dir.path().join("blob"), b"\x7fELF\0\xff\n")?;
-        let host = FakeHost::new(dir.path());
+        let host = fake_host(dir.path(), &[]);
         assert_eq!(
             execute(&host, json!({ "path": "blob" })),
             result::text("1 | \u{7f}ELF\0\u{FFFD}\n\n(File has 1 lines total.)")
@@ -600,7 +559,7 @@ mod tests {
         let dir = workspace()?;
         std::fs::write(dir.path().join("empty.txt"), "")?;
         std::fs::write(dir.path().join("bom.txt"), "\u{FEFF}")?;
-        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        let host = fake_host(dir.path(), &[]).without::<services::ReadCacheRecord>();
         assert_eq!(execute(&host, json!({ "path": "empty.txt" })), result::text(""));
         assert_eq!(execute(&host, json!({ "path": "bom.txt" })), result::text(""));
         Ok(())
@@ -613,7 +572,7 @@ mod tests {
         let mut utf16 = vec![0xFF, 0xFE];
         utf16.extend("first\r\nsecond".encode_utf16().flat_map(u16::to_le_bytes));
         std::fs::write(dir.path().join("utf16.txt"), utf16)?;
-        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        let host = fake_host(dir.path(), &[]).without::<services::ReadCacheRecord>();
         let expected = result::text("1 | first\n2 | second\n\n(File has 2 lines total.)");
         assert_eq!(execute(&host, json!({ "path": "utf8.txt" })), expected);
         assert_eq!(execute(&host, json!({ "path": "utf16.txt" })), expected);
@@ -627,7 +586,7 @@ mod tests {
         std::fs::write(dir.path().join("pic.PNG"), &png)?;
         std::fs::write(dir.path().join("huge.webp"), image::tests::png_header(8000, 10))?;
         std::fs::write(dir.path().join("fake.jpg"), "not a jpeg")?;
-        let host = FakeHost::new(dir.path());
+        let host = fake_host(dir.path(), &[]);
         assert_eq!(
             execute(&host, json!({ "path": "pic.PNG" })),
             result::mistake("Error reading file: Current model does not support image input")
@@ -669,7 +628,7 @@ mod tests {
         // A notebook that is not JSON reads as its text; a PDF over a limit names it.
         std::fs::write(dir.path().join("draft.ipynb"), "one\ntwo\n")?;
         std::fs::write(dir.path().join("big.pdf"), vec![b' '; 2048])?;
-        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        let host = fake_host(dir.path(), &[]).without::<services::ReadCacheRecord>();
         assert_eq!(
             execute(&host, json!({ "path": "draft.ipynb", "start_line": 2 })),
             result::text("2 | two\n\n(File has 2 lines total.)")
@@ -679,9 +638,9 @@ mod tests {
             Ok(Some(tool)) => tool,
             other => panic!("{other:?}"),
         };
-        let client = HostClient::new(Host_TO::from_ptr(&host, TD_Opaque));
+        let client = host.client();
         assert_eq!(
-            tool.execute(&call(json!({ "path": "big.pdf" }), false), &client),
+            host.execute(&tool, &call(json!({ "path": "big.pdf" }), false)),
             result::mistake("Error reading file: File is too large to read into context. (Documents are read up to 1 KiB: [plugins.config.read_file] max_document_bytes.)")
         );
         // The job is the same code the child process runs.
@@ -700,7 +659,7 @@ mod tests {
         // Over Cline's 20 MB refusal threshold: 21 MB of 100-byte lines.
         let line = format!("{}\n", "y".repeat(99));
         std::fs::write(dir.path().join("big.log"), line.repeat(210_000))?;
-        let host = FakeHost { cache: None, ..FakeHost::new(dir.path()) };
+        let host = fake_host(dir.path(), &[]).without::<services::ReadCacheRecord>();
         let expected = format!("209999 | {0}\n210000 | {0}\n\n(File has 210000 lines total.)", "y".repeat(99));
         assert_eq!(execute(&host, json!({ "path": "big.log", "start_line": 209_999 })), result::text(expected));
         Ok(())

@@ -5,7 +5,9 @@
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
 use toolshed_plugin_api::services::{self, BugReport};
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 mod spec;
 
@@ -38,7 +40,7 @@ impl Tool for ReportBug {
         Ok(Some(ReportBug))
     }
 
-    fn execute(&self, call: &ToolCall<ReportBugArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<ReportBugArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let input = &call.input;
         let fields = [
             ("title", &input.title),
@@ -51,17 +53,17 @@ impl Tool for ReportBug {
         for (name, value) in fields {
             match value.as_deref().filter(|v| !v.is_empty()) {
                 Some(value) => values.push(value.to_owned()),
-                None => return result::missing_parameter(name),
+                None => return Ok(result::missing_parameter(name)),
             }
         }
         let [title, what_happened, steps_to_reproduce, api_request_output, additional_context] =
             <[String; 5]>::try_from(values).unwrap_or_default();
         let report = BugReport { title, what_happened, steps_to_reproduce, api_request_output, additional_context };
-        let answer = match host.task_action(services::TASK_REPORT_BUG, &report) {
+        let answer = match host.task_action::<services::TaskReportBug>(&report) {
             Ok(answer) => answer,
-            Err(e) => return conversation::service_error(&call.tool, services::TASK_REPORT_BUG, &e),
+            Err(e) => return Ok(conversation::service_error::<services::TaskReportBug>(&call.tool, &e)),
         };
-        match answer.text.as_deref().filter(|t| !t.is_empty()) {
+        Ok(match answer.text.as_deref().filter(|t| !t.is_empty()) {
             None if answer.images.is_empty() => result::text("The user accepted the creation of the Github issue."),
             text => conversation::with_images(
                 format!(
@@ -70,7 +72,7 @@ impl Tool for ReportBug {
                 ),
                 &answer.images,
             ),
-        }
+        })
     }
 }
 

@@ -40,8 +40,8 @@ use std::path::{Component, Path, PathBuf};
 use toolshed_plugin_api::result::clineignore_error;
 use toolshed_plugin_api::sdk::lenient_string;
 use toolshed_plugin_api::{
-    capability, log_level, result, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall, ToolDeclaration,
-    ToolError, ToolInit, ToolSpec, WorkspaceRoot,
+    capability, log_level, result, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall,
+    ToolDeclaration, ToolError, ToolInit, ToolSpec, WorkspaceRoot,
 };
 
 /// Cline's description of the tool, the same for every model family.
@@ -154,28 +154,19 @@ impl Tool for SearchFiles {
         Ok(Some(SearchFiles))
     }
 
-    fn prepare(&self, call: &ToolCall<SearchFilesArgs>, host: &HostClient<'_>) -> Prepared {
-        let checked = match check(&call.input) {
-            Ok(checked) => checked,
-            Err(error) => return Prepared::Error(error),
-        };
-        let targets = match targets(checked.path, &call.task, host) {
-            Ok(targets) => targets,
-            Err(error) => return Prepared::Error(error),
-        };
+    fn prepare(&self, call: &ToolCall<SearchFilesArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
+        let checked = check(&call.input)?;
+        let targets = targets(checked.path, &call.task, host)?;
         let places: Vec<&Target> = match &targets {
             Targets::One(target) => vec![target],
             Targets::EveryRoot(all) => all.iter().collect(),
         };
-        let existing = match existing(&targets) {
-            Ok(existing) => existing,
-            Err(error) => return Prepared::Error(error),
-        };
+        let existing = existing(&targets)?;
         let paths: Vec<String> = places.iter().map(|t| t.absolute.to_string_lossy().into_owned()).collect();
         match host.paths_allowed(paths.clone()) {
             Ok(allowed) if allowed.iter().all(|ok| *ok) && allowed.len() == paths.len() => {}
-            Ok(_) => return result::refuse(clineignore_error(checked.path)),
-            Err(e) => return environment_error(format!("Error resolving search path: {e}")),
+            Ok(_) => return Ok(result::refuse(clineignore_error(checked.path))),
+            Err(e) => return Ok(environment_error(format!("Error resolving search path: {e}"))),
         }
         let shown = match &targets {
             Targets::One(target) => target.display.clone(),
@@ -184,35 +175,23 @@ impl Tool for SearchFiles {
         let absolute = existing.iter().map(|t| t.absolute.to_string_lossy().into_owned()).collect();
         // Cline's approval card heading, followed by the path it shows beneath it.
         let message = format!("Cline wants to search this directory for {}: {shown}", checked.regex);
-        result::approval("read", message, absolute, Risk::Low)
+        Ok(result::approval("read", message, absolute, Risk::Low))
     }
 
-    fn execute(&self, call: &ToolCall<SearchFilesArgs>, host: &HostClient<'_>) -> Outcome {
-        let checked = match check(&call.input) {
-            Ok(checked) => checked,
-            Err(error) => return Outcome::Error(error),
-        };
-        let targets = match targets(checked.path, &call.task, host) {
-            Ok(targets) => targets,
-            Err(error) => return Outcome::Error(error),
-        };
-        let existing = match existing(&targets) {
-            Ok(existing) => existing,
-            Err(error) => return Outcome::Error(error),
-        };
+    fn execute(&self, call: &ToolCall<SearchFilesArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
+        let checked = check(&call.input)?;
+        let targets = targets(checked.path, &call.task, host)?;
+        let existing = existing(&targets)?;
         let mut parts = Vec::with_capacity(existing.len());
         for target in &existing {
-            match search_one(target, &checked, call.approved, host) {
-                Ok(part) => parts.push(part),
-                Err(error) => return Outcome::Error(error),
-            }
+            parts.push(search_one(target, &checked, call.approved, host)?);
         }
-        match targets {
+        Ok(match targets {
             Targets::One(_) => {
                 result::text(parts.pop().map(|part| part.text).unwrap_or_else(|| "Found 0 results.".to_owned()))
             }
             Targets::EveryRoot(_) => result::text(format::across_roots(&parts, existing.len())),
-        }
+        })
     }
 }
 
@@ -446,59 +425,28 @@ mod export {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-    use std::sync::Mutex;
-    use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
-    use toolshed_plugin_api::abi_stable::std_types::{RResult, RStr, RString, RVec};
-    use toolshed_plugin_api::services::{CheckRequest, CheckResponse, ResolveRequest, ResolvedPath};
-    use toolshed_plugin_api::{Block, Host, Host_TO, TaskInfo};
+    use toolshed_plugin_api::services::{CheckResponse, PathCheck, PathResolve, ResolvedPath};
+    use toolshed_plugin_api::testing::FakeHost;
+    use toolshed_plugin_api::{Block, TaskInfo};
 
     /// A host whose primary root is `root`, whose `.clineignore` denies paths containing `secret`, and which
     /// records every `path.check` request.
-    struct MockHost {
-        root: PathBuf,
-        checks: Mutex<Vec<Vec<String>>>,
-    }
-
-    impl MockHost {
-        fn new(root: &Path) -> Self {
-            MockHost { root: root.to_owned(), checks: Mutex::new(Vec::new()) }
-        }
-    }
-
-    impl Host for MockHost {
-        fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
-            let answer = match name.as_str() {
-                "path.resolve" => {
-                    let request: ResolveRequest = serde_json::from_str(request.as_str()).unwrap();
-                    let absolute = normalize(&self.root.join(&request.path));
-                    let display = relative(&self.root, &absolute);
-                    serde_json::to_string(&ResolvedPath {
-                        absolute: absolute.to_string_lossy().into_owned(),
-                        display,
-                        root: "w".to_owned(),
-                        inside_workspace: absolute.starts_with(&self.root),
-                    })
-                }
-                "path.check" => {
-                    let request: CheckRequest = serde_json::from_str(request.as_str()).unwrap();
-                    let allowed = request.paths.iter().map(|path| !path.contains("secret")).collect();
-                    self.checks.lock().unwrap().push(request.paths);
-                    serde_json::to_string(&CheckResponse { allowed })
-                }
-                other => panic!("unexpected service {other}"),
-            };
-            RResult::ROk(answer.unwrap().into())
-        }
-
-        fn services(&self) -> RVec<RString> {
-            RVec::from(vec![RString::from("path.resolve"), RString::from("path.check")])
-        }
-
-        fn is_cancelled(&self) -> bool {
-            false
-        }
-
-        fn log(&self, _level: u8, _message: RStr<'_>) {}
+    fn mock_host(root: &Path) -> FakeHost {
+        let root = root.to_owned();
+        FakeHost::new()
+            .on::<PathResolve>(move |request| {
+                let absolute = normalize(&root.join(&request.path));
+                let display = relative(&root, &absolute);
+                Ok(ResolvedPath {
+                    absolute: absolute.to_string_lossy().into_owned(),
+                    display,
+                    root: "w".to_owned(),
+                    inside_workspace: absolute.starts_with(&root),
+                })
+            })
+            .on::<PathCheck>(|request| {
+                Ok(CheckResponse { allowed: request.paths.iter().map(|path| !path.contains("secret")).collect() })
+            })
     }
 
     fn task(roots: &[(&str, &Path)]) -> TaskInfo {
@@ -523,11 +471,6 @@ mod tests {
             task: task(roots),
             approved: false,
         }
-    }
-
-    fn with_host<T>(host: &MockHost, f: impl FnOnce(&HostClient<'_>) -> T) -> T {
-        let host = Host_TO::from_ptr(host, TD_Opaque);
-        f(&HostClient::new(host))
     }
 
     fn text(outcome: Outcome) -> String {
@@ -558,9 +501,9 @@ mod tests {
     }
 
     /// Runs execute in a single-root task over `dir`.
-    fn execute(dir: &Path, input: serde_json::Value) -> (Outcome, MockHost) {
-        let host = MockHost::new(dir);
-        let outcome = with_host(&host, |h| SearchFiles.execute(&call_in(&[("w", dir)], input), h));
+    fn execute(dir: &Path, input: serde_json::Value) -> (Outcome, FakeHost) {
+        let host = mock_host(dir);
+        let outcome = host.execute(&SearchFiles, &call_in(&[("w", dir)], input));
         (outcome, host)
     }
 
@@ -591,10 +534,8 @@ mod tests {
     #[test]
     fn prepare_refuses_bad_input_before_asking() {
         let dir = workspace(&[("a.txt", "x\n"), ("secret/b.txt", "x\n")]);
-        let host = MockHost::new(dir.path());
-        let prepare = |input: serde_json::Value| {
-            with_host(&host, |h| SearchFiles.prepare(&call_in(&[("w", dir.path())], input), h))
-        };
+        let host = mock_host(dir.path());
+        let prepare = |input: serde_json::Value| host.prepare(&SearchFiles, &call_in(&[("w", dir.path())], input));
         let refusal = |prepared: Prepared| match prepared {
             Prepared::Error(error) => error,
             other => panic!("expected a refusal, got {other:?}"),
@@ -653,7 +594,7 @@ mod tests {
         );
         // The host is asked about `.clineignore` for the two files with matches only: in one question, or
         // two when a slow machine made the search leave its inline phase (one for each phase).
-        let checks = host.checks.lock().unwrap();
+        let checks: Vec<Vec<String>> = host.requests::<PathCheck>().into_iter().map(|r| r.paths).collect();
         assert!(checks.len() <= 2, "{checks:?}");
         assert_eq!(checks.iter().map(Vec::len).sum::<usize>(), 2);
         // Paths stay relative to the workspace root when a subdirectory is searched.
@@ -730,9 +671,9 @@ mod tests {
         let a = workspace(&[("src/x.rs", "needle a\n")]);
         let b = workspace(&[("src/y.rs", "needle b\n"), ("lib/z.rs", "needle c\n")]);
         let c = workspace(&[("docs/readme.md", "needle d\n")]);
-        let host = MockHost::new(a.path());
+        let host = mock_host(a.path());
         let roots = [("a", a.path()), ("b", b.path()), ("c", c.path())];
-        let run = |input: serde_json::Value| with_host(&host, |h| SearchFiles.execute(&call_in(&roots, input), h));
+        let run = |input: serde_json::Value| host.execute(&SearchFiles, &call_in(&roots, input));
         assert_eq!(
             text(run(serde_json::json!({"path": ".", "regex": "needle"}))),
             "Found 4 results across 3 workspaces.\n\n## Workspace: a\nsrc/x.rs\n│----\n│needle a\n│----\n\n## Workspace: b\nlib/z.rs\n│----\n│needle c\n│----\n\nsrc/y.rs\n│----\n│needle b\n│----\n\n## Workspace: c\ndocs/readme.md\n│----\n│needle d\n│----"

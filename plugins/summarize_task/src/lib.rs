@@ -8,7 +8,9 @@
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
 use toolshed_plugin_api::services::{self, TaskTextRequest};
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 mod spec;
 
@@ -40,16 +42,16 @@ impl Tool for SummarizeTask {
         Ok(Some(SummarizeTask))
     }
 
-    fn execute(&self, call: &ToolCall<SummarizeTaskArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<SummarizeTaskArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(context) = call.input.context.as_deref().filter(|c| !c.is_empty()) else {
-            return result::missing_parameter("context");
+            return Ok(result::missing_parameter("context"));
         };
         host.say("tool", &serde_json::json!({ "tool": "summarizeTask", "content": context }).to_string(), false);
         let request = TaskTextRequest { text: context.to_owned() };
-        if let Err(e) = host.task_action(services::TASK_SUMMARIZE, &request) {
-            return conversation::service_error(&call.tool, services::TASK_SUMMARIZE, &e);
+        if let Err(e) = host.task_action::<services::TaskSummarize>(&request) {
+            return Ok(conversation::service_error::<services::TaskSummarize>(&call.tool, &e));
         }
-        result::text(continuation_prompt(context))
+        Ok(result::text(continuation_prompt(context)))
     }
 }
 

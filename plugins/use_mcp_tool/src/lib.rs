@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use toolshed_plugin_api::sdk::lenient_string;
 use toolshed_plugin_api::{
-    capability, export_plugin, result, services, Block, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool, ToolCall,
-    ToolDeclaration, ToolInit, ToolSpec,
+    capability, export_plugin, result, services, Block, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool,
+    ToolCall, ToolDeclaration, ToolInit, ToolSpec,
 };
 
 /// The input, as the model sends it.
@@ -147,32 +147,32 @@ impl Tool for UseMcpTool {
         Ok(Some(UseMcpTool))
     }
 
-    fn prepare(&self, call: &ToolCall<UseMcpToolArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(&self, call: &ToolCall<UseMcpToolArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
         let (server, tool) = names(&call.input);
         if parse_arguments(call.input.arguments.as_deref()).is_err() {
             host.say("error", &format!("Cline tried to use {tool} with an invalid JSON argument. Retrying..."), false);
-            return result::refuse(invalid_arguments(server, tool));
+            return Ok(result::refuse(invalid_arguments(server, tool)));
         }
-        result::approval(
+        Ok(result::approval(
             "mcp",
             format!("Cline wants to use the {tool} tool on the {server} MCP server"),
             Vec::new(),
             Risk::Medium,
-        )
+        ))
     }
 
-    fn execute(&self, call: &ToolCall<UseMcpToolArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<UseMcpToolArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let (server, tool) = names(&call.input);
         let Ok(arguments) = parse_arguments(call.input.arguments.as_deref()) else {
-            return result::mistake(invalid_arguments(server, tool));
+            return Ok(result::mistake(invalid_arguments(server, tool)));
         };
-        if !host.offers(services::MCP_CALL_TOOL) {
-            return result::error("Error executing MCP tool: this host offers no MCP client (mcp.call_tool)");
+        if !host.offers::<services::McpCallTool>() {
+            return Ok(result::error("Error executing MCP tool: this host offers no MCP client (mcp.call_tool)"));
         }
-        match host.mcp_call_tool(server, tool, arguments) {
+        Ok(match host.mcp_call_tool(server, tool, arguments) {
             Ok(value) => result::blocks(format_result(&value, call.task.supports_images)),
             Err(e) => result::error(format!("Error executing MCP tool: {}", e.message)),
-        }
+        })
     }
 }
 

@@ -5,7 +5,9 @@
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
 use toolshed_plugin_api::services::{self, SkillContent, SkillList, SkillLoadRequest};
-use toolshed_plugin_api::{export_plugin, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{
+    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+};
 
 mod spec;
 
@@ -44,33 +46,33 @@ impl Tool for UseSkill {
         Ok(Some(UseSkill))
     }
 
-    fn execute(&self, call: &ToolCall<UseSkillArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<UseSkillArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(name) = call.input.skill_name.as_deref().filter(|n| !n.is_empty()) else {
-            return result::mistake(
+            return Ok(result::mistake(
                 "Error: Missing required parameter 'skill_name'. Please provide the name of the skill to activate.",
-            );
+            ));
         };
-        let list: SkillList = match host.call(services::SKILLS_LIST, &services::Empty {}) {
+        let list: SkillList = match host.call::<services::SkillsList>(&services::Empty {}) {
             Ok(list) => list,
-            Err(e) => return conversation::service_error(&call.tool, services::SKILLS_LIST, &e),
+            Err(e) => return Ok(conversation::service_error::<services::SkillsList>(&call.tool, &e)),
         };
         if list.skills.is_empty() {
-            return result::text("Error: No skills are available. Skills may be disabled or not configured.");
+            return Ok(result::text("Error: No skills are available. Skills may be disabled or not configured."));
         }
         host.say("tool", &serde_json::json!({ "tool": "useSkill", "path": name }).to_string(), false);
-        let content: SkillContent = match host.call(services::SKILLS_LOAD, &SkillLoadRequest { name: name.to_owned() })
+        let content: SkillContent = match host.call::<services::SkillsLoad>(&SkillLoadRequest { name: name.to_owned() })
         {
             Ok(content) => content,
-            Err(e) => return result::text(format!("Error loading skill \"{name}\": {}", e.message)),
+            Err(e) => return Ok(result::text(format!("Error loading skill \"{name}\": {}", e.message))),
         };
-        match content.skill {
+        Ok(match content.skill {
             Some(skill) => result::text(loaded_text(&skill.name, &content.instructions, &skill.path)),
             None => {
                 let names: Vec<&str> = list.skills.iter().map(|s| s.name.as_str()).collect();
                 let names = if names.is_empty() { "none".to_owned() } else { names.join(", ") };
                 result::text(format!("Error: Skill \"{name}\" not found. Available skills: {names}"))
             }
-        }
+        })
     }
 }
 

@@ -9,8 +9,8 @@
 use serde_json::{Map, Value};
 use toolshed_plugin_api::services::{self, SubagentOutcome, SubagentsSpawnRequest};
 use toolshed_plugin_api::{
-    export_plugin, result, HostClient, Outcome, Prepared, Risk, ServiceErrorKind, Tool, ToolCall, ToolDeclaration,
-    ToolInit,
+    export_plugin, result, Failure, HostClient, Outcome, Prepared, Risk, ServiceErrorKind, Tool, ToolCall,
+    ToolDeclaration, ToolInit,
 };
 
 mod spec;
@@ -146,13 +146,16 @@ impl Tool for UseSubagents {
         Ok(Some(UseSubagents))
     }
 
-    fn prepare(&self, call: &ToolCall<Self::Args>, host: &HostClient<'_>) -> Prepared {
-        if !host.offers(services::SUBAGENTS_SPAWN) {
-            return Prepared::Error(toolshed_plugin_api::ToolError { message: DISABLED.to_owned(), mistake: false });
+    fn prepare(&self, call: &ToolCall<Self::Args>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
+        if !host.offers::<services::SubagentsSpawn>() {
+            return Ok(Prepared::Error(toolshed_plugin_api::ToolError {
+                message: DISABLED.to_owned(),
+                mistake: false,
+            }));
         }
         let prompts = match check(&call.input) {
             Ok(prompts) => prompts,
-            Err(refusal) => return refusal,
+            Err(refusal) => return Ok(refusal),
         };
         // Cline's approval notification.
         let message = match (prompts.len(), agent(&call.input)) {
@@ -160,24 +163,24 @@ impl Tool for UseSubagents {
             (1, None) => "Cline wants to use a subagent".to_owned(),
             (n, _) => format!("Cline wants to use {n} subagents"),
         };
-        result::approval("subagents", message, Vec::new(), Risk::Low)
+        Ok(result::approval("subagents", message, Vec::new(), Risk::Low))
     }
 
-    fn execute(&self, call: &ToolCall<Self::Args>, host: &HostClient<'_>) -> Outcome {
-        if !host.offers(services::SUBAGENTS_SPAWN) {
-            return result::error(DISABLED);
+    fn execute(&self, call: &ToolCall<Self::Args>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
+        if !host.offers::<services::SubagentsSpawn>() {
+            return Ok(result::error(DISABLED));
         }
         let prompts = match check(&call.input) {
             Ok(prompts) => prompts,
-            Err(Prepared::Error(error)) => return Outcome::Error(error),
-            Err(_) => return result::mistake(result::missing_parameter_text("prompt_1")),
+            Err(Prepared::Error(error)) => return Ok(Outcome::Error(error)),
+            Err(_) => return Ok(result::mistake(result::missing_parameter_text("prompt_1"))),
         };
         let request = SubagentsSpawnRequest { prompts, agent: agent(&call.input) };
-        match host.subagents_spawn(&request) {
+        Ok(match host.subagents_spawn(&request) {
             Ok(response) => result::text(summary(&response.outcomes)),
             Err(error) if error.kind == ServiceErrorKind::UnknownService => result::error(DISABLED),
             Err(error) => result::error(format!("Error running subagents: {}", error.message)),
-        }
+        })
     }
 }
 

@@ -97,34 +97,39 @@ impl Tool for WebFetch {
         Ok(Some(WebFetch))
     }
 
-    fn prepare(&self, call: &ToolCall<WebFetchArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(
+        &self,
+        call: &ToolCall<WebFetchArgs>,
+        host: &HostClient<'_>,
+    ) -> Result<Prepared, toolshed_plugin_api::Failure> {
         // The gates come first, as in Cline.
         if let Err(error) = TOOL.gate(host, WebSettings::fetch_open) {
-            return Prepared::Error(error);
+            return Ok(Prepared::Error(error));
         }
         let Some(url) = present(&call.input.url) else {
-            return result::refuse(result::missing_parameter_text("url"));
+            return Ok(result::refuse(result::missing_parameter_text("url")));
         };
         if present(&call.input.prompt).is_none() {
-            return result::refuse(result::missing_parameter_text("prompt"));
+            return Ok(result::refuse(result::missing_parameter_text("prompt")));
         }
-        result::approval("network", format!("Cline wants to fetch content from {url}"), Vec::new(), Risk::High)
+        Ok(result::approval("network", format!("Cline wants to fetch content from {url}"), Vec::new(), Risk::High))
     }
 
-    fn execute(&self, call: &ToolCall<WebFetchArgs>, host: &HostClient<'_>) -> Outcome {
-        let settings = match TOOL.gate(host, WebSettings::fetch_open) {
-            Ok(settings) => settings,
-            Err(error) => return Outcome::Error(error),
-        };
+    fn execute(
+        &self,
+        call: &ToolCall<WebFetchArgs>,
+        host: &HostClient<'_>,
+    ) -> Result<Outcome, toolshed_plugin_api::Failure> {
+        let settings = TOOL.gate(host, WebSettings::fetch_open)?;
         let (Some(url), Some(prompt)) = (present(&call.input.url), present(&call.input.prompt)) else {
             let name = if present(&call.input.url).is_none() { "url" } else { "prompt" };
-            return result::missing_parameter(name);
+            return Ok(result::missing_parameter(name));
         };
         host.say("tool", &fetch_message(url), false);
         if settings.direct() {
-            return self.fetch_direct(url, prompt, &settings, host);
+            return Ok(self.fetch_direct(url, prompt, &settings, host));
         }
-        TOOL.outcome(fetch_through_api(url, prompt, &call.task.task_id, &settings, host))
+        Ok(TOOL.outcome(fetch_through_api(url, prompt, &call.task.task_id, &settings, host)))
     }
 
     fn job(&self, name: &str, input: Value, _host: &HostClient<'_>) -> Result<Value, String> {

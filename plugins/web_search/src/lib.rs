@@ -99,35 +99,40 @@ impl Tool for WebSearch {
         Ok(Some(WebSearch))
     }
 
-    fn prepare(&self, call: &ToolCall<WebSearchArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(
+        &self,
+        call: &ToolCall<WebSearchArgs>,
+        host: &HostClient<'_>,
+    ) -> Result<Prepared, toolshed_plugin_api::Failure> {
         // The gates come first, as in Cline.
         if let Err(error) = TOOL.gate(host, WebSettings::cline_api_open) {
-            return Prepared::Error(error);
+            return Ok(Prepared::Error(error));
         }
         let Some(query) = present(&call.input.query) else {
-            return result::refuse(result::missing_parameter_text("query"));
+            return Ok(result::refuse(result::missing_parameter_text("query")));
         };
         let (allowed, blocked) = domains(&call.input);
         if !allowed.is_empty() && !blocked.is_empty() {
-            return result::refuse(BOTH_LISTS);
+            return Ok(result::refuse(BOTH_LISTS));
         }
-        result::approval("network", format!("Cline wants to search for: {query}"), Vec::new(), Risk::High)
+        Ok(result::approval("network", format!("Cline wants to search for: {query}"), Vec::new(), Risk::High))
     }
 
-    fn execute(&self, call: &ToolCall<WebSearchArgs>, host: &HostClient<'_>) -> Outcome {
-        let settings = match TOOL.gate(host, WebSettings::cline_api_open) {
-            Ok(settings) => settings,
-            Err(error) => return Outcome::Error(error),
-        };
+    fn execute(
+        &self,
+        call: &ToolCall<WebSearchArgs>,
+        host: &HostClient<'_>,
+    ) -> Result<Outcome, toolshed_plugin_api::Failure> {
+        let settings = TOOL.gate(host, WebSettings::cline_api_open)?;
         let Some(query) = present(&call.input.query) else {
-            return result::missing_parameter("query");
+            return Ok(result::missing_parameter("query"));
         };
         let (allowed, blocked) = domains(&call.input);
         if !allowed.is_empty() && !blocked.is_empty() {
-            return result::mistake(BOTH_LISTS);
+            return Ok(result::mistake(BOTH_LISTS));
         }
         host.say("tool", &search_message(query), false);
-        TOOL.outcome(search(query, allowed, blocked, &call.task.task_id, &settings, host))
+        Ok(TOOL.outcome(search(query, allowed, blocked, &call.task.task_id, &settings, host)))
     }
 
     fn partial(&self, block: &PartialBlock, host: &HostClient<'_>) {

@@ -48,8 +48,8 @@ use std::hash::{DefaultHasher, Hasher};
 use std::path::Component;
 use toolshed_plugin_api::sdk::lenient_string;
 use toolshed_plugin_api::{
-    log_level, result, HostClient, Outcome, PartialBlock, Prepared, Risk, TaskInfo, Tool, ToolCall, ToolDeclaration,
-    ToolError, ToolInit,
+    log_level, result, Failure, HostClient, Outcome, PartialBlock, Prepared, Risk, TaskInfo, Tool, ToolCall,
+    ToolDeclaration, ToolError, ToolInit,
 };
 
 /// The model's input, for all three names. Values that are not strings arrive stringified, as in Cline.
@@ -342,28 +342,28 @@ impl Tool for WriteToFile {
         Ok(Some(WriteToFile))
     }
 
-    fn prepare(&self, call: &ToolCall<WriteToFileArgs>, host: &HostClient<'_>) -> Prepared {
+    fn prepare(&self, call: &ToolCall<WriteToFileArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
         let plan = match self.plan(call, host, true) {
             Ok(plan) => plan,
-            Err(refusal) => return Prepared::Error(refusal.into_tool_error()),
+            Err(refusal) => return Ok(Prepared::Error(refusal.into_tool_error())),
         };
         let key = approval_key(&call.tool, &plan.target);
         let before = plan.before.map_or_else(|| NO_FILE.to_owned(), |h| h.to_string());
         let _ = host.state_set(&key, Some(before.into()));
         // Cline's approval notification: "Cline wants to edit a.rs" or "Cline wants to create a.rs".
         let verb = if plan.target.exists { "edit" } else { "create" };
-        result::approval(
+        Ok(result::approval(
             "write",
             format!("Cline wants to {verb} {}", plan.target.display),
             plan.target.approval_paths(),
             Risk::Medium,
-        )
+        ))
     }
 
-    fn execute(&self, call: &ToolCall<WriteToFileArgs>, host: &HostClient<'_>) -> Outcome {
+    fn execute(&self, call: &ToolCall<WriteToFileArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let plan = match self.plan(call, host, false) {
             Ok(plan) => plan,
-            Err(refusal) => return Outcome::Error(refusal.into_tool_error()),
+            Err(refusal) => return Ok(Outcome::Error(refusal.into_tool_error())),
         };
         let key = approval_key(&call.tool, &plan.target);
         // What the user approved was computed from the file as it was then; refuse if it has changed since.
@@ -375,19 +375,19 @@ impl Tool for WriteToFile {
                 None => None,
             };
             if approved_before != Some(plan.before) {
-                return result::mistake(messages::changed_since_approval(&plan.rel_path));
+                return Ok(result::mistake(messages::changed_since_approval(&plan.rel_path)));
             }
         }
         let mut transaction = Transaction::new();
         transaction.push(Change::Write { path: plan.target.real.clone(), bytes: plan.bytes, permissions_from: None });
         if let Err(e) = transaction.commit(&|| host.commit()) {
-            return result::error(messages::cannot_write(plan.name.verb(), &plan.rel_path, &format!("{e}.")));
+            return Ok(result::error(messages::cannot_write(plan.name.verb(), &plan.rel_path, &format!("{e}."))));
         }
         if let Err(e) = host.forget_reads(plan.target.cache_paths()) {
             host.log(log_level::WARN, &format!("read_cache.forget: {e}"));
         }
         let _ = host.state_set(MISSING_CONTENT_KEY, None);
-        result::text(messages::saved(&plan.rel_path, &messages::final_content(&plan.written)))
+        Ok(result::text(messages::saved(&plan.rel_path, &messages::final_content(&plan.written))))
     }
 
     fn partial(&self, block: &PartialBlock, host: &HostClient<'_>) {

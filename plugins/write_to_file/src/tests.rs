@@ -5,107 +5,39 @@ use super::*;
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::{json, Value};
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use toolshed_plugin_api::abi_stable::sabi_trait::TD_Opaque;
-use toolshed_plugin_api::abi_stable::std_types::{RResult, RStr, RString, RVec};
-use toolshed_plugin_api::{services, Host, Host_TO, ServiceError, ServiceErrorKind};
+use toolshed_plugin_api::services::{ReadCacheForget, Say};
+use toolshed_plugin_api::testing;
 
-/// A host over one workspace root, with `.clineignore`-style blocked prefixes, task state, and a record of
-/// the UI events and read-cache invalidations.
+/// The SDK's fake host over one workspace root (`.clineignore`-style blocked prefixes, task state, recorded
+/// UI events and read-cache invalidations), and the calls this tool's tests make on it.
 pub(crate) struct FakeHost {
     pub root: PathBuf,
-    pub blocked: Vec<String>,
-    pub state: Mutex<HashMap<String, Value>>,
-    pub events: Mutex<Vec<(String, String, bool)>>,
-    pub forgotten: Mutex<Vec<String>>,
+    host: testing::FakeHost,
 }
 
 impl FakeHost {
     pub fn new(root: &Path) -> Self {
-        Self {
-            root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned()),
-            blocked: Vec::new(),
-            state: Mutex::default(),
-            events: Mutex::default(),
-            forgotten: Mutex::default(),
-        }
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
+        Self { host: testing::FakeHost::workspace(&root), root }
     }
 
-    fn resolve(&self, raw: &str) -> services::ResolvedPath {
-        let joined = self.root.join(raw.trim());
-        let mut absolute = PathBuf::new();
-        for part in joined.components() {
-            match part {
-                std::path::Component::ParentDir => {
-                    absolute.pop();
-                }
-                std::path::Component::CurDir => {}
-                other => absolute.push(other),
-            }
-        }
-        services::ResolvedPath {
-            display: absolute.strip_prefix(&self.root).map(|p| p.to_string_lossy().into_owned()).unwrap_or_default(),
-            inside_workspace: absolute.starts_with(&self.root),
-            absolute: absolute.to_string_lossy().into_owned(),
-            root: "root".to_owned(),
-        }
+    /// Blocks paths under these prefixes, as `.clineignore` would.
+    pub fn block(&self, prefixes: &[&str]) {
+        self.host.block(prefixes.iter().copied());
     }
 
-    fn dispatch(&self, name: &str, request: &str) -> Result<String, ServiceError> {
-        let bad = |e: serde_json::Error| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string());
-        let answer = match name {
-            services::PATH_RESOLVE => {
-                let request: services::ResolveRequest = serde_json::from_str(request).map_err(bad)?;
-                serde_json::to_value(self.resolve(&request.path))
-            }
-            services::PATH_CHECK => {
-                let request: services::CheckRequest = serde_json::from_str(request).map_err(bad)?;
-                let allowed = request
-                    .paths
-                    .iter()
-                    .map(|p| {
-                        let display = self.resolve(p).display;
-                        !self.blocked.iter().any(|b| display.starts_with(b.as_str()))
-                    })
-                    .collect();
-                serde_json::to_value(services::CheckResponse { allowed })
-            }
-            services::READ_CACHE_FORGET => {
-                let request: services::ForgetRequest = serde_json::from_str(request).map_err(bad)?;
-                self.forgotten.lock().unwrap().extend(request.paths);
-                Ok(json!({}))
-            }
-            services::SAY => {
-                let request: services::SayRequest = serde_json::from_str(request).map_err(bad)?;
-                self.events.lock().unwrap().push((request.kind, request.text, request.partial));
-                Ok(json!({}))
-            }
-            services::STATE_GET => {
-                let request: services::StateGetRequest = serde_json::from_str(request).map_err(bad)?;
-                Ok(json!({ "value": self.state.lock().unwrap().get(&request.key) }))
-            }
-            services::STATE_SET => {
-                let request: services::StateSetRequest = serde_json::from_str(request).map_err(bad)?;
-                let mut state = self.state.lock().unwrap();
-                match request.value {
-                    Some(value) => state.insert(request.key, value),
-                    None => state.remove(&request.key),
-                };
-                Ok(json!({}))
-            }
-            other => return Err(ServiceError::new(ServiceErrorKind::UnknownService, other)),
-        };
-        answer.map(|v| v.to_string()).map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
+    /// The paths every `read_cache.forget` so far named.
+    pub fn forgotten(&self) -> Vec<String> {
+        self.host.requests::<ReadCacheForget>().into_iter().flat_map(|forget| forget.paths).collect()
     }
 
     pub fn take_events(&self) -> Events {
-        std::mem::take(&mut *self.events.lock().unwrap())
+        self.host.take_requests::<Say>().into_iter().map(|say| (say.kind, say.text, say.partial)).collect()
     }
 
     pub fn client(&self) -> HostClient<'_> {
-        HostClient::new(Host_TO::from_ptr(self, TD_Opaque))
+        self.host.client()
     }
 
     pub fn call(&self, tool: &str, input: Value, family: &str) -> ToolCall<WriteToFileArgs> {
@@ -126,12 +58,12 @@ impl FakeHost {
 
     pub fn run_as(&self, tool: &str, input: Value, family: &str) -> Result<String, String> {
         let call = self.call(tool, input, family);
-        match WriteToFile.prepare(&call, &self.client()) {
+        match self.host.prepare(&WriteToFile, &call) {
             Prepared::Approval(_) => {}
             Prepared::Error(e) => return Err(e.message),
             Prepared::Proceed => panic!("file writes must ask for approval"),
         }
-        match WriteToFile.execute(&call, &self.client()) {
+        match self.host.execute(&WriteToFile, &call) {
             Outcome::Success { blocks } => match blocks.as_slice() {
                 [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
                 other => panic!("unexpected blocks {other:?}"),
@@ -150,29 +82,6 @@ impl FakeHost {
         };
         WriteToFile.partial(&block, &self.client());
     }
-}
-
-impl Host for FakeHost {
-    fn service(&self, name: RStr<'_>, request: RStr<'_>) -> RResult<RString, RString> {
-        match self.dispatch(name.as_str(), request.as_str()) {
-            Ok(answer) => RResult::ROk(answer.into()),
-            Err(e) => RResult::RErr(serde_json::to_string(&e).unwrap_or_default().into()),
-        }
-    }
-
-    fn services(&self) -> RVec<RString> {
-        [services::PATH_RESOLVE, services::PATH_CHECK, services::READ_CACHE_FORGET, services::SAY]
-            .into_iter()
-            .chain([services::STATE_GET, services::STATE_SET])
-            .map(RString::from)
-            .collect()
-    }
-
-    fn is_cancelled(&self) -> bool {
-        false
-    }
-
-    fn log(&self, _level: u8, _message: RStr<'_>) {}
 }
 
 pub(crate) fn workspace() -> (tempfile::TempDir, FakeHost) {
@@ -194,7 +103,7 @@ fn write_to_file_creates_parents_and_reports_like_cline() {
         "The content was successfully saved to src/deep/a.rs.\n\nHere is the full, updated content of the file that was saved:\n\n<final_file_content path=\"src/deep/a.rs\">\nfn main() {}\n\n</final_file_content>\n\nIMPORTANT: For any future changes to this file, use the final_file_content shown above as your reference. This content reflects the current state of the file, including any auto-formatting (e.g., if you used single quotes but the formatter converted them to double quotes). Always base your SEARCH/REPLACE operations on this final version to ensure accuracy.\n\n"
     );
     assert_eq!(std::fs::read_to_string(host.root.join("src/deep/a.rs")).unwrap(), "fn main() {}\n\n");
-    assert_eq!(*host.forgotten.lock().unwrap(), [host.root.join("src/deep/a.rs").to_string_lossy().into_owned()]);
+    assert_eq!(host.forgotten(), [host.root.join("src/deep/a.rs").to_string_lossy().into_owned()]);
 }
 
 #[test]
@@ -342,8 +251,8 @@ fn new_rule_writes_only_under_clinerules() {
 
 #[test]
 fn boundaries_and_ignored_paths_are_refused() {
-    let (_dir, mut host) = workspace();
-    host.blocked = vec!["secret".to_owned()];
+    let (_dir, host) = workspace();
+    host.block(&["secret"]);
     std::fs::create_dir_all(host.root.join("secret")).unwrap();
     std::fs::write(host.root.join("secret/key.txt"), "k").unwrap();
     assert_eq!(
@@ -362,7 +271,7 @@ fn boundaries_and_ignored_paths_are_refused() {
 #[cfg(unix)]
 #[test]
 fn links_are_followed_before_checking() {
-    let (_dir, mut host) = workspace();
+    let (_dir, host) = workspace();
     let elsewhere = tempfile::tempdir().unwrap();
     std::fs::write(elsewhere.path().join("target.txt"), "outside\n").unwrap();
     std::os::unix::fs::symlink(elsewhere.path().join("target.txt"), host.root.join("link.txt")).unwrap();
@@ -377,7 +286,7 @@ fn links_are_followed_before_checking() {
     assert_eq!(std::fs::read_to_string(host.root.join("real.txt")).unwrap(), "b\n");
     assert!(std::fs::symlink_metadata(host.root.join("alias.txt")).unwrap().file_type().is_symlink());
     // A link into an ignored directory is as blocked as the directory.
-    host.blocked = vec!["secret".to_owned()];
+    host.block(&["secret"]);
     std::fs::write(host.root.join("secret/s.txt"), "s").unwrap();
     std::os::unix::fs::symlink(host.root.join("secret/s.txt"), host.root.join("innocent.txt")).unwrap();
     assert_eq!(
@@ -415,9 +324,9 @@ fn a_file_changed_after_approval_is_not_overwritten() {
         json!({ "path": "a.txt", "diff": "------- SEARCH\none\n=======\ntwo\n+++++++ REPLACE" }),
         "claude",
     );
-    assert!(matches!(WriteToFile.prepare(&call, &host.client()), Prepared::Approval(_)));
+    assert!(matches!(host.host.prepare(&WriteToFile, &call), Prepared::Approval(_)));
     std::fs::write(&path, "one\nmore\n").unwrap();
-    assert_eq!(WriteToFile.execute(&call, &host.client()), result::mistake(messages::changed_since_approval("a.txt")));
+    assert_eq!(host.host.execute(&WriteToFile, &call), result::mistake(messages::changed_since_approval("a.txt")));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nmore\n");
 }
 
@@ -426,7 +335,7 @@ fn approval_asks_to_write_the_absolute_path() {
     let (_dir, host) = workspace();
     let call = host.call("write_to_file", json!({ "path": "n.txt", "content": "x" }), "claude");
     assert_eq!(
-        WriteToFile.prepare(&call, &host.client()),
+        host.host.prepare(&WriteToFile, &call),
         result::approval(
             "write",
             "Cline wants to create n.txt",

@@ -18,7 +18,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
-use toolshed_plugin_api::{PluginDeclaration, PluginModRef, ToolHandlerBox, API_VERSION};
+use toolshed_plugin_api::{PluginDeclaration, PluginModRef, ToolHandlerBox, ABI_VERSION, API_VERSION};
 
 /// Where a loaded plugin came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,7 +29,7 @@ pub struct PluginIdentity {
     pub name: String,
     /// The plugin's version.
     pub version: String,
-    /// The `toolshed-plugin-api` version it was built against.
+    /// The plugin ABI version it was built against.
     pub api_version: String,
     /// xxh3-128 of the file's bytes, hex.
     pub content_hash: String,
@@ -373,11 +373,11 @@ pub(crate) fn load_inherited(fd: &Path) -> Result<LoadedPlugin, LoadError> {
 /// The checks after opening: the interface version, then the declarations.
 fn finish(file: &Path, hash: String, module: PluginModRef, library: Arc<Library>) -> Result<LoadedPlugin, LoadError> {
     let api_version = module.api_version().as_str().to_owned();
-    if !api_compatible(&api_version, API_VERSION) {
+    if !api_compatible(&api_version, ABI_VERSION) {
         return Err(LoadError::new(
             file,
             format!(
-                "built against toolshed-plugin-api {api_version}, this host uses {API_VERSION}; rebuild the plugin against toolshed-plugin-api {API_VERSION}"
+                "built for plugin ABI {api_version}, this host uses ABI {ABI_VERSION}; rebuild the plugin against toolshed-plugin-api {API_VERSION}"
             ),
         ));
     }
@@ -493,7 +493,7 @@ fn open(
             return Err(LoadError::new(file, describe(&e)));
         }
     };
-    let closable = module.api_version().as_str() == API_VERSION;
+    let closable = module.api_version().as_str() == ABI_VERSION;
     let library = Arc::new(Library { raw: Some(raw), closable, keep: AtomicBool::new(false), bytes, file: open_copy });
     Ok((module, library))
 }

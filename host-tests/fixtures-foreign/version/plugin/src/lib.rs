@@ -1,6 +1,6 @@
 //! A fixture plugin built against toolshed-plugin-api 0.2.0: the host (0.1.x) must refuse it cleanly.
 
-use toolshed_plugin_api::{declare, result, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
+use toolshed_plugin_api::{declare, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit};
 
 /// A tool that must never be registered.
 pub struct FromTheFuture;
@@ -13,8 +13,8 @@ impl Tool for FromTheFuture {
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {
         Ok(Some(Self))
     }
-    fn execute(&self, _: &ToolCall<serde_json::Value>, _: &HostClient<'_>) -> Outcome {
-        result::text("should not run")
+    fn execute(&self, _: &ToolCall<serde_json::Value>, _: &HostClient<'_>) -> Result<Outcome, Failure> {
+        Ok(result::text("should not run"))
     }
 }
 

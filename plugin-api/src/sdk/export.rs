@@ -1,0 +1,210 @@
+//! The plumbing [`crate::export_plugin!`] expands to: the handler adapter between a typed [`Tool`] and the
+//! vtable, the factory step, and the panic containment around every boundary call. Hidden from the docs:
+//! plugin authors never call it.
+
+use super::jobs::run_job;
+use super::{Failure, HostClient, Tool, ToolInit};
+use crate::abi::{HostRef, ToolHandler, ToolHandlerBox, ToolHandler_TO};
+use crate::protocol::{Outcome, PartialBlock, Prepared, ToolCall, ToolDeclaration, ToolError};
+use abi_stable::{
+    sabi_trait::TD_Opaque,
+    std_types::{ROption, RResult, RStr, RString},
+};
+use serde::{de::DeserializeOwned, Serialize};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+// No thread-local here may need dropping: a thread-local destructor registered on a host thread keeps the
+// library mapped until that thread ends, so the host could not unload a replaced version (see the runtime's
+// loader). State lives in globals and in the handler instead.
+
+thread_local! {
+    // Only its address is used: it tells the threads apart without `std::thread::current()`, which would
+    // register a destructor.
+    static THREAD_KEY: u8 = const { 0 };
+}
+
+/// Panic messages the hook recorded, by thread, until `guard` on that thread takes them. A few at most:
+/// panics are rare and each is taken at once; ones on threads no guard runs on age out.
+static PANICS: std::sync::Mutex<Vec<(usize, String)>> = std::sync::Mutex::new(Vec::new());
+
+/// Panics recorded but not yet taken kept at most (the oldest go first).
+const KEPT_PANICS: usize = 16;
+
+fn thread_key() -> usize {
+    THREAD_KEY.with(|key| std::ptr::from_ref(key) as usize)
+}
+
+fn panics() -> std::sync::MutexGuard<'static, Vec<(usize, String)>> {
+    PANICS.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Installs the plugin's quiet panic hook: it records the message and location for the boundary guard and
+/// prints nothing. It never symbolises a backtrace unless `TOOLSHED_PLUGIN_BACKTRACE` is set, because one
+/// symbolised backtrace costs ~100 ms and ~35 MB of RSS per panic. Called once from the root-module
+/// constructor; each cdylib has its own `std`, so this is the plugin's hook, not the host's.
+pub fn install_panic_hook() {
+    let want_backtrace = std::env::var_os("TOOLSHED_PLUGIN_BACKTRACE").is_some();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "Box<dyn Any>".to_owned());
+        let mut text = match info.location() {
+            Some(loc) => format!("panicked at {}:{}: {message}", loc.file(), loc.line()),
+            None => format!("panicked: {message}"),
+        };
+        if want_backtrace {
+            text.push_str(&format!("\n{}", std::backtrace::Backtrace::force_capture()));
+        }
+        let key = thread_key();
+        let mut recorded = panics();
+        recorded.retain(|(thread, _)| *thread != key);
+        if recorded.len() >= KEPT_PANICS {
+            recorded.remove(0);
+        }
+        recorded.push((key, text));
+    }));
+}
+
+/// Runs `f` and turns a panic into an error message, so no unwind ever reaches the `extern "C"` boundary.
+pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(value)) => RResult::ROk(value),
+        Ok(Err(message)) => RResult::RErr(message.into()),
+        Err(payload) => {
+            let key = thread_key();
+            let recorded = {
+                let mut recorded = panics();
+                let at = recorded.iter().position(|(thread, _)| *thread == key);
+                at.map(|at| recorded.remove(at).1)
+            };
+            let message = recorded.unwrap_or_else(|| {
+                payload
+                    .downcast_ref::<&str>()
+                    .map(|s| format!("panicked: {s}"))
+                    .or_else(|| payload.downcast_ref::<String>().map(|s| format!("panicked: {s}")))
+                    .unwrap_or_else(|| "panicked".to_owned())
+            });
+            // Dropping the payload could itself panic (a payload with a panicking Drop); contain that too.
+            let _ = catch_unwind(AssertUnwindSafe(move || drop(payload)));
+            RResult::RErr(message.into())
+        }
+    }
+}
+
+fn to_json<T: Serialize>(value: &T) -> Result<RString, String> {
+    serde_json::to_string(value).map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
+}
+
+/// A call as it arrives, its task still raw: every call of a task carries the same task JSON, so it is parsed
+/// once per thread and task rather than once per phase (it is most of a small call's parsing cost).
+#[derive(serde::Deserialize)]
+struct RawCall<'a, A> {
+    tool: String,
+    #[serde(default)]
+    id: String,
+    input: A,
+    #[serde(borrow, default)]
+    task: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    approved: bool,
+}
+
+/// The task infos a handler parsed last, by their JSON text: every call of a task carries the same task JSON,
+/// so it is parsed once per task rather than once per phase (it is most of a small call's parsing cost).
+/// Kept in the handler, not in a thread-local, so it goes with the handler (see `THREAD_KEY`).
+#[derive(Default)]
+struct TaskCache(std::sync::Mutex<Vec<(String, crate::protocol::TaskInfo)>>);
+
+/// Tasks a handler remembers: more than a host usually runs at once on one tool.
+const CACHED_TASKS: usize = 8;
+
+impl TaskCache {
+    fn parse(&self, raw: Option<&serde_json::value::RawValue>) -> Result<crate::protocol::TaskInfo, String> {
+        let Some(raw) = raw else {
+            return Ok(crate::protocol::TaskInfo::default());
+        };
+        let lock = || self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, task)) = lock().iter().find(|(text, _)| text == raw.get()) {
+            return Ok(task.clone());
+        }
+        let task: crate::protocol::TaskInfo = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        let mut cache = lock();
+        if cache.len() >= CACHED_TASKS {
+            cache.remove(0);
+        }
+        cache.push((raw.get().to_owned(), task.clone()));
+        Ok(task)
+    }
+}
+
+fn parse_call<A: DeserializeOwned>(call: &str, tasks: &TaskCache) -> Result<ToolCall<A>, String> {
+    let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| e.to_string())?;
+    Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: tasks.parse(raw.task)?, approved: raw.approved })
+}
+
+/// Connects a typed [`Tool`] to the [`ToolHandler`] vtable.
+struct Adapter<T> {
+    tool: T,
+    tasks: TaskCache,
+}
+
+impl<T: Tool> ToolHandler for Adapter<T> {
+    fn prepare(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        guard(|| {
+            let answer = match parse_call::<T::Args>(call.as_str(), &self.tasks) {
+                Ok(call) => Failure::prepared(self.tool.prepare(&call, &HostClient::new(host))),
+                Err(e) => Prepared::Error(invalid_input(&e)),
+            };
+            to_json(&answer)
+        })
+    }
+
+    fn execute(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        guard(|| {
+            let host = HostClient::new(host);
+            if let Some(answer) = run_job(&self.tool, call.as_str(), &host) {
+                return to_json(&answer);
+            }
+            let answer = match parse_call::<T::Args>(call.as_str(), &self.tasks) {
+                Ok(call) => Failure::outcome(self.tool.execute(&call, &host)),
+                Err(e) => Outcome::Error(invalid_input(&e)),
+            };
+            to_json(&answer)
+        })
+    }
+
+    fn partial(&self, block: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        guard(|| {
+            if let Ok(block) = serde_json::from_str::<PartialBlock>(block.as_str()) {
+                self.tool.partial(&block, &HostClient::new(host));
+            }
+            Ok(RString::from("{}"))
+        })
+    }
+}
+
+fn invalid_input(error: &str) -> ToolError {
+    ToolError { message: format!("Invalid tool input: {error}"), mistake: true }
+}
+
+/// The factory step of [`crate::export_plugin!`] for one tool type: `Ok(None)` when `name` is not its name.
+pub fn construct<T: Tool>(name: &str, config: &str) -> Result<Option<ToolHandlerBox>, String> {
+    if T::declaration().name != name {
+        return Ok(None);
+    }
+    let tool = T::new(&ToolInit { name, config })?;
+    Ok(tool.map(|tool| ToolHandler_TO::from_value(Adapter { tool, tasks: TaskCache::default() }, TD_Opaque)))
+}
+
+/// Converts the factory's answer for the ABI.
+pub fn into_abi(handler: Option<ToolHandlerBox>) -> ROption<ToolHandlerBox> {
+    handler.map_or(ROption::RNone, ROption::RSome)
+}
+
+/// Serialises the declarations of a plugin's tools.
+pub fn declarations_json(tools: Vec<ToolDeclaration>) -> Result<RString, String> {
+    to_json(&crate::protocol::PluginDeclaration { tools })
+}
