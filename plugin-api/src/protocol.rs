@@ -53,7 +53,7 @@ pub mod capability {
     pub const READ_ONLY: &str = "read_only";
     /// Creates, changes or deletes files.
     pub const WRITES_FILES: &str = "writes_files";
-    /// Every write the tool makes waits for [`crate::services::CALL_COMMIT`]: a call that timed out or was
+    /// Every write the tool makes waits for [`crate::services::CallCommit`]: a call that timed out or was
     /// cancelled before committing wrote nothing, and one that committed is waited for and reports its writes.
     pub const COMMITS_WRITES: &str = "commits_writes";
     /// Runs processes.

@@ -148,7 +148,7 @@ pub(crate) fn run(
         .services()
         .into_iter()
         .map(|s| s.into_string())
-        .filter(|s| s != toolshed_plugin_api::services::ISOLATE_RUN)
+        .filter(|s| s != <toolshed_plugin_api::services::IsolateRun as toolshed_plugin_api::services::Service>::NAME)
         .collect();
     let start = Start {
         tool: origin.tool.clone(),
@@ -425,7 +425,7 @@ fn converse(
             .map_err(|e| Ended::Message(format!("the parser's child process sent an unreadable message: {e}")))?;
         match message {
             ToHost::Service { name, request } => {
-                let reply = if name == toolshed_plugin_api::services::ISOLATE_RUN {
+                let reply = if name == <toolshed_plugin_api::services::IsolateRun as toolshed_plugin_api::services::Service>::NAME {
                     Reply { ok: false, text: nested_error() }
                 } else {
                     match host.service(name.as_str().into(), request.as_str().into()) {
