@@ -106,7 +106,7 @@ pub use driver::{
     AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError, OpenAiDriver,
 };
 pub use executor::{ResultStatus, ToolInput, ToolResult, ToolUse};
-pub use hooks::{HookDecision, HookEvent, HookInput, HookOutcome};
+pub use hooks::{HookDecision, HookEvent, HookInput, HookMatcherError, HookOutcome};
 pub use interaction::{HostAction, Interaction, Question, UserReply};
 pub use loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
 pub use policy::{
