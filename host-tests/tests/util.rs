@@ -43,10 +43,10 @@ pub fn fixture(name: &str) -> PathBuf {
     fixtures().join(lib(name))
 }
 
-/// The `toolshed` binary, built by `cargo xtask test` next to the plugins.
+/// The `toolshed` binary (package `toolshed-cli`), built by `cargo xtask test` next to the plugins.
 pub fn toolshed_bin() -> PathBuf {
     let bin = workspace_root().join("target/debug/toolshed");
-    assert!(bin.is_file(), "{} not found: run `cargo xtask test`", bin.display());
+    assert!(bin.is_file(), "{} not found: run `cargo xtask test` (or `cargo build -p toolshed-cli`)", bin.display());
     bin
 }
 

@@ -230,10 +230,10 @@ fn main() -> anyhow::Result<()> {
         step("list_files", json!({"path": "runtime", "recursive": "true"}), Success, &["src/", "src/lib.rs"]),
         step("list_files", json!({"path": "secrets", "recursive": true}), Success, &["🔒 token.txt"]),
         step("list_files", json!({"path": "does-not-exist"}), Success, &["No files found."]),
-        step("list_code_definition_names", json!({"path": "runtime/src"}), Success, &["main.rs\n|----\n│", "│fn main() "]),
+        step("list_code_definition_names", json!({"path": "cli/src"}), Success, &["main.rs\n|----\n│", "│fn main() "]),
         step("list_code_definition_names", json!({"path": "README.md"}), Error, &["The provided path is a file, not a directory."]),
         step("read_file", json!({"path": "analysis.ipynb"}), Success, &["4 |    \"cell_type\": \"code\",", "\"outputs\": [],", "(File has "]),
-        step("search_files", json!({"path": ".", "regex": "fn main\\(", "file_pattern": "*.rs"}), Success, &["results.\n\n", "runtime/src/main.rs\n│----\n"]),
+        step("search_files", json!({"path": ".", "regex": "fn main\\(", "file_pattern": "*.rs"}), Success, &["results.\n\n", "cli/src/main.rs\n│----\n"]),
         step("search_files", json!({"path": "runtime/src", "regex": "pub struct Workspace\\b"}), Success, &["Found 1 result.\n\nruntime/src/workspace.rs\n│----\n"]),
         step("search_files", json!({"path": ".", "regex": "^entry \\d+$", "file_pattern": "*.log"}), Success, &["Showing first 300 of 300+ results. Use a more specific search if necessary.\n\njournal.log\n│----\n│entry 1\n│----\n│entry 2\n│----\n"]),
         // The secret's own file is fenced off by .clineignore; only the demo's source, which mentions it, is found.

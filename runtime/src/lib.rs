@@ -96,7 +96,7 @@ pub use driver::{
     AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError, OpenAiDriver,
 };
 pub use types::{BoxFuture, Mode, PartialToolUse, ResultStatus, ToolInput, ToolResult, ToolUse, UiEvent};
-pub use pipeline::hooks::{HookDecision, HookEvent, HookInput, HookOutcome};
+pub use pipeline::hooks::{HookDecision, HookEvent, HookInput, HookMatcherError, HookOutcome};
 pub use services::interaction::{HostAction, Interaction, Question, UserReply};
 pub use registry::loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
 pub use pipeline::policy::{

@@ -30,10 +30,13 @@ use toolshed_plugin_api::services::CommandsSettings;
 pub enum RuntimeError {
     /// The actor system thread could not start.
     #[error("cannot start the actor system: {0}")]
-    System(String),
+    System(#[source] std::io::Error),
+    /// The actor system thread ended before it handed over its coordinator.
+    #[error("cannot start the actor system: the actor thread ended during start-up")]
+    SystemEnded(#[source] std::sync::mpsc::RecvError),
     /// A hook's matcher is not a valid regex.
     #[error("invalid hook: {0}")]
-    Hook(String),
+    Hook(#[from] crate::pipeline::hooks::HookMatcherError),
     /// Hot reload was asked for and the plugin directories cannot be watched.
     #[error(transparent)]
     Watch(#[from] crate::registry::watch::WatchError),
@@ -200,14 +203,14 @@ impl RuntimeBuilder {
             self.config.hooks.max_output_bytes,
         );
         for (event, matcher, hook) in &self.hooks {
-            hooks.add_callback(*event, matcher.as_deref(), Arc::clone(hook)).map_err(RuntimeError::Hook)?;
+            hooks.add_callback(*event, matcher.as_deref(), Arc::clone(hook))?;
         }
         for (event, commands) in [
             (HookEvent::PreToolUse, &self.config.hooks.pre_tool_use),
             (HookEvent::PostToolUse, &self.config.hooks.post_tool_use),
         ] {
             for command in commands {
-                hooks.add_command(event, command.matcher.as_deref(), &command.command).map_err(RuntimeError::Hook)?;
+                hooks.add_command(event, command.matcher.as_deref(), &command.command)?;
             }
         }
         let (mut files, mut load_errors) = loader::discover(&self.plugin_dirs);
@@ -394,9 +397,8 @@ fn start_system(
                 tracing::error!("the actor system ended with an error: {e}");
             }
         })
-        .map_err(|e| RuntimeError::System(e.to_string()))?;
-    let (system, (events, coordinator)) =
-        rx.recv().map_err(|_| RuntimeError::System("the actor thread ended during start-up".to_owned()))?;
+        .map_err(RuntimeError::System)?;
+    let (system, (events, coordinator)) = rx.recv().map_err(RuntimeError::SystemEnded)?;
     Ok((system, thread, std::sync::Mutex::new(stopped), events, coordinator))
 }
 

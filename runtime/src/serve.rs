@@ -100,9 +100,12 @@ pub enum ServeError {
     /// The address is not usable.
     #[error("--http {0}: {1}")]
     Address(String, String),
+    /// The address could not be bound.
+    #[error("--http {0}: {1}")]
+    Bind(String, #[source] std::io::Error),
     /// The transport failed.
     #[error("serving MCP failed: {0}")]
-    Io(String),
+    Io(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// The MCP server handler: one task shared by every call of every client.
@@ -196,8 +199,8 @@ pub async fn run(runtime: Arc<Runtime>, task: TaskHandle, options: ServeOptions)
     });
     match &options.http {
         None => {
-            let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| ServeError::Io(e.to_string()))?;
-            running.waiting().await.map_err(|e| ServeError::Io(e.to_string()))?;
+            let running = server.serve(rmcp::transport::stdio()).await.map_err(|e| ServeError::Io(e.into()))?;
+            running.waiting().await.map_err(|e| ServeError::Io(e.into()))?;
             Ok(())
         }
         Some(address) => serve_http(server, address, &options).await,
@@ -239,10 +242,8 @@ async fn serve_http(server: ToolshedServer, address: &str, options: &ServeOption
     }
     let service =
         StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .map_err(|e| ServeError::Address(address.to_owned(), e.to_string()))?;
-    let local = listener.local_addr().map_err(|e| ServeError::Io(e.to_string()))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| ServeError::Bind(address.to_owned(), e))?;
+    let local = listener.local_addr().map_err(|e| ServeError::Io(e.into()))?;
     // Tests and wrappers read the bound address (port 0 picks one) from this line.
     eprintln!("toolshed: serving MCP on http://{local}/mcp");
     let token: Arc<str> = Arc::from(token.as_str());

@@ -140,6 +140,17 @@ struct Hook {
     kind: HookKind,
 }
 
+/// A hook's matcher that is not a valid regex.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("invalid hook matcher {pattern:?}: {source}")]
+pub struct HookMatcherError {
+    /// The matcher as configured (trimmed).
+    pub pattern: String,
+    /// Why the regex does not compile.
+    #[source]
+    pub source: regex::Error,
+}
+
 /// Every hook of a runtime.
 #[derive(Clone)]
 pub(crate) struct Hooks {
@@ -164,20 +175,30 @@ impl Hooks {
         Self { pre: Vec::new(), post: Vec::new(), limits: Limits { timeout, max_output } }
     }
 
-    pub fn add_callback(&mut self, event: HookEvent, matcher: Option<&str>, hook: HookFn) -> Result<(), String> {
+    pub fn add_callback(
+        &mut self,
+        event: HookEvent,
+        matcher: Option<&str>,
+        hook: HookFn,
+    ) -> Result<(), HookMatcherError> {
         self.add(event, matcher, HookKind::Callback(hook))
     }
 
-    pub fn add_command(&mut self, event: HookEvent, matcher: Option<&str>, command: &str) -> Result<(), String> {
+    pub fn add_command(
+        &mut self,
+        event: HookEvent,
+        matcher: Option<&str>,
+        command: &str,
+    ) -> Result<(), HookMatcherError> {
         self.add(event, matcher, HookKind::Command(command.to_owned()))
     }
 
-    fn add(&mut self, event: HookEvent, matcher: Option<&str>, kind: HookKind) -> Result<(), String> {
+    fn add(&mut self, event: HookEvent, matcher: Option<&str>, kind: HookKind) -> Result<(), HookMatcherError> {
         let matcher = match matcher.map(str::trim) {
             None | Some("" | "*") => None,
             Some(pattern) => Some(
                 regex::Regex::new(&format!("^(?:{pattern})$"))
-                    .map_err(|e| format!("invalid hook matcher {pattern:?}: {e}"))?,
+                    .map_err(|source| HookMatcherError { pattern: pattern.to_owned(), source })?,
             ),
         };
         let hook = Hook { matcher, kind };
@@ -509,6 +530,16 @@ fn interpret(event: HookEvent, code: i32, stdout: &str, stderr: &str) -> Result<
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bad_matcher_keeps_the_regex_error_as_its_source() {
+        let mut hooks = Hooks::new(Duration::from_secs(1), 1024);
+        let err = hooks.add_command(HookEvent::PreToolUse, Some(" (read "), "true").unwrap_err();
+        assert_eq!(err.pattern, "(read");
+        let source = std::error::Error::source(&err).map(ToString::to_string);
+        assert_eq!(source.as_deref(), Some(err.source.to_string().as_str()));
+        assert_eq!(err.to_string(), format!("invalid hook matcher \"(read\": {}", err.source));
+    }
 
     #[test]
     fn context_blocks_as_cline_formats_them() {

@@ -1,0 +1,93 @@
+//! The command line: global options, the subcommands and their options (clap's derive).
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use toolshed::Provider;
+
+#[derive(Parser, Debug)]
+#[command(name = "toolshed", version, about = "Runs AI coding agents' tools from native plugins.")]
+pub struct Cli {
+    /// A plugin directory (repeatable); default $TOOLSHED_PLUGINS, else ~/.toolshed/plugins.
+    #[arg(long = "plugins", global = true, value_name = "DIR")]
+    pub plugins: Vec<PathBuf>,
+    /// A configuration file, layered over the user's ~/.toolshed/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The workspace (primary root); default the current directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    /// A further workspace root for multi-root workspaces (repeatable).
+    #[arg(long = "root", global = true, value_name = "NAME=DIR", value_parser = parse_root)]
+    pub roots: Vec<(String, PathBuf)>,
+    /// More output on stderr (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Lists the loaded tools: name, plugin, version, aliases, capabilities.
+    Tools {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Runs one tool call and prints the result exactly as the model would see it.
+    Call {
+        /// The tool name.
+        tool: String,
+        /// The input as a JSON object, or `-` to read it from stdin; default `{}`.
+        input: Option<String>,
+        /// Approve every ask.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        /// The model reads images (read_file returns image blocks).
+        #[arg(long)]
+        images: bool,
+    },
+    /// Serves the loaded tools as an MCP server over stdio, or streamable HTTP with --http.
+    Serve(ServeArgs),
+    /// Prints the loaded tools' schemas, sorted by name: JSON for a provider's `tools` field, or the XML
+    /// tool-use section of the system prompt.
+    Schema {
+        /// anthropic, openai, openai-responses, gemini or xml.
+        #[arg(long)]
+        provider: Provider,
+        /// The model family whose specs to prefer (others fall back to generic).
+        #[arg(long, default_value = toolshed::GENERIC)]
+        family: String,
+    },
+    /// Loads the plugins, then watches the plugin directories and hot-reloads libraries added, changed or
+    /// removed, printing one line per event, until Ctrl-C, SIGTERM or the end of standard input.
+    Watch,
+}
+
+/// `toolshed serve`'s options (a struct of its own: the subcommand enum stays small).
+#[derive(clap::Args, Debug)]
+pub struct ServeArgs {
+    /// Serve streamable HTTP on PORT or HOST:PORT (loopback unless --public) instead of stdio.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// The bearer token HTTP clients must send (required with --http).
+    #[arg(long, env = "TOOLSHED_SERVE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Allow a non-loopback --http address.
+    #[arg(long)]
+    pub public: bool,
+    /// Approve every ask (when the client cannot be asked through elicitation).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Run this tool without asking (repeatable), as `[approval] tools = { TOOL = "allow" }`.
+    #[arg(long = "allow", value_name = "TOOL")]
+    pub allow: Vec<String>,
+}
+
+fn parse_root(text: &str) -> Result<(String, PathBuf), String> {
+    let (name, dir) = text.split_once('=').ok_or("expected NAME=DIR")?;
+    if name.is_empty() || dir.is_empty() {
+        return Err("expected NAME=DIR".to_owned());
+    }
+    Ok((name.to_owned(), PathBuf::from(dir)))
+}

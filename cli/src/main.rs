@@ -1,0 +1,32 @@
+//! The `toolshed` command: list the loaded tools and run tool calls through the full pipeline, print their
+//! schemas, serve them over MCP, and watch the plugin directories. Everything it does goes through the
+//! `toolshed` library's public API; this crate is only the command line around it.
+
+#[macro_use]
+mod output;
+mod args;
+mod commands;
+mod isolated;
+mod logging;
+mod setup;
+mod signals;
+
+use clap::Parser as _;
+use std::process::ExitCode;
+use toolshed::shown::escape;
+
+fn main() -> ExitCode {
+    isolated::enter_if_asked();
+    signals::set_up();
+    let cli = args::Cli::parse();
+    logging::init(cli.verbose);
+    match commands::run(cli) {
+        Ok(code) => code,
+        // Whoever read our output has gone (`toolshed watch | head -3`): end quietly, as a filter does.
+        Err(error) if error.downcast_ref::<std::io::Error>().is_some_and(output::is_closed) => ExitCode::SUCCESS,
+        Err(error) => {
+            err!("toolshed: {}", escape(&output::describe(&error)));
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,58 @@
+//! Signals: the ones ignored so writes fail instead of killing the process, and the ones that stop it,
+//! taken by one thread that stops every process this one started before exiting.
+
+use nix::sys::signal::{SigHandler, SigSet, Signal};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// Ignores SIGPIPE and SIGXFSZ and blocks the stop signals; called first, before any thread starts.
+pub fn set_up() {
+    // A write to a pipe whose reader is gone must fail with EPIPE, never kill the process: a hook that does
+    // not read its input, an MCP server or child that exits early is that peer's failure, and under `serve`
+    // the process answers other clients. (Rust's runtime ignores SIGPIPE already; a host may not, so say so.)
+    // Our own output ends quietly when its reader goes (`toolshed tools | head`): see `out!`.
+    // SAFETY: nothing else is running yet, and ignoring needs no handler code.
+    let _ = unsafe { nix::sys::signal::signal(Signal::SIGPIPE, SigHandler::SigIgn) };
+    // A write past the file-size limit (RLIMIT_FSIZE) must fail with EFBIG, which an edit turns into a clear
+    // error with the file put back, rather than kill the process halfway through writing a file in place.
+    // SAFETY: as above; ignoring needs no handler code.
+    let _ = unsafe { nix::sys::signal::signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
+    // Blocked before any thread starts, so every thread inherits the mask and one thread takes the signals
+    // (children get a clean mask from `std::process::Command`).
+    if let Err(e) = stop_signals().thread_block() {
+        err!("toolshed: cannot block SIGINT and SIGTERM: {e}");
+    }
+}
+
+/// The signals that stop every subcommand: Ctrl-C, `kill`, and a closed terminal.
+fn stop_signals() -> SigSet {
+    let mut signals = SigSet::empty();
+    for signal in [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP] {
+        signals.add(signal);
+    }
+    signals
+}
+
+/// `[timeouts] kill_grace_ms` once the config is read; its default until then.
+static KILL_GRACE_MS: AtomicU64 = AtomicU64::new(2_000);
+
+/// Sets the grace [`stop_on_signal`] gives the processes it stops, from the configuration.
+pub fn set_kill_grace_ms(grace: u64) {
+    KILL_GRACE_MS.store(grace, Ordering::Relaxed);
+}
+
+/// On SIGINT, SIGTERM or SIGHUP: stop every process this one started (commands and what they left behind,
+/// MCP servers, hooks) — SIGTERM, then SIGKILL after `grace` — and exit as that signal would (128 + its
+/// number). The default action would leave them all running with parent 1.
+pub fn stop_on_signal() {
+    let spawned = std::thread::Builder::new().name("signals".to_owned()).spawn(move || {
+        if let Ok(signal) = stop_signals().wait() {
+            let grace = KILL_GRACE_MS.load(Ordering::Relaxed);
+            toolshed::kill_descendants(Duration::from_millis(grace));
+            std::process::exit(128 + signal as i32);
+        }
+    });
+    if let Err(e) = spawned {
+        err!("toolshed: cannot watch for signals: {e}");
+    }
+}
