@@ -44,7 +44,7 @@ impl RunInfo {
             revision,
             dirty,
             date: first_line(Command::new("date").args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])),
-            cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            cpus: std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
             arch: first_line(Command::new("uname").arg("-m")),
             cpu_model,
             tools: vec![

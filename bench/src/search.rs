@@ -147,7 +147,7 @@ pub fn rows(plugins: &Path, corpus: &Path, tools: &Path) -> Result<Vec<Row>> {
     }
 
     // Row 3: the walk itself, in-process, against the two tools' listings of the same files.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let walk = || -> Result<(Duration, BTreeSet<PathBuf>)> {
         let start = Instant::now();
         let files = search_files::walk_files(corpus, threads);

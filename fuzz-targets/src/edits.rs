@@ -94,7 +94,7 @@ fn identity_diff(flags: u8, original: &[u8], working: &str) {
     let search = format!("{}\n", block.join("\n"));
     let text = format!("------- SEARCH\n{search}=======\n{search}+++++++ REPLACE\n");
     match diff::replace_in_file(original, &text, "claude") {
-        Ok(bytes) => assert!(bytes == original, "an edit that changes nothing changed the file: {:?}", bytes),
+        Ok(bytes) => assert!(bytes == original, "an edit that changes nothing changed the file: {bytes:?}"),
         Err(error) => panic!("the file's own lines were not found: {error}"),
     }
 

@@ -151,7 +151,7 @@ fn attempt_completion_completes_or_returns_feedback() {
     let host = Scripted::answering(vec![Some(UserReply::text("Add a test too")), Some(UserReply::accepted())]);
     let runtime = shipped()
         .yes(true)
-        .interaction(host.clone())
+        .interaction(host)
         .on_event(move |event| sink.lock().unwrap().push(event.clone()))
         .build()
         .unwrap();

@@ -126,7 +126,7 @@ fn bad_input_is_a_clear_error_and_the_file_is_untouched() {
             "which is outside the workspace",
             victim.clone(),
         ),
-        (json!({"path": "../victim.txt", "diff": block("keep")}), "which is outside the workspace", victim.clone()),
+        (json!({"path": "../victim.txt", "diff": block("keep")}), "which is outside the workspace", victim),
         (
             json!({"path": "private/key.txt", "diff": block("secret")}),
             "Access to private/key.txt is blocked by the .clineignore file settings.",

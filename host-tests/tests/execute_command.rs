@@ -107,6 +107,8 @@ fn output_streams_to_the_host_before_the_command_ends() {
 #[test]
 fn eight_commands_in_parallel() {
     let rt = Arc::new(runtime());
+    // Collected so all eight threads start before the first is joined.
+    #[allow(clippy::needless_collect)]
     let handles: Vec<_> = (0..8)
         .map(|i| {
             let rt = Arc::clone(&rt);

@@ -237,7 +237,7 @@ fn execute_command_runs_in_its_root() {
 fn a_link_swapped_between_check_and_use_does_not_leak() {
     let scene = Scene::new();
     let denier = Denier::default();
-    let runtime = shipped().approver(denier.clone()).build().unwrap();
+    let runtime = shipped().approver(denier).build().unwrap();
     let task = scene.task(&runtime);
     let link = scene.ws.path().join("flip.txt");
     let inside = scene.ws.path().join("inside.txt");
@@ -245,7 +245,7 @@ fn a_link_swapped_between_check_and_use_does_not_leak() {
     std::os::unix::fs::symlink(&inside, &link).unwrap();
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let swapper = {
-        let (stop, link) = (Arc::clone(&stop), link.clone());
+        let (stop, link) = (Arc::clone(&stop), link);
         std::thread::spawn(move || {
             let tmp = link.with_extension("tmp");
             let mut flip = false;

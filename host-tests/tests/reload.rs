@@ -196,7 +196,7 @@ fn broken_builds_never_replace_a_working_version() {
 
     // A build that loads but whose tool cannot be registered: its name is taken by another file.
     let twin = dir.path().join(lib("fixture_reload_twin"));
-    let mut copy = good.clone();
+    let mut copy = good;
     copy.extend_from_slice(b"\0twin");
     let clash = failure(&copy, &twin);
     assert!(clash.contains("tool name 'reload_probe' is already registered by"), "{clash}");

@@ -362,11 +362,11 @@ fn replace_in_file_in_every_format() {
     );
     // Natively the placeholder is dropped for its empty description.
     let native = registry
-        .native(&variant.clone().native_tools(true), &SpecContext { native_tool_calls: true, ..focus })
+        .native(&variant.native_tools(true), &SpecContext { native_tool_calls: true, ..focus })
         .expect("native tools");
     assert_eq!(
         render_json(Provider::Anthropic, &native),
-        json!([anthropic("replace_in_file", REPLACE_IN_FILE, expected.json.clone(), &["path", "diff"])])
+        json!([anthropic("replace_in_file", REPLACE_IN_FILE, expected.json, &["path", "diff"])])
     );
 
     // The next-gen families write absolute paths.

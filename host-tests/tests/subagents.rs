@@ -64,7 +64,7 @@ impl Server {
         {
             let (lock, cond) = &*self.seen;
             let mut seen = lock.lock().unwrap();
-            seen.bodies.push(body.clone());
+            seen.bodies.push(body);
             if prompt.starts_with("parallel-") && step == 0 {
                 seen.parallel_arrived += 1;
             }
@@ -264,7 +264,7 @@ fn cancelling_the_parent_cancels_the_runs() {
     let dir = workspace();
     let task = runtime.task(TaskContext::new(dir.path()));
     let canceller = task.clone();
-    let watcher = server.clone();
+    let watcher = server;
     let cancel = std::thread::spawn(move || {
         let arrived = watcher.wait_for(|seen| seen.hanging);
         canceller.cancel();

@@ -174,7 +174,7 @@ fn cline_config(server: &Server, extra: &str) -> Config {
 /// Builds are serialised: concurrent loads of one library in one process can race on its shadow copy.
 fn runtime(config: Config, token: Option<&str>) -> Runtime {
     static LOADING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = LOADING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one_at_a_time = LOADING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let runtime = Runtime::builder()
         .plugin_file(plugins().join(lib("web_fetch")))
         .plugin_file(plugins().join(lib("web_search")))

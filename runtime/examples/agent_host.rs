@@ -84,7 +84,7 @@ fn main() -> Result<()> {
     }
     let driver = match &openai {
         Some(url) => Some(
-            toolshed::OpenAiDriver::new(url.clone(), model.clone())?
+            toolshed::OpenAiDriver::new(url.clone(), model)?
                 .api_key(std::env::var("OPENAI_API_KEY").ok().filter(|k| !k.is_empty())),
         ),
         None => None,

@@ -198,10 +198,9 @@ fn main() -> anyhow::Result<()> {
     };
     std::fs::write(&mcp_settings, servers.to_string())?;
     let config = toolshed::Config::from_toml_str(&format!(
-        "[skills]\ndirs = [{:?}]\n[web]\nprovider = \"cline\"\nenabled = true\nfeature_flag = true\nbackend = \"direct\"\n\
+        "[skills]\ndirs = [{skills:?}]\n[web]\nprovider = \"cline\"\nenabled = true\nfeature_flag = true\nbackend = \"direct\"\n\
          api_base_url = \"http://{site}\"\nallowed_hosts = [\"127.0.0.1\"]\nfetch_timeout_ms = 5000\n\
-         [mcp]\nsettings = {:?}\n",
-        skills, mcp_settings
+         [mcp]\nsettings = {mcp_settings:?}\n"
     ))?;
     let runtime = Runtime::builder()
         .plugin_dir(&plugins)

@@ -11,9 +11,9 @@ mod sse;
 
 pub use openai::OpenAiDriver;
 
-use crate::types::ToolResult;
-use crate::types::BoxFuture;
 use crate::spec::Spec;
+use crate::types::BoxFuture;
+use crate::types::ToolResult;
 
 /// The model side of a subagent run. The runtime calls it once per turn, from its own (tokio-based) actor
 /// thread; the future must not block that thread. Dropping the future cancels the request.

@@ -91,28 +91,28 @@ mod workspace;
 pub use services::isolate;
 
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};
-pub use registry::coordinator::RegisterEvent;
 pub use driver::{
     AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError, OpenAiDriver,
 };
-pub use types::{BoxFuture, Mode, PartialToolUse, ResultStatus, ToolInput, ToolResult, ToolUse, UiEvent};
 pub use pipeline::hooks::{HookDecision, HookEvent, HookInput, HookMatcherError, HookOutcome};
-pub use services::interaction::{HostAction, Interaction, Question, UserReply};
-pub use registry::loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
 pub use pipeline::policy::{
     Answer, ApprovalPrompt, Approver, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,
 };
-pub use services::process::kill_descendants;
+pub use registry::coordinator::RegisterEvent;
+pub use registry::loader::{load as load_plugin, LoadError, LoadedPlugin, PluginIdentity};
+pub use registry::tool_id::{check_plugin_tool_name, NameError, ToolId};
+pub use registry::watch::{PluginEvent, PluginEvents, ReloadStats, WatchError};
+pub use runtime::turn::{interrupted, MistakeLimit, TurnResult};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
+pub use services::interaction::{HostAction, Interaction, Question, UserReply};
+pub use services::process::kill_descendants;
+pub use services::subagents::SUBAGENT_SYSTEM_SUFFIX;
 pub use spec::{
     provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, PromptVariant, Provider, Spec, SpecContext, SpecParam,
     SpecRegistry, ToolSchemas, UnknownProvider, GENERIC, MCP_TOOL_SEPARATOR, MULTI_ROOT_HINT,
 };
-pub use services::subagents::SUBAGENT_SYSTEM_SUFFIX;
 pub use task::TaskContext;
-pub use registry::tool_id::{check_plugin_tool_name, NameError, ToolId};
 /// The request types of the host actions an [`Interaction`] carries out.
 pub use toolshed_plugin_api::services::{AttachedImage, BugReport, ExplainRequest};
 pub use toolshed_plugin_api::Block;
-pub use runtime::turn::{interrupted, MistakeLimit, TurnResult};
-pub use registry::watch::{PluginEvent, PluginEvents, ReloadStats, WatchError};
+pub use types::{BoxFuture, Mode, PartialToolUse, ResultStatus, ToolInput, ToolResult, ToolUse, UiEvent};

@@ -4,13 +4,13 @@
 use crate::config::Config;
 pub(crate) mod turn;
 
-use crate::services::http::{HttpService, HttpSettings};
 use crate::pipeline::hooks::{HookEvent, HookFn, HookInput, HookOutcome, Hooks};
 use crate::pipeline::policy::{Approver, Policy};
 use crate::pipeline::{Engine, EngineParts, Timeouts};
 use crate::registry::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Routing, RoutingCell};
 use crate::registry::loader::{self, LoadError, LoadedPlugin};
 use crate::registry::watch::{PluginEvent, PluginEvents, ReloadStats, Reloader, Watcher};
+use crate::services::http::{HttpService, HttpSettings};
 use crate::services::interaction::InteractionHost;
 use crate::services::process::ProcessManager;
 use crate::services::subagents::SubagentHost;

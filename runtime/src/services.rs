@@ -14,8 +14,8 @@ pub(crate) mod runner;
 pub(crate) mod skills;
 pub(crate) mod subagents;
 
-use http::HttpService;
 use host::Router;
+use http::HttpService;
 use interaction::InteractionHost;
 use mcp::McpHub;
 use process::ProcessManager;

@@ -174,7 +174,7 @@ fn read_shared(ws: &Path) -> Result<Vec<Vec<u8>>> {
 fn libraries(dir: &Path) -> Result<Vec<String>> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|entry| entry.ok())
+        .filter_map(std::result::Result::ok)
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .filter(|name| name.ends_with(std::env::consts::DLL_SUFFIX))
         .collect();
@@ -267,13 +267,7 @@ fn run(args: &Args) -> Result<bool> {
     let local = tokio::task::LocalSet::new();
     let tally = Rc::new(RefCell::new(Tally::default()));
     let events = [Rc::new(RefCell::new(Events::default())), Rc::new(RefCell::new(Events::default()))];
-    let mut reloads = reload::Reloads::start(
-        args.plugins.clone(),
-        watched.clone(),
-        staging.clone(),
-        names.clone(),
-        args.reload_every,
-    );
+    let mut reloads = reload::Reloads::start(args.plugins.clone(), watched, staging, names, args.reload_every);
     let mapped = |runtime: &Runtime| {
         let stats = runtime.reload_stats();
         (stats.process_copies, stats.process_bytes)

@@ -70,7 +70,7 @@ fn copy_libraries(crates: &Path, out: &Path, final_dest: &Path) -> Result<PathBu
     let dest = staging.as_path();
     let mut names: Vec<String> = std::fs::read_dir(crates)
         .with_context(|| format!("reading {}", crates.display()))?
-        .filter_map(|e| e.ok())
+        .filter_map(std::result::Result::ok)
         .filter(|e| e.path().join("Cargo.toml").is_file())
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();

@@ -113,8 +113,8 @@ pub fn run(args: &[String]) -> Result<()> {
         let (runs, rate) = (stat("stat::number_of_executed_units:"), stat("stat::average_exec_per_sec:"));
         summary.push(format!("{target}: {runs} executions, {rate} per second, {saved} new regressions"));
         if !status.success() && saved == 0 {
-            let tail: Vec<&str> = log.lines().rev().take(30).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = &lines[lines.len().saturating_sub(30)..];
             bail!(
                 "cargo fuzz failed for {target} without leaving an input (log: {}):\n{}",
                 log_path.display(),

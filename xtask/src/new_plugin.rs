@@ -120,7 +120,8 @@ mod tests {
     fn writes_a_standalone_crate() {
         let dir = std::env::temp_dir().join(format!("xtask-new-plugin-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let args: Vec<String> = ["greeter", "--dir", &dir.to_string_lossy()].iter().map(|s| s.to_string()).collect();
+        let args: Vec<String> =
+            ["greeter", "--dir", &dir.to_string_lossy()].iter().map(std::string::ToString::to_string).collect();
         let crate_dir = run(&args).unwrap_or_else(|e| panic!("{e:#}"));
         let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap_or_default();
         assert!(manifest.contains("name = \"greeter\"") && manifest.contains("\n[workspace]\n"), "{manifest}");

@@ -994,7 +994,7 @@ impl Suite {
         let pid = |name: &str| hooks.join(format!("{name}.pid"));
         let mut hook_entries = Vec::new();
         let mut hook = |tool: &'static str, command: String, args: Value, pid_file: Option<PathBuf>| {
-            hook_entries.push(format!("{{ matcher = \"^{tool}$\", command = {:?} }}", command));
+            hook_entries.push(format!("{{ matcher = \"^{tool}$\", command = {command:?} }}"));
             calls.push(HostileCall { label: format!("hook on {tool}: {command}"), tool, args, pid_file });
         };
         // Never reads stdin and exits at once: the host's write of 200 KB meets a closed pipe (SIGPIPE).

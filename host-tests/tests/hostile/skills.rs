@@ -97,7 +97,7 @@ fn bad_user_skills_are_refused_and_the_good_ones_load() {
     let (skills, outside) = (root.path().join("skills"), root.path().join("outside"));
     std::fs::create_dir_all(&outside).unwrap();
     let bad = lay_out(&skills, &outside);
-    let runtime = runtime(&format!("[skills]\ndirs = [{:?}]\n", skills));
+    let runtime = runtime(&format!("[skills]\ndirs = [{skills:?}]\n"));
     for (name, why) in &bad {
         check_refused(&use_skill(&runtime, ws.path(), name), name, why);
         // The next call works, and the listing holds only the good skills.
@@ -142,7 +142,7 @@ fn refused_skills_are_named_in_the_log() {
     std::fs::create_dir_all(&outside).unwrap();
     let bad = lay_out(&skills, &outside);
     let config = root.path().join("config.toml");
-    std::fs::write(&config, format!("[skills]\ndirs = [{:?}]\n", skills)).unwrap();
+    std::fs::write(&config, format!("[skills]\ndirs = [{skills:?}]\n")).unwrap();
     let output = std::process::Command::new(toolshed_bin())
         .arg("--plugins")
         .arg(plugins())

@@ -70,7 +70,7 @@ impl Server {
 /// A runtime with web_fetch alone, on the direct backend with `extra` in `[web]`.
 fn web_runtime(extra: &str) -> Runtime {
     static LOADING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = LOADING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one_at_a_time = LOADING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let config = Config::from_toml_str(&format!("[web]\nbackend = \"direct\"\nenabled = true\n{extra}")).unwrap();
     let runtime =
         Runtime::builder().plugin_file(plugins().join(lib("web_fetch"))).config(config).yes(true).build().unwrap();

@@ -17,7 +17,7 @@ use toolshed::{ResultStatus, Runtime, TaskHandle};
 /// process race on its shadow copy.
 fn runtime() -> Runtime {
     static LOADING: Mutex<()> = Mutex::new(());
-    let _one_at_a_time = LOADING.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let _one_at_a_time = LOADING.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let runtime = Runtime::builder()
         .plugin_file(plugins().join(lib("write_to_file")))
         .plugin_file(plugins().join(lib("apply_patch")))

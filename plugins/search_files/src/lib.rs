@@ -333,7 +333,7 @@ fn search_one(
         ),
         None => None,
     };
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let threads = std::thread::available_parallelism().map(std::num::NonZero::get).unwrap_or(1);
     let query = search::Query {
         root: &walk_root,
         matcher: &checked.matcher,

@@ -158,7 +158,7 @@ fn inline(
     skipped: &mut Vec<String>,
     should_stop: &dyn Fn() -> bool,
 ) -> Inline {
-    let mut walk = walker(query).sort_by_file_name(|a, b| a.cmp(b)).build();
+    let mut walk = walker(query).sort_by_file_name(std::cmp::Ord::cmp).build();
     let mut searcher = searcher();
     let started = Instant::now();
     let mut last = None;

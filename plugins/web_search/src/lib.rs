@@ -273,7 +273,7 @@ mod tests {
 
     #[test]
     fn partial_arrays_are_tolerated() {
-        let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let strings = |items: &[&str]| items.iter().map(std::string::ToString::to_string).collect::<Vec<_>>();
         assert_eq!(parse_partial_array(r#"["a.com", "b.com"]"#), strings(&["a.com", "b.com"]));
         assert_eq!(parse_partial_array(r#"["a.com", "b.c"#), strings(&["a.com", "b.c"]));
         assert_eq!(parse_partial_array(r#"  ["a.com"#), strings(&["a.com"]));
@@ -293,8 +293,8 @@ mod tests {
         let body = |allowed: &[&str], blocked: &[&str]| {
             serde_json::to_string(&SearchBody {
                 query: "q",
-                allowed_domains: allowed.iter().map(|s| s.to_string()).collect(),
-                blocked_domains: blocked.iter().map(|s| s.to_string()).collect(),
+                allowed_domains: allowed.iter().map(std::string::ToString::to_string).collect(),
+                blocked_domains: blocked.iter().map(std::string::ToString::to_string).collect(),
             })
             .unwrap()
         };

@@ -419,7 +419,7 @@ fn relative_paths_resolve_against_their_file() {
 fn home_as_workspace_reads_the_user_file_once() {
     let scratch = Scratch::new();
     scratch.write_user("[approval]\nyolo = true\n");
-    let loaded = scratch.loader().workspace(Some(scratch.home.clone())).load().unwrap();
+    let loaded = scratch.loader().workspace(Some(scratch.home)).load().unwrap();
     assert!(loaded.config.approval.yolo);
     assert_eq!(loaded.warnings, Vec::<String>::new());
 }

@@ -9,8 +9,8 @@
 
 use super::sse::{Overflow, SseLines, MAX_LINE_BYTES};
 use super::{AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError};
-use crate::types::BoxFuture;
 use crate::spec::{Provider, ToolSchemas};
+use crate::types::BoxFuture;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -129,7 +129,7 @@ impl OpenAiDriver {
                 AgentMessage::ToolResults { results } => {
                     // Every tool message first: a user message (images) may not sit between them.
                     let (mut tools, mut users) = (Vec::new(), Vec::new());
-                    for message in results.iter().flat_map(|result| result.to_openai()) {
+                    for message in results.iter().flat_map(super::super::types::ToolResult::to_openai) {
                         if message["role"] == "tool" {
                             tools.push(message);
                         } else {

@@ -174,8 +174,7 @@ async fn ask(
     let denied_message = request.denied_message.clone();
     let Some(approver) = &engine.approver else {
         let note = format!(
-            "{} needs approval and there is no terminal to ask: pass --yes, or allow it in [approval] tools",
-            tool
+            "{tool} needs approval and there is no terminal to ask: pass --yes, or allow it in [approval] tools"
         );
         return Err((denied_message, Some(note), None));
     };

@@ -263,7 +263,7 @@ fn describe(error: &reqwest::Error) -> (HttpErrorKind, String) {
         innermost = Some(current);
         source = current.source();
     }
-    let detail = innermost.map(|e| e.to_string()).filter(|d| *d != error.to_string());
+    let detail = innermost.map(std::string::ToString::to_string).filter(|d| *d != error.to_string());
     let message = match detail {
         Some(detail) => format!("{error}: {detail}"),
         None => error.to_string(),

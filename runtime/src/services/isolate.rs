@@ -147,7 +147,7 @@ pub(crate) fn run(
     let services: Vec<String> = host
         .services()
         .into_iter()
-        .map(|s| s.into_string())
+        .map(abi_stable::std_types::RString::into_string)
         .filter(|s| s != <toolshed_plugin_api::services::IsolateRun as toolshed_plugin_api::services::Service>::NAME)
         .collect();
     let start = Start {
@@ -425,7 +425,9 @@ fn converse(
             .map_err(|e| Ended::Message(format!("the parser's child process sent an unreadable message: {e}")))?;
         match message {
             ToHost::Service { name, request } => {
-                let reply = if name == <toolshed_plugin_api::services::IsolateRun as toolshed_plugin_api::services::Service>::NAME {
+                let reply = if name
+                    == <toolshed_plugin_api::services::IsolateRun as toolshed_plugin_api::services::Service>::NAME
+                {
                     Reply { ok: false, text: nested_error() }
                 } else {
                     match host.service(name.as_str().into(), request.as_str().into()) {

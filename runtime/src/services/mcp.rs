@@ -24,8 +24,7 @@ pub(crate) fn register(router: &mut Router, hub: Option<Arc<McpHub>>) {
     let calls = hub.clone();
     router.register::<McpCallTool>(move |call, req| {
         let hub = configured(calls.as_deref())?;
-        let result =
-            hub.call_tool(&req.server, &req.tool, req.arguments, &call.cancels()).map_err(mcp_error)?;
+        let result = hub.call_tool(&req.server, &req.tool, req.arguments, &call.cancels()).map_err(mcp_error)?;
         Ok(McpCallToolResponse { result })
     });
     let reads = hub.clone();

@@ -228,7 +228,7 @@ impl AgentTools {
             return Ok(Routed::Refused(ToolResult::plain(&tool_use, description, ResultStatus::Error, text)));
         };
         let input = serde_json::json!({"prompt_1": prompt, "agent": agent});
-        let call = ToolUse::new(tool_use.id.clone(), "use_subagents", input);
+        let call = ToolUse::new(tool_use.id, "use_subagents", input);
         Ok(Routed::Call { tool_use: call, description: Some(description) })
     }
 }

@@ -8,8 +8,8 @@
 //! (plus `task_progress`, which every tool accepts). A tool use the stream ends inside is completed with
 //! what it has, as Cline marks every block complete when the stream ends.
 
-use crate::types::ToolUse;
 use crate::types::PartialToolUse;
+use crate::types::ToolUse;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 

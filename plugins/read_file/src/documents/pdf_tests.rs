@@ -151,7 +151,7 @@ fn a_stream_that_inflates_hugely_is_a_limit() {
     let bytes = one_page("", stream("/Filter [/FlateDecode /FlateDecode]", &twice), "", vec![]);
     assert!(limit_key(read(&bytes, &limits)).contains("max_document_part_bytes"));
     // A broken zlib header gets lopdf's raw-deflate fallback, and so does the check.
-    let mut broken = bomb.clone();
+    let mut broken = bomb;
     broken[1] ^= 0xff;
     let bytes = one_page("", stream("/Filter /FlateDecode", &broken), "", vec![]);
     assert!(limit_key(read(&bytes, &limits)).contains("max_document_part_bytes"));

@@ -364,7 +364,7 @@ pub(crate) mod tests {
         let mut entries = Vec::new();
         for index in 0..archive.len() {
             let mut entry = archive.by_index(index).unwrap_or_else(|e| panic!("{e}"));
-            let entry_name = entry.name().map(|n| n.into_owned()).unwrap_or_default();
+            let entry_name = entry.name().map(std::borrow::Cow::into_owned).unwrap_or_default();
             let mut bytes = Vec::new();
             entry.read_to_end(&mut bytes).unwrap_or_else(|e| panic!("{e}"));
             if entry_name == name {
