@@ -185,10 +185,10 @@ pub fn apply_patch(data: &[u8]) {
             Err(e) => panic!("a printed patch does not parse ({e}):\n{printed}"),
         }
         for action in actions {
-            if let Action::Update { chunks, .. } = action {
-                if let Ok((bytes, _)) = patch::update(original, chunks) {
-                    assert!(std::str::from_utf8(&bytes).is_ok() || original.first().is_some_and(|&b| b >= 0xFE));
-                }
+            if let Action::Update { chunks, .. } = action
+                && let Ok((bytes, _)) = patch::update(original, chunks)
+            {
+                assert!(std::str::from_utf8(&bytes).is_ok() || original.first().is_some_and(|&b| b >= 0xFE));
             }
         }
     }

@@ -76,10 +76,10 @@ pub fn tool_input(data: &[u8]) {
     let reparsed: Value = serde_json::from_str(&printed).unwrap_or_else(|e| panic!("{printed:?} does not parse: {e}"));
     assert!(same_json(&reparsed, &value), "print/parse does not round trip: {reparsed} != {value}");
     // The plugins' own argument types (lenient strings, integers and booleans): errors are fine, panics not.
-    if let Ok(args) = serde_json::from_value::<write_to_file::WriteToFileArgs>(value.clone()) {
-        if let Some(Value::String(path)) = value.get("path") {
-            assert_eq!(args.path.as_deref(), Some(path.as_str()));
-        }
+    if let Ok(args) = serde_json::from_value::<write_to_file::WriteToFileArgs>(value.clone())
+        && let Some(Value::String(path)) = value.get("path")
+    {
+        assert_eq!(args.path.as_deref(), Some(path.as_str()));
     }
     let _ = serde_json::from_value::<apply_patch::ApplyPatchArgs>(value.clone());
     let _ = serde_json::from_value::<execute_command::ExecuteCommandArgs>(value);
@@ -127,10 +127,10 @@ pub fn command_permissions(data: &[u8]) {
         [setting, command, ..] => (setting.as_str(), command.as_str()),
         [] => return,
     };
-    if let Ok(rules) = CommandPermissions::from_json(setting) {
-        if let Err(denial) = rules.check(command) {
-            assert!(!denial_message(command, &denial).is_empty());
-        }
+    if let Ok(rules) = CommandPermissions::from_json(setting)
+        && let Err(denial) = rules.check(command)
+    {
+        assert!(!denial_message(command, &denial).is_empty());
     }
     let check = |json: &str| match CommandPermissions::from_json(json) {
         Ok(rules) => rules.check(command),

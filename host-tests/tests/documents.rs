@@ -9,7 +9,7 @@ use std::path::Path;
 use toolshed::ResultStatus;
 
 /// One runtime and task in `ws`, and a function that reads a file in it.
-fn reader(ws: &Path) -> impl Fn(&str) -> toolshed::ToolResult {
+fn reader(ws: &Path) -> impl Fn(&str) -> toolshed::ToolResult + use<> {
     let runtime = shipped().build().unwrap();
     let task = task_in(&runtime, ws);
     move |path| {

@@ -22,7 +22,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// One runtime and task in `ws`, and a function that outlines a directory in it.
-fn outliner(ws: &Path) -> impl Fn(&str) -> toolshed::ToolResult {
+fn outliner(ws: &Path) -> impl Fn(&str) -> toolshed::ToolResult + use<> {
     let runtime = shipped().build().unwrap();
     let task = task_in(&runtime, ws);
     move |path| {

@@ -43,7 +43,10 @@ fn panics_in_execute_and_prepare_are_tool_errors_and_the_host_still_serves() {
 fn a_hundred_panics_with_backtraces_requested_keep_memory_bounded() {
     // RUST_BACKTRACE=1 makes a default panic hook symbolise a backtrace (~35 MB, ~100 ms each); the SDK's
     // quiet hook must not. The variable is read by the plugin's own std at panic time.
-    std::env::set_var("RUST_BACKTRACE", "1");
+    // SAFETY: edition 2024 marks `set_var` unsafe because a read of the environment on another thread at the
+    // same moment is undefined behaviour on some platforms. The test took that risk before the edition made it
+    // visible; the tests running beside it only read the environment.
+    unsafe { std::env::set_var("RUST_BACKTRACE", "1") };
     let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).yes(true).build().unwrap();
     let ws = workspace();
     let task = task_in(&runtime, ws.path());

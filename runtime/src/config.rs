@@ -145,10 +145,10 @@ impl Config {
                 return Err(format!("[web] {key}: {problem}"));
             }
         }
-        if let Some(proxy) = &self.web.proxy {
-            if !(proxy.starts_with("https://") || proxy.starts_with("http://")) {
-                return Err(format!("[web] proxy is {proxy:?}; use an http:// or https:// URL"));
-            }
+        if let Some(proxy) = &self.web.proxy
+            && !(proxy.starts_with("https://") || proxy.starts_with("http://"))
+        {
+            return Err(format!("[web] proxy is {proxy:?}; use an http:// or https:// URL"));
         }
         Ok(())
     }

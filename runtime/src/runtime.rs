@@ -459,7 +459,7 @@ impl Runtime {
     /// Brings the plugin directories up to date now, without waiting for a watcher: new and changed
     /// libraries are loaded or swapped in, removed ones unloaded. Resolves with what happened (subscribers of
     /// [`Runtime::events`] get the same events).
-    pub fn rescan(&self) -> impl std::future::Future<Output = Vec<PluginEvent>> + Send + 'static {
+    pub fn rescan(&self) -> impl std::future::Future<Output = Vec<PluginEvent>> + Send + 'static + use<> {
         let reloader = Arc::clone(&self.reloader);
         async move { reloader.rescan().await }
     }
@@ -487,7 +487,10 @@ impl Runtime {
     /// Runs a future on the runtime's own actor thread and resolves with its output (`None` if the runtime
     /// stopped first). A host loop that makes many calls one at a time pays a cross-thread wake-up per call
     /// when it awaits from its own threads (~80 µs on idle VMs); run there, it pays the actor hop alone.
-    pub fn run_on_runtime<F, Fut, T>(&self, make: F) -> impl std::future::Future<Output = Option<T>> + Send + 'static
+    pub fn run_on_runtime<F, Fut, T>(
+        &self,
+        make: F,
+    ) -> impl std::future::Future<Output = Option<T>> + Send + 'static + use<F, Fut, T>
     where
         F: FnOnce() -> Fut + Send + 'static,
         Fut: std::future::Future<Output = T> + 'static,

@@ -419,10 +419,10 @@ impl SpecRegistry {
     pub fn enabled(&self, variant: &PromptVariant, context: &SpecContext) -> Vec<Spec> {
         let mut picked: Vec<&Spec> = Vec::new();
         for id in &variant.tools {
-            if let Some(spec) = self.resolve(id, &variant.family) {
-                if !picked.iter().any(|known| known.id == spec.id) {
-                    picked.push(spec);
-                }
+            if let Some(spec) = self.resolve(id, &variant.family)
+                && !picked.iter().any(|known| known.id == spec.id)
+            {
+                picked.push(spec);
             }
         }
         picked.retain(|spec| context.meets_all(&spec.context_requirements));

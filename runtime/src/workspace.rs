@@ -146,10 +146,10 @@ impl Workspace {
         let spellings = std::iter::once(absolute).chain(real.as_deref().filter(|real| *real != absolute));
         for path in spellings {
             for (root, rules) in self.roots.iter().zip(rules) {
-                if let Some(relative) = root.relative(path) {
-                    if rules.denies(relative) {
-                        return false;
-                    }
+                if let Some(relative) = root.relative(path)
+                    && rules.denies(relative)
+                {
+                    return false;
                 }
             }
         }

@@ -103,10 +103,10 @@ impl Staged {
 /// Makes a rename or an unlink in `path`'s directory durable; a directory that cannot be synced is not worth
 /// failing for.
 fn sync_parent(path: &Path) {
-    if let Some(dir) = path.parent() {
-        if let Ok(dir) = File::open(dir) {
-            let _ = dir.sync_all();
-        }
+    if let Some(dir) = path.parent()
+        && let Ok(dir) = File::open(dir)
+    {
+        let _ = dir.sync_all();
     }
 }
 

@@ -203,10 +203,10 @@ fn restore(backups: &[Backup], done: &[&Path], steps: &[Step]) {
                 let _ = write.restore(bytes);
             }
             (Some(bytes), None) => {
-                if let Ok(staged) = Staged::new(&backup.path, bytes, backup.meta.as_ref()) {
-                    if staged.commit().is_err() {
-                        staged.discard();
-                    }
+                if let Ok(staged) = Staged::new(&backup.path, bytes, backup.meta.as_ref())
+                    && staged.commit().is_err()
+                {
+                    staged.discard();
                 }
             }
             (None, _) => {

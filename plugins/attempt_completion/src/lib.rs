@@ -111,10 +111,10 @@ impl Tool for AttemptCompletion {
         let feedback = answer.text.as_deref().filter(|t| !t.is_empty());
         if feedback.is_none() && answer.images.is_empty() {
             // Accepted, or nobody there to say otherwise: the task is complete.
-            if let Err(e) = host.call::<services::TaskComplete>(&TaskTextRequest { text: result_text.to_owned() }) {
-                if e.kind != toolshed_plugin_api::ServiceErrorKind::UnknownService {
-                    return Ok(conversation::service_error::<services::TaskComplete>(&call.tool, &e));
-                }
+            if let Err(e) = host.call::<services::TaskComplete>(&TaskTextRequest { text: result_text.to_owned() })
+                && e.kind != toolshed_plugin_api::ServiceErrorKind::UnknownService
+            {
+                return Ok(conversation::service_error::<services::TaskComplete>(&call.tool, &e));
             }
             return Ok(result::text(DONE));
         }

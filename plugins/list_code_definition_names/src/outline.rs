@@ -153,12 +153,10 @@ pub fn outline_until(
         if last_line.is_some_and(|last| start > last + 1) {
             out.push_str("|----\n");
         }
-        if printed {
-            if let Some(line) = lines.get(start).filter(|line| !line.is_empty()) {
-                out.push('│');
-                push_line(&mut out, line, limits.max_line_chars);
-                out.push('\n');
-            }
+        if printed && let Some(line) = lines.get(start).filter(|line| !line.is_empty()) {
+            out.push('│');
+            push_line(&mut out, line, limits.max_line_chars);
+            out.push('\n');
         }
         last_line = Some(end);
     }

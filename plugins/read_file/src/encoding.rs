@@ -160,11 +160,11 @@ impl<R: Read> Utf16Reader<R> {
                 u16::from_le_bytes(pair)
             }
         };
-        if let Some(first) = odd_byte.take() {
-            if let Some((&second, rest)) = bytes.split_first() {
-                push_unit(out, high_surrogate, unit([first, second]));
-                bytes = rest;
-            }
+        if let Some(first) = odd_byte.take()
+            && let Some((&second, rest)) = bytes.split_first()
+        {
+            push_unit(out, high_surrogate, unit([first, second]));
+            bytes = rest;
         }
         let mut pairs = bytes.chunks_exact(2);
         for pair in &mut pairs {

@@ -279,10 +279,10 @@ fn read_text(
     (&mut file).take(SNIFF_LEN as u64).read_to_end(&mut sample).map_err(io_error)?;
     let bom = Bom::detect(&sample);
     // Cline decodes extension-less binaries as UTF-8 all the same, so only files with an extension are refused.
-    if let (None, Some(extension)) = (bom, extension) {
-        if looks_binary(&sample) {
-            return Err(format!("Cannot read text for file type: {extension}"));
-        }
+    if let (None, Some(extension)) = (bom, extension)
+        && looks_binary(&sample)
+    {
+        return Err(format!("Cannot read text for file type: {extension}"));
     }
     file.seek(SeekFrom::Start(bom.map_or(0, Bom::len))).map_err(io_error)?;
     let file = Cancellable { inner: file, host };

@@ -297,11 +297,11 @@ impl PassState {
             *total -= last.len();
             files.pop_last();
         }
-        if *total >= need {
-            if let (Some((last, _)), Ok(mut threshold)) = (files.last_key_value(), self.threshold.write()) {
-                *threshold = Some(last.clone());
-                self.pruning.store(true, Ordering::Relaxed);
-            }
+        if *total >= need
+            && let (Some((last, _)), Ok(mut threshold)) = (files.last_key_value(), self.threshold.write())
+        {
+            *threshold = Some(last.clone());
+            self.pruning.store(true, Ordering::Relaxed);
         }
     }
 
@@ -481,10 +481,10 @@ struct ListVisitor<'a> {
 
 impl ignore::ParallelVisitor for ListVisitor<'_> {
     fn visit(&mut self, item: Result<DirEntry, ignore::Error>) -> WalkState {
-        if let Ok(entry) = item {
-            if is_file(&entry) {
-                self.local.push(entry.into_path());
-            }
+        if let Ok(entry) = item
+            && is_file(&entry)
+        {
+            self.local.push(entry.into_path());
         }
         WalkState::Continue
     }

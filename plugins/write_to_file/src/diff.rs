@@ -231,10 +231,11 @@ pub fn parse(diff: &str, original: &str, final_pass: bool) -> Result<Vec<Edit>, 
     let lines_of_original = Lines::new(original);
     let mut lines: Vec<&str> = diff.split('\n').collect();
     // A last line that starts like a marker but is not one may be a marker still arriving: drop it.
-    if let Some(last) = lines.last() {
-        if last.starts_with(['-', '<', '=', '+', '>']) && !is_any_marker(last) {
-            lines.pop();
-        }
+    if let Some(last) = lines.last()
+        && last.starts_with(['-', '<', '=', '+', '>'])
+        && !is_any_marker(last)
+    {
+        lines.pop();
     }
 
     let mut located = Located::default();

@@ -85,20 +85,21 @@ pub fn diff_partial(
     let marker_arrived = complete[progress.consumed..].split('\n').any(diff::is_any_marker);
     progress.consumed = complete.len();
     progress.digest = digest(complete);
-    if marker_arrived && !progress.failed {
-        if let Some(original) = original() {
-            let edits = match diff::parse(complete, &original, false) {
-                Ok(edits) => edits,
-                Err(DiffError { completed, .. }) => {
-                    progress.failed = true;
-                    completed
-                }
-            };
-            for index in progress.emitted..edits.len() {
-                host.say("tool", &block_card(path, complete, &original, &edits, index), true);
+    if marker_arrived
+        && !progress.failed
+        && let Some(original) = original()
+    {
+        let edits = match diff::parse(complete, &original, false) {
+            Ok(edits) => edits,
+            Err(DiffError { completed, .. }) => {
+                progress.failed = true;
+                completed
             }
-            progress.emitted = progress.emitted.max(edits.len());
+        };
+        for index in progress.emitted..edits.len() {
+            host.say("tool", &block_card(path, complete, &original, &edits, index), true);
         }
+        progress.emitted = progress.emitted.max(edits.len());
     }
     save(host, key, Some(progress));
 }

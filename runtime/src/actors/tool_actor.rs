@@ -194,13 +194,13 @@ fn run_call(
         return Ok(PhaseAnswer::Text(text));
     }
     let prepared = Prepared::from_json(&text).map_err(|e| e.to_string());
-    if let (Some(then), Ok(answer)) = (then_execute, &prepared) {
-        if let Some(explicit) = then.approve.approve(answer) {
-            if let Some(started) = started {
-                let _ = started.send(());
-            }
-            return run_handler(handler, Phase::Execute, &call.text(explicit), host).map(PhaseAnswer::Executed);
+    if let (Some(then), Ok(answer)) = (then_execute, &prepared)
+        && let Some(explicit) = then.approve.approve(answer)
+    {
+        if let Some(started) = started {
+            let _ = started.send(());
         }
+        return run_handler(handler, Phase::Execute, &call.text(explicit), host).map(PhaseAnswer::Executed);
     }
     Ok(PhaseAnswer::Prepared(prepared))
 }
@@ -314,10 +314,10 @@ impl Handler<RunPhase> for ToolActor {
             };
             // Every blocking host service the call uses from here on answers `Cancelled`.
             cancelled.cancel();
-            if failure == PhaseError::Cancelled {
-                if let Ok(answer) = tokio::time::timeout(grace, &mut rx).await {
-                    return answer.unwrap_or_else(|_| lost());
-                }
+            if failure == PhaseError::Cancelled
+                && let Ok(answer) = tokio::time::timeout(grace, &mut rx).await
+            {
+                return answer.unwrap_or_else(|_| lost());
             }
             // Reply now; the plugin call keeps its thread until it returns.
             if state.compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_ok() {

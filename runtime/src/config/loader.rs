@@ -115,10 +115,8 @@ impl ConfigLoader {
                 .into_iter()
                 .flatten()
                 .any(|read| canonical(read) == canonical(&path));
-            if !already_read {
-                if let Some(text) = read_optional(&path)? {
-                    workspace_layer = Some((parse_layer(&text, &path)?, path, cwd));
-                }
+            if !already_read && let Some(text) = read_optional(&path)? {
+                workspace_layer = Some((parse_layer(&text, &path)?, path, cwd));
             }
         }
 
@@ -336,25 +334,25 @@ fn resolve_paths(table: &mut Table, base: Option<&Path>, home: Option<&Path>) {
             *value = Value::String(resolved.to_string_lossy().into_owned());
         }
     };
-    if let Some(Value::Table(mcp)) = table.get_mut("mcp") {
-        if let Some(settings) = mcp.get_mut("settings") {
-            resolve(settings);
-        }
+    if let Some(Value::Table(mcp)) = table.get_mut("mcp")
+        && let Some(settings) = mcp.get_mut("settings")
+    {
+        resolve(settings);
     }
-    if let Some(Value::Table(web)) = table.get_mut("web") {
-        if let Some(ca_file) = web.get_mut("ca_file") {
-            resolve(ca_file);
-        }
+    if let Some(Value::Table(web)) = table.get_mut("web")
+        && let Some(ca_file) = web.get_mut("ca_file")
+    {
+        resolve(ca_file);
     }
-    if let Some(Value::Table(subagents)) = table.get_mut("subagents") {
-        if let Some(dir) = subagents.get_mut("agents_dir") {
-            resolve(dir);
-        }
+    if let Some(Value::Table(subagents)) = table.get_mut("subagents")
+        && let Some(dir) = subagents.get_mut("agents_dir")
+    {
+        resolve(dir);
     }
-    if let Some(Value::Table(skills)) = table.get_mut("skills") {
-        if let Some(Value::Array(paths)) = skills.get_mut("dirs") {
-            paths.iter_mut().for_each(resolve);
-        }
+    if let Some(Value::Table(skills)) = table.get_mut("skills")
+        && let Some(Value::Array(paths)) = skills.get_mut("dirs")
+    {
+        paths.iter_mut().for_each(resolve);
     }
     if let Some(Value::Table(plugins)) = table.get_mut("plugins") {
         for key in ["dirs", "trusted_workspaces"] {

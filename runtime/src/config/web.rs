@@ -88,12 +88,11 @@ impl HostRule {
         }
         if let Ok(net) = bare.parse::<IpNet>() {
             // A network of IPv4-mapped addresses is that IPv4 network.
-            if let IpNet::V6(v6) = net {
-                if let (Some(v4), Some(len)) = (v6.network().to_ipv4_mapped(), v6.prefix_len().checked_sub(96)) {
-                    if let Ok(v4) = ipnet::Ipv4Net::new(v4, len) {
-                        return Self::Net(IpNet::V4(v4.trunc()));
-                    }
-                }
+            if let IpNet::V6(v6) = net
+                && let (Some(v4), Some(len)) = (v6.network().to_ipv4_mapped(), v6.prefix_len().checked_sub(96))
+                && let Ok(v4) = ipnet::Ipv4Net::new(v4, len)
+            {
+                return Self::Net(IpNet::V4(v4.trunc()));
             }
             return Self::Net(net.trunc());
         }

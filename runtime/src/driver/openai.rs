@@ -148,10 +148,10 @@ impl OpenAiDriver {
             "stream": true,
             "stream_options": {"include_usage": true},
         });
-        if let ToolSchemas::Json(tools) = Provider::OpenAi.render(&request.tools) {
-            if tools.as_array().is_some_and(|t| !t.is_empty()) {
-                body["tools"] = tools;
-            }
+        if let ToolSchemas::Json(tools) = Provider::OpenAi.render(&request.tools)
+            && tools.as_array().is_some_and(|t| !t.is_empty())
+        {
+            body["tools"] = tools;
         }
         body
     }

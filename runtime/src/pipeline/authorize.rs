@@ -142,12 +142,11 @@ fn other_names(route: &Route, input: &Value) -> Vec<String> {
     if route.meta.primary != route.meta.name {
         names.push(route.meta.primary.clone());
     }
-    if route.meta.primary == USE_MCP_TOOL {
-        if let (Some(server), Some(tool)) =
+    if route.meta.primary == USE_MCP_TOOL
+        && let (Some(server), Some(tool)) =
             (input.get("server_name").and_then(Value::as_str), input.get("tool_name").and_then(Value::as_str))
-        {
-            names.push(format!("{server}{}{tool}", crate::spec::MCP_TOOL_SEPARATOR));
-        }
+    {
+        names.push(format!("{server}{}{tool}", crate::spec::MCP_TOOL_SEPARATOR));
     }
     names
 }

@@ -164,10 +164,10 @@ impl HttpService {
         let work = async move {
             let checked_send = async move {
                 // The deny list's names resolved now, before anything is sent to an address in the URL.
-                if let Some((policy, url)) = check {
-                    if let Err(refusal) = policy.check_target(&url).await {
-                        return HttpReply::Failed(HttpFailure { kind: refusal.kind, message: refusal.message });
-                    }
+                if let Some((policy, url)) = check
+                    && let Err(refusal) = policy.check_target(&url).await
+                {
+                    return HttpReply::Failed(HttpFailure { kind: refusal.kind, message: refusal.message });
                 }
                 send(builder, max_bytes).await
             };

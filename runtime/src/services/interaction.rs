@@ -368,13 +368,13 @@ pub(crate) fn after_call(host: &InteractionHost, task: &TaskShared, progress: Op
         c.user_edited = false;
         Some(text)
     });
-    if let Some(list) = progress.filter(|p| !p.trim().is_empty()) {
-        if result.status == ResultStatus::Success {
-            task.say(
-                "focus_chain",
-                SayRequest { kind: "task_progress".to_owned(), text: list.trim().to_owned(), partial: false },
-            );
-        }
+    if let Some(list) = progress.filter(|p| !p.trim().is_empty())
+        && result.status == ResultStatus::Success
+    {
+        task.say(
+            "focus_chain",
+            SayRequest { kind: "task_progress".to_owned(), text: list.trim().to_owned(), partial: false },
+        );
     }
     if let Some(reminder) = reminder {
         result.context_after.push(reminder);

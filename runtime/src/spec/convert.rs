@@ -143,10 +143,10 @@ fn json_property(param: &SpecParam) -> Value {
     let mut schema = Map::new();
     schema.insert("type".to_owned(), param.kind.clone());
     schema.insert("description".to_owned(), Value::from(param.description.as_str()));
-    if param.kind == "array" {
-        if let Some(items) = param.items.as_ref().filter(|items| truthy(items)) {
-            schema.insert("items".to_owned(), items.clone());
-        }
+    if param.kind == "array"
+        && let Some(items) = param.items.as_ref().filter(|items| truthy(items))
+    {
+        schema.insert("items".to_owned(), items.clone());
     }
     if param.kind == "object" {
         if let Some(properties) = param.properties.as_ref().filter(|properties| truthy(properties)) {
@@ -247,10 +247,10 @@ fn gemini_property(param: &SpecParam) -> Value {
         }
     }
     let mut schema = gemini_schema(&Value::Object(node));
-    if !param.description.is_empty() {
-        if let Value::Object(schema) = &mut schema {
-            schema.insert("description".to_owned(), Value::from(param.description.as_str()));
-        }
+    if !param.description.is_empty()
+        && let Value::Object(schema) = &mut schema
+    {
+        schema.insert("description".to_owned(), Value::from(param.description.as_str()));
     }
     schema
 }

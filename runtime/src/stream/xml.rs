@@ -157,10 +157,10 @@ fn apply_content_rule(tool: &mut XmlToolUse, body: &str) {
         return;
     }
     let (open, close) = ("<content>", "</content>");
-    if let (Some(start), Some(end)) = (body.find(open), body.rfind(close)) {
-        if end > start + open.len() - 1 {
-            tool.set("content", body[start + open.len()..end].trim().to_owned());
-        }
+    if let (Some(start), Some(end)) = (body.find(open), body.rfind(close))
+        && end > start + open.len() - 1
+    {
+        tool.set("content", body[start + open.len()..end].trim().to_owned());
     }
 }
 

@@ -232,12 +232,11 @@ impl AddressPolicy {
         if let Some(rule) = self.denied.iter().find(|rule| rule.matches(&host)) {
             return Err(denied(&host, None, rule));
         }
-        if let Target::Ip(ip) = host {
-            if let Some(reason) = non_public(ip) {
-                if !self.exempt(&host) {
-                    return Err(refused_address(&host.to_string(), ip, reason));
-                }
-            }
+        if let Target::Ip(ip) = host
+            && let Some(reason) = non_public(ip)
+            && !self.exempt(&host)
+        {
+            return Err(refused_address(&host.to_string(), ip, reason));
         }
         Ok(host)
     }

@@ -403,11 +403,11 @@ impl Inner {
         let message = connection.error(name, error);
         if connection.ended(error) {
             let mut state = self.lock();
-            if let Some(server) = state.servers.get_mut(name).filter(|s| s.generation == generation) {
-                if matches!(server.status, Status::Connected(_)) {
-                    tracing::warn!(server = %name, "MCP server connection ended: {message}");
-                    server.status = Status::Crashed(message.clone());
-                }
+            if let Some(server) = state.servers.get_mut(name).filter(|s| s.generation == generation)
+                && matches!(server.status, Status::Connected(_))
+            {
+                tracing::warn!(server = %name, "MCP server connection ended: {message}");
+                server.status = Status::Crashed(message.clone());
             }
             drop(state);
             self.bump();

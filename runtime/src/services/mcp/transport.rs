@@ -258,10 +258,10 @@ where
             .await;
             // A server that closed its stdin (or died) is that server's error, never the host's: with
             // SIGPIPE ignored the write answers EPIPE, and the request fails with it.
-            if let Err(e) = &written {
-                if e.kind() == std::io::ErrorKind::BrokenPipe {
-                    fault.set("stopped reading its input (the pipe to it is broken)".to_owned());
-                }
+            if let Err(e) = &written
+                && e.kind() == std::io::ErrorKind::BrokenPipe
+            {
+                fault.set("stopped reading its input (the pipe to it is broken)".to_owned());
             }
             written
         }

@@ -61,10 +61,10 @@ pub(crate) fn with_descendants(table: &[Entry], roots: &HashSet<i32>) -> HashSet
     let mut found = HashSet::new();
     let mut stack: Vec<i32> = roots.iter().copied().collect();
     while let Some(pid) = stack.pop() {
-        if found.insert(pid) {
-            if let Some(below) = children.get(&pid) {
-                stack.extend(below);
-            }
+        if found.insert(pid)
+            && let Some(below) = children.get(&pid)
+        {
+            stack.extend(below);
         }
     }
     found
