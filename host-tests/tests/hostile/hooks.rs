@@ -130,10 +130,13 @@ fn cases() -> Vec<Case> {
         // Exits at once, leaving children that hold its stdout open (one in a session of its own, one
         // double-forked): the output never ends by itself. They end with the hook, which allowed the call.
         Case {
+            // The hook waits for its double fork's pid file before it ends (and its tree is killed), so the
+            // file is there to check on a loaded machine too.
             name: "backgrounds sleepers",
             tool: "list_code_definition_names",
             hook: "sleep 1000 & echo $! > '{dir}/bg.pid'; setsid sleep 1000 & echo $! > '{dir}/setsid.pid'; \
-                   ( ( sleep 1000 & echo $! > '{dir}/double.pid' ) & ); cat > /dev/null; exit 0",
+                   ( ( sleep 1000 & echo $! > '{dir}/double.pid' ) & ); \
+                   while [ ! -s '{dir}/double.pid' ]; do sleep 0.01; done; cat > /dev/null; exit 0",
             args: |_| json!({ "path": "." }),
             answer: "No source code definitions found.",
             log: None,

@@ -127,6 +127,36 @@ fn a_call_timeout_kills_the_job() {
 }
 
 #[test]
+fn cancelling_the_task_stops_its_job_and_says_so() {
+    let _turn = turn();
+    // The grace is long, so the answer the model reads is the plugin's own, not the actor's.
+    let runtime = runtime(|config| config.timeouts.cancel_grace_ms = 20_000);
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    let caller = {
+        let task = task.clone();
+        std::thread::spawn(move || call(&task, "jobs", json!({ "job": "sleep" })))
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while job_children().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(!job_children().is_empty(), "the job never started");
+    task.cancel();
+    let result = caller.join().unwrap();
+    let body = text(&result);
+    assert_eq!(result.status, ResultStatus::Error, "{body}");
+    // The cancellation shut the job's socket; that is a cancellation, not a child that closed its pipe.
+    assert!(body.contains("cancelled"), "{body}");
+    assert!(!body.contains("closed its answer pipe"), "{body}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !job_children().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(job_children().is_empty(), "children left: {:?}", job_children());
+}
+
+#[test]
 fn stdout_garbage_and_large_answers_do_not_break_the_frames() {
     let _turn = turn();
     let runtime = runtime(|config| config.isolation.max_output_bytes = 64 * 1024);

@@ -160,12 +160,13 @@ impl Router {
             .index
             .get(name)
             .map(|&at| &self.entries[at])
-            .filter(|entry| entry.offered.as_ref().is_none_or(|offered| offered(call)))
-            .ok_or_else(|| unknown_service(name))?;
-        if !entry.after_cancel && call.is_cancelled_now() {
+            .filter(|entry| entry.offered.as_ref().is_none_or(|offered| offered(call)));
+        // Once cancelled, every service but those that stop what the call started answers `Cancelled`, known
+        // or not.
+        if !entry.is_some_and(|entry| entry.after_cancel) && call.is_cancelled_now() {
             return Err(cancelled());
         }
-        (entry.handler)(call, request)
+        (entry.ok_or_else(|| unknown_service(name))?.handler)(call, request)
     }
 
     fn names(&self, call: &CallHost) -> RVec<RString> {

@@ -165,6 +165,8 @@ impl InteractionHost {
     {
         race(&self.arbiter, call, make, move |work, cancellation| async move {
             tokio::select! {
+                // An answer that came with the cancellation still counts, as it always did.
+                biased;
                 value = work => value.map(Some).map_err(|_| failed("the host dropped the question")),
                 () = cancellation => Err(cancelled()),
                 () = sleep_for(limit) => Ok(None),

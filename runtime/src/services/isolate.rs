@@ -180,6 +180,11 @@ pub(crate) fn run(
         }
         Err(e) => Err(Ended::Message(format!("cannot use the parser's socket: {e}"))),
     };
+    // The cancellation shut the socket: a write or read that failed after it is the cancellation, not a death.
+    let outcome = match outcome {
+        Err(Ended::Died) if cancels.is_cancelled() => Err(Ended::Cancelled),
+        outcome => outcome,
+    };
     // A child that closed its pipe is usually dying: its own exit says why, not the kill that follows.
     let exited = match outcome {
         Err(Ended::Died) => wait_for_exit(&mut child, deadline, host),

@@ -297,6 +297,7 @@ fn spawn(
     race(&interaction.arbiter, call, runs, move |mut work, cancellation| async move {
         let dropped = |_| failed("the subagent runs were dropped");
         tokio::select! {
+            biased;
             outcomes = &mut work => return outcomes.map(|outcomes| SubagentsSpawnResponse { outcomes }).map_err(dropped),
             () = cancellation => {}
         }
