@@ -77,6 +77,8 @@ mod pipeline;
 mod registry;
 mod result_limit;
 mod runtime;
+// The MCP server is the `serve` feature: an embedder that serves no MCP compiles no server.
+#[cfg(feature = "serve")]
 pub mod serve;
 mod services;
 pub mod shown;
@@ -92,9 +94,9 @@ pub use services::isolate;
 
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};
 pub use registry::coordinator::RegisterEvent;
-pub use driver::{
-    AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError, OpenAiDriver,
-};
+pub use driver::{AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError};
+#[cfg(feature = "openai")]
+pub use driver::OpenAiDriver;
 pub use types::{BoxFuture, Mode, PartialToolUse, ResultStatus, ToolInput, ToolResult, ToolUse, UiEvent};
 pub use pipeline::hooks::{HookDecision, HookEvent, HookInput, HookMatcherError, HookOutcome};
 pub use services::interaction::{HostAction, Interaction, Question, UserReply};
