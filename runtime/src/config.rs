@@ -47,6 +47,7 @@ pub use sections::{
     ApprovalConfig, CommandsConfig, HookCommand, HooksConfig, IsolationConfig, LimitsConfig, McpConfig, PluginsConfig,
     Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig,
 };
+#[cfg(feature = "web")]
 pub(crate) use web::HostRule;
 pub use web::WebConfig;
 

@@ -6,10 +6,19 @@
 //! The runtime owns everything else: the child tasks, their tools, the loop, cancellation and the results
 //! (see `subagents.rs`). A driver only talks to a model.
 
+#[cfg(feature = "openai")]
 mod openai;
+#[cfg(feature = "openai")]
 mod sse;
 
+#[cfg(feature = "openai")]
 pub use openai::OpenAiDriver;
+
+// Without the feature: a driver type with no values, whose `from_config` says what is missing.
+#[cfg(not(feature = "openai"))]
+mod disabled;
+#[cfg(not(feature = "openai"))]
+pub(crate) use disabled::OpenAiDriver;
 
 use crate::spec::Spec;
 use crate::types::BoxFuture;

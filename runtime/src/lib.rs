@@ -77,6 +77,8 @@ mod pipeline;
 mod registry;
 mod result_limit;
 mod runtime;
+// The MCP server is the `serve` feature: an embedder that serves no MCP compiles no server.
+#[cfg(feature = "serve")]
 pub mod serve;
 mod services;
 pub mod shown;
@@ -91,9 +93,9 @@ mod workspace;
 pub use services::isolate;
 
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};
-pub use driver::{
-    AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError, OpenAiDriver,
-};
+#[cfg(feature = "openai")]
+pub use driver::OpenAiDriver;
+pub use driver::{AgentDriver, AgentMessage, AgentReply, AgentRequest, AgentToolCall, AgentUsage, DriverError};
 pub use pipeline::hooks::{HookDecision, HookEvent, HookInput, HookMatcherError, HookOutcome};
 pub use pipeline::policy::{
     Answer, ApprovalPrompt, Approver, Decision, Policy, PolicyRequest, Reply, Source, TerminalApprover,

@@ -212,6 +212,7 @@ impl<'a> Cancels<'a> {
 
     /// Blocks until `answer` has a value (`Some`, or `Err` when its sender is gone) or either cancellation
     /// comes (`Ok(None)`), waking on whichever is first.
+    #[cfg(any(feature = "web", feature = "mcp"))]
     pub fn recv<T>(&self, answer: &crossbeam_channel::Receiver<T>) -> Result<Option<T>, crossbeam_channel::RecvError> {
         let (tx, woken) = crossbeam_channel::bounded(1);
         let _guards = self.on_cancel(Arc::new(move || {

@@ -1,5 +1,6 @@
 //! `cargo xtask test`: the whole suite. The house rules come first, where a failure shows in seconds: the
-//! tidy checks (layering, file sizes), `cargo fmt --check`, then clippy with warnings denied. Then it builds
+//! tidy checks (layering, file sizes), `cargo fmt --check`, clippy with warnings denied, then the library
+//! without its optional features and with each alone (`cargo check`). Then it builds
 //! the plugins and fixtures (including those built against a foreign copy of the interface), runs every
 //! workspace test with their paths in the environment (doc tests included: `cargo test --workspace` runs
 //! them, and the runtime's doc examples load the built plugins from `TOOLSHED_TEST_PLUGINS`), then the demo
@@ -13,6 +14,7 @@ pub fn run() -> Result<()> {
     crate::tidy::run()?;
     cmd("cargo", &["fmt", "--all", "--check"], &[])?;
     cmd("cargo", &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"], &[])?;
+    features()?;
     let built = build::plugins(false)?;
     // Plugins built against another interface version and layout: their own workspace and target dir, so
     // their copies of the interface never unify with ours.
@@ -45,6 +47,24 @@ pub fn run() -> Result<()> {
     cmd(
         "cargo",
         &["run", "--quiet", "--package", "toolshed", "--example", "agent_host", "--", "--plugins", &plugins, "--yes"],
+        &[],
+    )
+}
+
+/// The library's optional parts (runtime/Cargo.toml `[features]`), each alone.
+const FEATURES: [&str; 4] = ["mcp", "serve", "openai", "web"];
+
+/// The library compiles without its optional parts and with each alone (the rest of the suite builds only the
+/// default, every feature on), and the build without any passes clippy: the dead code and unused imports of
+/// a build without a feature show only there. Checks, not builds: seconds each once the dependencies are.
+fn features() -> Result<()> {
+    cmd("cargo", &["check", "--package", "toolshed", "--no-default-features"], &[])?;
+    for feature in FEATURES {
+        cmd("cargo", &["check", "--package", "toolshed", "--no-default-features", "--features", feature], &[])?;
+    }
+    cmd(
+        "cargo",
+        &["clippy", "--package", "toolshed", "--no-default-features", "--all-targets", "--", "-D", "warnings"],
         &[],
     )
 }

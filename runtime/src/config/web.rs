@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
+#[cfg(feature = "web")]
 use url::{Host, Url};
 
 /// `[web]`: the web tools and the Cline API they talk to.
@@ -63,6 +64,8 @@ impl Default for WebConfig {
 
 /// One `allowed_hosts` / `denied_hosts` entry: a host name, `*.domain` for the domain's subdomains, an IP
 /// address in any spelling a URL may use, or a network in CIDR form.
+/// Only the web stack (the `web` feature) matches hosts against them; the config checks entries without it.
+#[cfg(feature = "web")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum HostRule {
     /// A host name, or with `subdomains` every name under the domain.
@@ -73,6 +76,7 @@ pub(crate) enum HostRule {
     Net(IpNet),
 }
 
+#[cfg(feature = "web")]
 impl HostRule {
     /// Parses an entry; every string is some entry (the config check, [`host_entry_problem`], refuses the
     /// forms that cannot match).

@@ -16,23 +16,41 @@
 //! host's runtime and the worker waits for it or the call's cancellation, whichever comes first: a cancelled or
 //! timed-out call stops its request (the future is aborted, the connection closed).
 
+#[cfg(feature = "web")]
 use crate::task::Cancels;
+#[cfg(feature = "web")]
 use reqwest::Url;
+#[cfg(feature = "web")]
 use std::sync::{Arc, OnceLock};
+#[cfg(feature = "web")]
 use std::time::Duration;
-use toolshed_plugin_api::services::{HttpErrorKind, HttpFailure, HttpReply, HttpRequest, HttpResponse, WebSettings};
+use toolshed_plugin_api::services::WebSettings;
+#[cfg(feature = "web")]
+use toolshed_plugin_api::services::{HttpErrorKind, HttpFailure, HttpReply, HttpRequest, HttpResponse};
+#[cfg(feature = "web")]
 use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
 
 /// Cline's `CLINE_ACCOUNT_AUTH_ERROR_MESSAGE`: what a request to the API says without a token.
+#[cfg(feature = "web")]
 pub(crate) const NO_TOKEN_MESSAGE: &str = "Unauthorized: Please sign in to Cline before trying again.";
 
+#[cfg(feature = "web")]
 mod connect;
+#[cfg(feature = "web")]
 mod policy;
 
+#[cfg(feature = "web")]
 use connect::{CheckedResolver, PeerCheck};
+#[cfg(feature = "web")]
 use policy::{url_host, AddressPolicy, Refusal, Target};
 
+// Without the feature: `http.request` answers that this build has no HTTP client.
+#[cfg(not(feature = "web"))]
+mod disabled;
+
 /// What the HTTP service is configured with.
+// Without `web` only `web` is read: the rest configures the client such a build lacks.
+#[cfg_attr(not(feature = "web"), allow(dead_code))]
 #[derive(Debug, Clone)]
 pub(crate) struct HttpSettings {
     pub web: WebSettings,
@@ -73,6 +91,7 @@ impl HttpSettings {
 }
 
 /// The clients and the runtime they run on, built at the first request.
+#[cfg(feature = "web")]
 struct Engine {
     runtime: tokio::runtime::Runtime,
     api: reqwest::Client,
@@ -83,9 +102,11 @@ struct Engine {
 /// The `http.request` service: settings, and the engine built on first use.
 pub(crate) struct HttpService {
     settings: HttpSettings,
+    #[cfg(feature = "web")]
     engine: OnceLock<Result<Engine, String>>,
 }
 
+#[cfg(feature = "web")]
 impl Drop for HttpService {
     fn drop(&mut self) {
         // The service may be dropped on an async thread (the actor system's), where dropping a runtime
@@ -99,7 +120,11 @@ impl Drop for HttpService {
 impl HttpService {
     /// A service with these settings; nothing is built until the first request.
     pub fn new(settings: HttpSettings) -> Self {
-        Self { settings, engine: OnceLock::new() }
+        Self {
+            settings,
+            #[cfg(feature = "web")]
+            engine: OnceLock::new(),
+        }
     }
 
     /// What `web.settings` answers.
@@ -107,6 +132,7 @@ impl HttpService {
         self.settings.web.clone()
     }
 
+    #[cfg(feature = "web")]
     fn engine(&self) -> Result<&Engine, ServiceError> {
         self.engine
             .get_or_init(|| build_engine(&self.settings))
@@ -115,6 +141,7 @@ impl HttpService {
     }
 
     /// Runs one request, waiting on the calling (worker) thread for its reply or the call's cancellation.
+    #[cfg(feature = "web")]
     pub fn request(&self, request: HttpRequest, cancels: &Cancels<'_>) -> Result<HttpReply, ServiceError> {
         let failed = |kind, message: String| Ok(HttpReply::Failed(HttpFailure { kind, message }));
         let url = match Url::parse(&request.url) {
@@ -195,6 +222,7 @@ impl HttpService {
 }
 
 /// Whether `url` lies under the base URL: same scheme, host and port, and the base's path as a prefix.
+#[cfg(feature = "web")]
 fn under_base(url: &Url, base: &str) -> bool {
     let Ok(base) = Url::parse(base) else {
         return false;
@@ -207,6 +235,7 @@ fn under_base(url: &Url, base: &str) -> bool {
 }
 
 /// Sends a request and reads its body up to the cap.
+#[cfg(feature = "web")]
 async fn send(builder: reqwest::RequestBuilder, max_bytes: u64) -> HttpReply {
     let failed = |kind, message: String| HttpReply::Failed(HttpFailure { kind, message });
     let mut response = match builder.send().await {
@@ -253,6 +282,7 @@ async fn send(builder: reqwest::RequestBuilder, max_bytes: u64) -> HttpReply {
 }
 
 /// The kind and message of a reqwest error: the policy's own refusal when it is in the chain.
+#[cfg(feature = "web")]
 fn describe(error: &reqwest::Error) -> (HttpErrorKind, String) {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     let mut innermost = None;
@@ -280,6 +310,7 @@ fn describe(error: &reqwest::Error) -> (HttpErrorKind, String) {
     (kind, message)
 }
 
+#[cfg(feature = "web")]
 fn build_engine(settings: &HttpSettings) -> Result<Engine, String> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
@@ -352,7 +383,7 @@ fn build_engine(settings: &HttpSettings) -> Result<Engine, String> {
     Ok(Engine { runtime, api, direct, policy })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "web"))]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;

@@ -2,24 +2,39 @@
 //! answers the `mcp.*` host services (`use_mcp_tool`, `access_mcp_resource`, native `{server}__mcp__{tool}`
 //! tools).
 
+#[cfg(feature = "mcp")]
 mod http;
+#[cfg(feature = "mcp")]
 mod hub;
+#[cfg(feature = "mcp")]
 mod settings;
+#[cfg(feature = "mcp")]
 mod transport;
 
+#[cfg(feature = "mcp")]
 pub(crate) use hub::McpHub;
 
+// Without the feature: a hub type with no values, and no `mcp.*` services.
+#[cfg(not(feature = "mcp"))]
+mod disabled;
+#[cfg(not(feature = "mcp"))]
+pub(crate) use disabled::{register, McpHub};
+
+#[cfg(feature = "mcp")]
 use crate::services::host::{cancelled, CallHost, Router};
 use crate::services::runner::{NameRoute, Routed};
 use crate::task::TaskShared;
 use crate::types::{BoxFuture, ToolInput, ToolUse};
 use std::sync::Arc;
+#[cfg(feature = "mcp")]
 use toolshed_plugin_api::services::{
     McpCallTool, McpCallToolResponse, McpReadResource, McpReadResourceResponse, McpServers, McpServersResponse,
 };
+#[cfg(feature = "mcp")]
 use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
 
 /// Registers `mcp.*`. Without a hub (no `[mcp] settings`) the calls say how to configure one.
+#[cfg(feature = "mcp")]
 pub(crate) fn register(router: &mut Router, hub: Option<Arc<McpHub>>) {
     let calls = hub.clone();
     router.register::<McpCallTool>(move |call, req| {
@@ -42,6 +57,7 @@ pub(crate) fn register(router: &mut Router, hub: Option<Arc<McpHub>>) {
 }
 
 /// The MCP hub, or the error a host without MCP settings gives.
+#[cfg(feature = "mcp")]
 fn configured(hub: Option<&McpHub>) -> Result<&McpHub, ServiceError> {
     hub.ok_or_else(|| {
         ServiceError::new(
@@ -52,6 +68,7 @@ fn configured(hub: Option<&McpHub>) -> Result<&McpHub, ServiceError> {
 }
 
 /// A hub failure as a service error: `None` is a cancellation.
+#[cfg(feature = "mcp")]
 fn mcp_error(error: Option<String>) -> ServiceError {
     match error {
         Some(message) => ServiceError::new(ServiceErrorKind::Failed, message),

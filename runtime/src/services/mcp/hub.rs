@@ -534,10 +534,8 @@ async fn connect(settings: &ServerSettings, limits: Limits) -> Result<Connection
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
             let mut custom = std::collections::HashMap::new();
             for (name, value) in headers {
-                let name =
-                    hyper::header::HeaderName::try_from(name.as_str()).map_err(|e| format!("header {name:?}: {e}"))?;
-                let value =
-                    hyper::header::HeaderValue::try_from(value.as_str()).map_err(|e| format!("header {name}: {e}"))?;
+                let name = http::HeaderName::try_from(name.as_str()).map_err(|e| format!("header {name:?}: {e}"))?;
+                let value = http::HeaderValue::try_from(value.as_str()).map_err(|e| format!("header {name}: {e}"))?;
                 custom.insert(name, value);
             }
             // rmcp's HTTP client caps each SSE event and each JSON body before parsing; both take the
