@@ -295,9 +295,17 @@ impl Engine {
         let mut result = match outcome {
             Outcome::Success { blocks } => {
                 task.mistakes.store(0, Ordering::Relaxed);
-                let mut result = ToolResult::plain(&tool_use, description, ResultStatus::Success, String::new());
-                result.blocks = blocks;
-                result
+                ToolResult {
+                    tool_use_id: tool_use.id.clone(),
+                    name: tool_use.name.clone(),
+                    description,
+                    blocks,
+                    status: ResultStatus::Success,
+                    feedback: None,
+                    note: None,
+                    context_before: Vec::new(),
+                    context_after: Vec::new(),
+                }
             }
             Outcome::Error(error) => finish::tool_error(task, &tool_use, description, error),
             Outcome::Denied => finish::denied(&tool_use, description, None),
