@@ -434,6 +434,8 @@ enum WatchMsg {
 pub(crate) struct Watcher {
     tx: crossbeam_channel::Sender<WatchMsg>,
     thread: Option<JoinHandle<()>>,
+    /// Disconnects when the thread ends, so the drop waits for it without polling.
+    ended: crossbeam_channel::Receiver<()>,
     _notify: notify::RecommendedWatcher,
 }
 
@@ -452,10 +454,12 @@ impl Watcher {
                 tracing::warn!(dir = %dir.display(), "not watching the plugin directory: {e}");
             }
         }
-        let thread = std::thread::Builder::new()
-            .name("toolshed-watch".to_owned())
-            .spawn(move || watch_loop(&reloader, &rx, debounce))?;
-        Ok(Self { tx, thread: Some(thread), _notify: watcher })
+        let (ended_tx, ended) = crossbeam_channel::bounded::<()>(0);
+        let thread = std::thread::Builder::new().name("toolshed-watch".to_owned()).spawn(move || {
+            let _ended = ended_tx;
+            watch_loop(&reloader, &rx, debounce)
+        })?;
+        Ok(Self { tx, thread: Some(thread), ended, _notify: watcher })
     }
 }
 
@@ -464,11 +468,9 @@ impl Drop for Watcher {
         let _ = self.tx.send(WatchMsg::Stop);
         if let Some(thread) = self.thread.take() {
             // A change being applied finishes first (a load takes milliseconds); never wait for long.
-            let deadline = Instant::now() + Duration::from_secs(2);
-            while !thread.is_finished() && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if thread.is_finished() {
+            if let Err(crossbeam_channel::RecvTimeoutError::Disconnected) =
+                self.ended.recv_timeout(Duration::from_secs(2))
+            {
                 let _ = thread.join();
             }
         }
