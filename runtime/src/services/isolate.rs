@@ -39,10 +39,6 @@ pub const CHILD_ARG: &str = "__isolated-job";
 /// The descriptor the library copy arrives on in the child (its stdin).
 const LIBRARY_FD: i32 = 0;
 
-/// How often a waiting job looks at its call's cancellation flag. The answer itself wakes the wait at once;
-/// this only bounds how late a timed-out or cancelled call's child is killed.
-const CANCEL_CHECK: Duration = Duration::from_millis(20);
-
 /// The most of a child's stderr kept to explain its death.
 const STDERR_TAIL: usize = 16 * 1024;
 
@@ -187,7 +183,7 @@ pub(crate) fn run(
     };
     // A child that closed its pipe is usually dying: its own exit says why, not the kill that follows.
     let exited = match outcome {
-        Err(Ended::Died) => wait_for_exit(&mut child, deadline, host),
+        Err(Ended::Died) => wait_for_exit(&mut child, deadline, cancels),
         _ => None,
     };
     // Whatever happened, the child has nothing left to do: kill its group and reap it.
@@ -210,19 +206,32 @@ pub(crate) fn run(
     }
 }
 
-/// Waits, until `deadline` or the call's end, for a child that closed its pipe to exit by itself.
-fn wait_for_exit(child: &mut Child, deadline: Instant, host: &dyn Host) -> Option<std::process::ExitStatus> {
-    // Dying takes the kernel a moment after the pipe closes; a short sleep between looks is enough.
-    let mut pause = Duration::from_millis(1);
-    loop {
-        if let Ok(Some(status)) = child.try_wait() {
-            return Some(status);
-        }
-        if host.is_cancelled() || Instant::now() >= deadline {
-            return None;
-        }
-        std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
-        pause = (pause * 2).min(CANCEL_CHECK);
+/// Waits, until `deadline` or the call's end, for a child that closed its pipe to exit by itself. A helper
+/// thread blocks in `waitid` (without reaping: the status stays for `try_wait`), so this wakes on the exit,
+/// the cancellation or the deadline, whichever is first, and never polls. A helper still waiting when this
+/// gives up returns once the kill that follows has ended the child.
+fn wait_for_exit(
+    child: &mut Child,
+    deadline: Instant,
+    cancels: &crate::task::Cancels<'_>,
+) -> Option<std::process::ExitStatus> {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).ok()?);
+    let (exited, wait) = crossbeam_channel::bounded(1);
+    let spawned = std::thread::Builder::new().name("toolshed-job-exit".to_owned()).spawn(move || {
+        let _ = exited.send(waitid(Id::Pid(pid), WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT).is_ok());
+    });
+    if spawned.is_err() {
+        return child.try_wait().ok().flatten();
+    }
+    let (woken_tx, woken) = crossbeam_channel::bounded(1);
+    let _guards = cancels.on_cancel(std::sync::Arc::new(move || {
+        let _ = woken_tx.try_send(());
+    }));
+    crossbeam_channel::select! {
+        recv(wait) -> gone => gone.ok().filter(|gone| *gone).and_then(|_| child.try_wait().ok().flatten()),
+        recv(woken) -> _ => None,
+        default(deadline.saturating_duration_since(Instant::now())) => None,
     }
 }
 
