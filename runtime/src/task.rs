@@ -210,18 +210,23 @@ impl<'a> Cancels<'a> {
         [self.call.on_cancel(Arc::clone(&wake)), self.task.on_cancel(wake)]
     }
 
-    /// Blocks until `answer` has a value (`Some`, or `Err` when its sender is gone) or either cancellation
-    /// comes (`Ok(None)`), waking on whichever is first.
-    #[cfg(any(feature = "web", feature = "mcp"))]
-    pub fn recv<T>(&self, answer: &crossbeam_channel::Receiver<T>) -> Result<Option<T>, crossbeam_channel::RecvError> {
+    /// Blocks until `answer` has a value (`Some`, or `Err` when its sender is gone), either cancellation comes
+    /// or `deadline` passes (both `Ok(None)`), waking on whichever is first.
+    pub fn recv<T>(
+        &self,
+        answer: &crossbeam_channel::Receiver<T>,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Option<T>, crossbeam_channel::RecvError> {
         let (tx, woken) = crossbeam_channel::bounded(1);
         let _guards = self.on_cancel(Arc::new(move || {
             let _ = tx.try_send(());
         }));
+        let timeout = deadline.map_or(crossbeam_channel::never(), crossbeam_channel::at);
         crossbeam_channel::select! {
             recv(answer) -> value => value.map(Some),
-            // An answer that came with the cancellation still counts.
+            // An answer that came with the cancellation or the deadline still counts.
             recv(woken) -> _ => Ok(answer.try_recv().ok()),
+            recv(timeout) -> _ => Ok(answer.try_recv().ok()),
         }
     }
 }

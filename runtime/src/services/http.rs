@@ -210,7 +210,7 @@ impl HttpService {
         let task = engine.runtime.spawn(async move {
             let _ = tx.send(work.await);
         });
-        match cancels.recv(&rx) {
+        match cancels.recv(&rx, None) {
             Ok(Some(reply)) => Ok(reply),
             Ok(None) => {
                 task.abort();

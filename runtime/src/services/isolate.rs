@@ -224,14 +224,9 @@ fn wait_for_exit(
     if spawned.is_err() {
         return child.try_wait().ok().flatten();
     }
-    let (woken_tx, woken) = crossbeam_channel::bounded(1);
-    let _guards = cancels.on_cancel(std::sync::Arc::new(move || {
-        let _ = woken_tx.try_send(());
-    }));
-    crossbeam_channel::select! {
-        recv(wait) -> gone => gone.ok().filter(|gone| *gone).and_then(|_| child.try_wait().ok().flatten()),
-        recv(woken) -> _ => None,
-        default(deadline.saturating_duration_since(Instant::now())) => None,
+    match cancels.recv(&wait, Some(deadline)) {
+        Ok(Some(true)) => child.try_wait().ok().flatten(),
+        _ => None,
     }
 }
 

@@ -157,7 +157,7 @@ impl McpHub {
         let task = runtime.spawn(async move {
             let _ = tx.send(future.await);
         });
-        match cancels.recv(&rx) {
+        match cancels.recv(&rx, None) {
             Ok(Some(result)) => result.map_err(Some),
             Ok(None) => {
                 task.abort();
