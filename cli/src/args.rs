@@ -2,6 +2,7 @@
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
+use toolshed::config::Profile;
 use toolshed::Provider;
 
 #[derive(Parser, Debug)]
@@ -58,6 +59,9 @@ pub enum Command {
         /// The model family whose specs to prefer (others fall back to generic).
         #[arg(long, default_value = toolshed::GENERIC)]
         family: String,
+        /// cline (every tool, as Cline offers them) or mcp (what `toolshed serve` offers by default).
+        #[arg(long, default_value = "cline", value_name = "PROFILE")]
+        profile: Profile,
     },
     /// Loads the plugins, then watches the plugin directories and hot-reloads libraries added, changed or
     /// removed, printing one line per event, until Ctrl-C, SIGTERM or the end of standard input.
@@ -82,6 +86,10 @@ pub struct ServeArgs {
     /// Run this tool without asking (repeatable), as `[approval] tools = { TOOL = "allow" }`.
     #[arg(long = "allow", value_name = "TOOL")]
     pub allow: Vec<String>,
+    /// mcp (the default: no Cline agent-loop tools, no XML reminder in errors) or cline (everything, as
+    /// Cline offers it); overrides `[serve] profile`.
+    #[arg(long, value_name = "PROFILE")]
+    pub profile: Option<Profile>,
 }
 
 fn parse_root(text: &str) -> Result<(String, PathBuf), String> {

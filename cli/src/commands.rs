@@ -23,7 +23,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { json } => tools::run(setup, json),
         Command::Serve(args) => serve::run(setup, args),
         Command::Watch => watch::run(setup),
-        Command::Schema { provider, family } => schema::run(setup, provider, &family),
+        Command::Schema { provider, family, profile } => schema::run(setup, provider, &family, profile),
         Command::Call { tool, input, yes, images } => call::run(setup, tool, input, yes, images),
     }
 }

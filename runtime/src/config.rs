@@ -45,7 +45,7 @@ mod web;
 pub use loader::ConfigLoader;
 pub use sections::{
     ApprovalConfig, CommandsConfig, HookCommand, HooksConfig, IsolationConfig, LimitsConfig, McpConfig, PluginsConfig,
-    Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig,
+    Profile, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, AGENT_LOOP_TOOLS,
 };
 #[cfg(feature = "web")]
 pub(crate) use web::HostRule;

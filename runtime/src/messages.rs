@@ -11,6 +11,18 @@ pub const TOOL_DENIED: &str = "The user denied this operation.";
 /// `missingToolParameterError(p)`: one text for the runtime and every plugin, kept in the SDK.
 pub use toolshed_plugin_api::result::missing_parameter_text as missing_parameter;
 
+/// Cline's XML tool-use reminder, which its missing-parameter texts end with.
+pub use toolshed_plugin_api::result::TOOL_USE_REMINDER;
+
+/// `text` without Cline's XML tool-use reminder and the blank line before it, for a model that calls tools
+/// with JSON and never saw the XML format; `None` when it has none.
+pub fn without_tool_use_reminder(text: &str) -> Option<String> {
+    if !text.contains(TOOL_USE_REMINDER) {
+        return None;
+    }
+    Some(text.replace(&format!("\n\n{TOOL_USE_REMINDER}"), "").replace(TOOL_USE_REMINDER, ""))
+}
+
 /// The feedback block pushed before a tool result when the user typed text with their answer.
 pub fn feedback(text: &str) -> String {
     format!("The user provided the following feedback:\n<feedback>\n{text}\n</feedback>")

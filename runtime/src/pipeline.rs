@@ -14,6 +14,7 @@
 mod authorize;
 mod finish;
 pub(crate) mod hooks;
+mod listing;
 pub(crate) mod policy;
 mod resolve;
 mod validate;
@@ -58,6 +59,7 @@ pub(crate) struct EngineParts {
     pub events: Option<EventSink>,
     pub hooks: Hooks,
     pub max_result_bytes: usize,
+    pub mcp_list_wait: Duration,
 }
 
 /// What every call of every task shares.
@@ -76,6 +78,8 @@ pub(crate) struct Engine {
     max_result_bytes: usize,
     /// What a task's end does: its processes are killed.
     task_end: TaskEnd,
+    /// `[serve] mcp_startup_ms`: how long a listing waits for MCP servers still starting.
+    mcp_list_wait: Duration,
 }
 
 impl Engine {
@@ -96,6 +100,7 @@ impl Engine {
                 services,
                 hooks: parts.hooks,
                 max_result_bytes: parts.max_result_bytes,
+                mcp_list_wait: parts.mcp_list_wait,
                 task_end: Arc::new(move |task_id: &str| processes.kill_task(task_id)),
             }
         })
@@ -127,9 +132,18 @@ impl Engine {
         ))
     }
 
-    /// Every loaded tool by name with its spec for `family`, those whose requirements `context` meets,
-    /// resolved for it and converted for `provider`. One snapshot, so a reload never mixes generations.
+    /// Every loaded tool by name with its spec for `family`, those whose requirements `context` meets and
+    /// that its profile serves, resolved for it; then, when the host calls natively, the connected MCP
+    /// servers' tools as they are now; converted for `provider`. One snapshot, so a reload never mixes
+    /// generations.
     pub fn schema(&self, provider: Provider, family: &str, context: &SpecContext) -> ToolSchemas {
+        // Cline offers use_mcp_tool and access_mcp_resource when it has an MCP hub (`context.mcpHub`): here,
+        // when `[mcp] settings` configured one.
+        let mut context = context.clone();
+        if self.services.mcp.is_some() {
+            context.flags.insert("mcp".to_owned());
+        }
+        let context = &context;
         let snapshot = self.snapshot();
         let mut metas: Vec<_> = snapshot.routes.values().map(|route| &route.meta).collect();
         metas.sort_by(|a, b| a.name.cmp(&b.name));
@@ -137,11 +151,23 @@ impl Engine {
             .into_iter()
             .filter_map(|meta| spec::family_spec(&meta.specs, family))
             .map(|tool_spec| Spec::from(tool_spec.clone()))
-            .filter(|spec| context.meets_all(&spec.context_requirements))
+            .filter(|spec| context.meets_all(&spec.context_requirements) && context.profile.serves(&spec.name))
             .map(|spec| spec.for_context(context))
             .collect();
         self.services.subagents.adjust_specs(&mut specs, context);
+        if let (Some(hub), true) = (&self.services.mcp, context.native_tool_calls && provider != Provider::Xml) {
+            let taken = snapshot.routes.keys().chain(specs.iter().map(|spec| &spec.name)).cloned().collect();
+            specs.extend(listing::mcp_specs(hub.server_infos(), &taken, context));
+        }
         provider.render(&specs)
+    }
+
+    /// Waits until no MCP server is still starting, at most `[serve] mcp_startup_ms`, so a listing made next
+    /// has the servers' tools; at once without MCP settings.
+    pub async fn mcp_listable(&self) {
+        if let Some(hub) = &self.services.mcp {
+            let _ = tokio::time::timeout(self.mcp_list_wait, hub.settled()).await;
+        }
     }
 
     /// The result header Cline shows for a tool use (`[read_file for 'a.rs']`).
@@ -161,6 +187,15 @@ impl Engine {
         let progress = crate::services::interaction::take_progress(interaction, &mut tool_use);
         let mut result = self.execute(task, tool_use).await;
         crate::services::interaction::after_call(interaction, task, progress, &mut result);
+        if !task.profile.tool_use_reminder() {
+            for block in &mut result.blocks {
+                if let Block::Text { text } = block
+                    && let Some(plain) = messages::without_tool_use_reminder(text)
+                {
+                    *text = plain;
+                }
+            }
+        }
         result
     }
 

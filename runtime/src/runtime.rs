@@ -335,6 +335,7 @@ impl RuntimeBuilder {
             events: self.events,
             hooks,
             max_result_bytes: usize::try_from(config.limits.max_result_bytes).unwrap_or(usize::MAX),
+            mcp_list_wait: Duration::from_millis(config.serve.mcp_startup_ms),
         };
         let shared = Engine::new(engine_parts, |runner| HostServices::new(parts, runner));
         let runtime = Runtime {
@@ -535,6 +536,12 @@ impl Runtime {
         }
     }
 
+    /// Resolves once no configured MCP server is still starting, or after `[serve] mcp_startup_ms`: what
+    /// `toolshed serve` and `toolshed schema` wait for before they list the servers' tools.
+    pub async fn mcp_listable(&self) {
+        self.shared.mcp_listable().await;
+    }
+
     /// The configured MCP servers now: state, tools, resources, auto-approved tools, and any settings-file
     /// error. `None` without `[mcp] settings`.
     pub fn mcp_servers(&self) -> Option<toolshed_plugin_api::services::McpServersResponse> {
@@ -682,6 +689,22 @@ impl TaskHandle {
 
     pub(crate) fn route_capabilities(&self, name: &str) -> Option<(Vec<String>, Option<String>)> {
         self.shared.route(name).map(|route| (route.meta.capabilities.clone(), route.meta.display.clone()))
+    }
+
+    /// Whom the task's tools are served to.
+    pub fn profile(&self) -> crate::config::Profile {
+        self.task.profile
+    }
+
+    /// See [`Runtime::mcp_listable`].
+    pub async fn mcp_listable(&self) {
+        self.shared.mcp_listable().await;
+    }
+
+    /// Every loaded tool's schema for `provider` in a context the host adjusted (native tool calls, flags),
+    /// for this task's model family.
+    pub fn schema_in(&self, provider: Provider, context: &SpecContext) -> ToolSchemas {
+        self.shared.schema(provider, &self.task.info.model_family, context)
     }
 
     /// Cancels the task: calls in flight return at once with a cancellation error.

@@ -80,6 +80,8 @@ impl ServerHandler for ToolshedServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // The MCP servers still starting get a bounded wait, so a first listing has their tools.
+        self.task.mcp_listable().await;
         Ok(ListToolsResult::with_all_items(tools::listed(&self.task)))
     }
 
@@ -88,6 +90,9 @@ impl ServerHandler for ToolshedServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if let Some(refusal) = tools::refusal(&self.task, &request.name) {
+            return Err(refusal);
+        }
         let id = format!("mcp-{}", self.next_id.fetch_add(1, Ordering::Relaxed));
         let input = Value::Object(request.arguments.unwrap_or_default());
         let tool_use = ToolUse::new(id, request.name.to_string(), input);

@@ -26,6 +26,7 @@ mod dynamic;
 pub use convert::{Provider, ToolSchemas, UnknownProvider};
 pub use dynamic::{provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
 
+use crate::config::Profile;
 use crate::types::Mode;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -229,6 +230,8 @@ pub struct SpecContext {
     pub flags: BTreeSet<String>,
     /// Further template variables, by name without braces.
     pub vars: BTreeMap<String, String>,
+    /// Whom the tools are offered to: the `mcp` profile leaves Cline's agent-loop tools out.
+    pub profile: Profile,
 }
 
 impl Default for SpecContext {
@@ -246,6 +249,7 @@ impl Default for SpecContext {
             browser_viewport: (900, 600),
             flags: BTreeSet::new(),
             vars: BTreeMap::new(),
+            profile: Profile::Cline,
         }
     }
 }

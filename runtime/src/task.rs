@@ -1,6 +1,7 @@
 //! Per-task context and state: what a task is (roots, mode, model) and what it remembers (read cache,
 //! mistakes, "always allow" answers, cancellation). Handlers are stateless; this is where state lives.
 
+use crate::config::Profile;
 use crate::types::{EventSink, Mode, UiEvent};
 use crate::workspace::{root_name, Workspace};
 use dashmap::{DashMap, DashSet};
@@ -35,6 +36,9 @@ pub struct TaskContext {
     /// The host's limit of consecutive mistakes (Cline's `maxConsecutiveMistakes`, 3 by default); a message
     /// whose results reach it says so in [`crate::TurnResult::mistake_limit`].
     pub max_consecutive_mistakes: u32,
+    /// Whom the task's tools are served to: `Cline` (the default) offers every tool and keeps Cline's XML
+    /// tool-use reminder in errors; `Mcp` is a client calling with JSON, which never saw that format.
+    pub profile: Profile,
 }
 
 impl TaskContext {
@@ -51,6 +55,7 @@ impl TaskContext {
             yolo: false,
             parallel_tool_calls: false,
             max_consecutive_mistakes: 3,
+            profile: Profile::Cline,
         }
     }
 
@@ -87,6 +92,12 @@ impl TaskContext {
     /// Sets the limit of consecutive mistakes.
     pub fn with_max_consecutive_mistakes(mut self, limit: u32) -> Self {
         self.max_consecutive_mistakes = limit.max(1);
+        self
+    }
+
+    /// Sets whom the tools are served to (see [`Profile`]).
+    pub fn with_profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
         self
     }
 
@@ -241,6 +252,7 @@ pub(crate) struct TaskShared {
     pub yolo: bool,
     pub parallel_tool_calls: bool,
     pub max_mistakes: u32,
+    pub profile: Profile,
     /// Cline's loop detection: the last executed call's tool name and signature, and how many times in a
     /// row it was made.
     pub last_call: std::sync::Mutex<(String, String, u32)>,
@@ -307,6 +319,7 @@ impl TaskShared {
             yolo: context.yolo,
             parallel_tool_calls: context.parallel_tool_calls,
             max_mistakes: context.max_consecutive_mistakes.max(1),
+            profile: context.profile,
             last_call: std::sync::Mutex::new((String::new(), String::new(), 0)),
             workspace,
             cancel: CancelToken::default(),
@@ -361,6 +374,7 @@ impl TaskShared {
             yolo: self.yolo,
             subagent_run: info.subagent,
             supports_images: info.supports_images,
+            profile: self.profile,
             ..crate::spec::SpecContext::default()
         }
     }

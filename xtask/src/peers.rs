@@ -7,8 +7,14 @@ use anyhow::{Context as _, Result};
 use std::path::PathBuf;
 
 /// The npm servers, pinned.
-const NPM_PACKAGES: [&str; 2] =
-    ["@modelcontextprotocol/server-everything@2026.8.31", "@modelcontextprotocol/server-filesystem@2026.8.31"];
+const NPM_PACKAGES: [&str; 3] = [
+    "@modelcontextprotocol/server-everything@2026.8.31",
+    "@modelcontextprotocol/server-filesystem@2026.8.31",
+    // The Inspector's CLI (`mcp-inspector --cli`) drives `toolshed serve` in host-tests/tests/serve_listing.rs.
+    // Its engines field asks for Node 22; the CLI runs on the machine's Node 20 (its web clients, which the
+    // skipped postinstall would set up, are not used).
+    "@modelcontextprotocol/inspector@2.12.0",
+];
 /// The Python MCP SDK, pinned.
 const PY_PACKAGE: &str = "mcp==2.3.0";
 

@@ -1,17 +1,26 @@
-//! `toolshed schema`: the loaded tools' schemas for one provider and model family.
+//! `toolshed schema`: the loaded tools' schemas for one provider and model family, and the connected MCP
+//! servers' tools for the providers that call natively.
 
 use crate::setup::Setup;
 use std::process::ExitCode;
+use toolshed::config::Profile;
 use toolshed::{Provider, Runtime, SpecContext};
 
 /// Prints the schemas as the provider's `tools` JSON, or the system prompt's XML tool-use section.
-pub fn run(setup: Setup, provider: Provider, family: &str) -> anyhow::Result<ExitCode> {
+pub fn run(setup: Setup, provider: Provider, family: &str, profile: Profile) -> anyhow::Result<ExitCode> {
     let Setup { config, dirs, context } = setup;
     let runtime = Runtime::builder().config(config).plugin_dirs(dirs).build()?;
     super::report_load_errors(&runtime);
+    // The MCP servers still starting get the same bounded wait `serve` gives them before it lists.
+    if runtime.mcp_servers().is_some() {
+        tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(runtime.mcp_listable());
+    }
     let spec_context = SpecContext {
         cwd: context.roots.first().map(|(_, dir)| dir.to_string_lossy().into_owned()).unwrap_or_default(),
         multi_root: context.roots.len() > 1,
+        // A provider's `tools` JSON is for native tool calling; the XML section is for models without it.
+        native_tool_calls: provider != Provider::Xml,
+        profile,
         ..SpecContext::default()
     };
     out!("{}", runtime.schema(provider, family, &spec_context))?;

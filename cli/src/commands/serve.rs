@@ -10,6 +10,10 @@ use toolshed::Runtime;
 /// Serves until the client goes (stdio) or the process is stopped (HTTP); asks go to the client.
 pub fn run(setup: Setup, args: ServeArgs) -> anyhow::Result<ExitCode> {
     let Setup { mut config, dirs, context } = setup;
+    if let Some(profile) = args.profile {
+        config.serve.profile = profile;
+    }
+    let context = context.with_profile(config.serve.profile);
     let limits = config.serve.clone();
     for tool in &args.allow {
         config.approval.tools.insert(tool.clone(), toolshed::config::Rule::Allow);

@@ -63,7 +63,8 @@ impl Default for IsolationConfig {
     }
 }
 
-/// `[serve]`: `toolshed serve --http`'s limits. A workspace may only lower them.
+/// `[serve]`: what `toolshed serve` lists and `--http`'s limits. A workspace may only lower the limits; the
+/// profile is the user's alone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServeConfig {
@@ -76,11 +77,93 @@ pub struct ServeConfig {
     /// After a failed accept (out of descriptors, say), how long to wait before the next, in milliseconds;
     /// it doubles while accepts keep failing, up to 1 s or this value if larger.
     pub accept_backoff_ms: u64,
+    /// Which tools serve offers and how their errors read (`--profile` wins).
+    pub profile: Profile,
+    /// How long `tools/list` (and `toolshed schema`) waits for MCP servers still starting before listing
+    /// what is connected, in milliseconds.
+    pub mcp_startup_ms: u64,
 }
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        Self { max_connections: 64, auth_timeout_ms: 10_000, max_body_bytes: 4 * 1024 * 1024, accept_backoff_ms: 50 }
+        Self {
+            max_connections: 64,
+            auth_timeout_ms: 10_000,
+            max_body_bytes: 4 * 1024 * 1024,
+            accept_backoff_ms: 50,
+            profile: Profile::Mcp,
+            mcp_startup_ms: 5_000,
+        }
+    }
+}
+
+/// Whom the tools are served to: a generic MCP client, or a host running Cline's agent loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// A generic MCP client (`toolshed serve`'s default): Cline's agent-loop tools are not offered, and
+    /// errors leave out the reminder of Cline's XML tool-use format (the client calls with JSON).
+    Mcp,
+    /// Everything exactly as Cline offers it (a task's default, and `toolshed schema`'s).
+    #[default]
+    Cline,
+}
+
+/// The tools that only mean something inside Cline's own agent loop, which the `mcp` profile does not serve.
+/// Each needs the loop's other half: a user in Cline's chat to answer or read (ask_followup_question,
+/// plan_mode_respond, act_mode_respond, attempt_completion, generate_explanation), Cline's task and context
+/// management (new_task, condense, summarize_task, focus_chain's checklist), or Cline's bug reporter
+/// (report_bug). An MCP client is the agent loop itself: it talks to its user and keeps its own context.
+/// use_subagents and the `use_subagent_*` tools are not here: they run a model loop of their own and are
+/// offered only when the host has an agent driver (`SubagentHost::adjust_specs`), which a client can use.
+pub const AGENT_LOOP_TOOLS: [&str; 10] = [
+    "ask_followup_question",
+    "attempt_completion",
+    "plan_mode_respond",
+    "act_mode_respond",
+    "new_task",
+    "condense",
+    "summarize_task",
+    "report_bug",
+    "generate_explanation",
+    "focus_chain",
+];
+
+impl Profile {
+    /// Whether this profile serves the tool of this name.
+    pub fn serves(self, tool: &str) -> bool {
+        match self {
+            Profile::Cline => true,
+            Profile::Mcp => !AGENT_LOOP_TOOLS.contains(&tool),
+        }
+    }
+
+    /// Whether errors carry Cline's XML tool-use reminder (only a model that writes XML tool uses needs it).
+    pub fn tool_use_reminder(self) -> bool {
+        match self {
+            Profile::Cline => true,
+            Profile::Mcp => false,
+        }
+    }
+
+    /// The profile's name, as `--profile` and `[serve] profile` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Mcp => "mcp",
+            Profile::Cline => "cline",
+        }
+    }
+}
+
+impl std::str::FromStr for Profile {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "mcp" => Ok(Profile::Mcp),
+            "cline" => Ok(Profile::Cline),
+            other => Err(format!("unknown profile `{other}`: expected `mcp` or `cline`")),
+        }
     }
 }
 

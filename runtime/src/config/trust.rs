@@ -194,11 +194,15 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
 }
 
 fn serve_section(s: &mut Section<'_>, base: &mut ServeConfig, ws: ServeConfig) {
-    let ServeConfig { max_connections, auth_timeout_ms, max_body_bytes, accept_backoff_ms } = ws;
+    let ServeConfig { max_connections, auth_timeout_ms, max_body_bytes, accept_backoff_ms, profile: _, mcp_startup_ms } =
+        ws;
     s.shrink("max_connections", &mut base.max_connections, max_connections);
     s.shrink("auth_timeout_ms", &mut base.auth_timeout_ms, auth_timeout_ms);
     s.shrink("max_body_bytes", &mut base.max_body_bytes, max_body_bytes);
     s.shrink("accept_backoff_ms", &mut base.accept_backoff_ms, accept_backoff_ms);
+    // Which tools the user's MCP host is offered is the user's choice, not the project's.
+    s.never("profile");
+    s.shrink("mcp_startup_ms", &mut base.mcp_startup_ms, mcp_startup_ms);
 }
 
 fn skills_section(s: &mut Section<'_>, base: &mut SkillsConfig, ws: SkillsConfig) {
