@@ -7,8 +7,8 @@
 //! tool's, a description and an input schema of bounded size, and the list a bounded length. A tool that
 //! fails is left out with a debug line, never shown mangled; the rest still list.
 
-use crate::spec::{provider_tool_name, McpServerInfo, PromptVariant, Spec, SpecContext, SpecRegistry, GENERIC};
 use crate::spec::MCP_TOOL_SEPARATOR;
+use crate::spec::{provider_tool_name, McpServerInfo, PromptVariant, Spec, SpecContext, SpecRegistry, GENERIC};
 use std::collections::BTreeSet;
 
 /// The most MCP tools one listing carries, over every server: a client's tool list is read by a model,
@@ -77,7 +77,11 @@ mod tests {
     fn hostile_tools_are_left_out_and_the_rest_listed() {
         let huge = json!({"type": "object", "properties": {"x": {"type": "string", "description": "y".repeat(MAX_MCP_SCHEMA)}}});
         let tools = vec![
-            McpToolInfo::new("echo", "Echoes.", Some(json!({"type": "object", "properties": {"m": {"type": "string"}}}))),
+            McpToolInfo::new(
+                "echo",
+                "Echoes.",
+                Some(json!({"type": "object", "properties": {"m": {"type": "string"}}})),
+            ),
             McpToolInfo::new("bad name", "Spaces.", None),
             McpToolInfo::new("x".repeat(70), "Long name.", None),
             McpToolInfo::new("wordy", "w".repeat(MAX_MCP_DESCRIPTION + 1), None),
