@@ -78,3 +78,21 @@ pub fn yolo_too_many_mistakes(count: u32) -> String {
         "[YOLO MODE] Task failed: Too many consecutive mistakes ({count}). The model may not be capable enough for this task. Consider using a more capable model."
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn the_xml_reminder_leaves_and_the_rest_stays() {
+        let error = tool_error(&missing_parameter("path"));
+        assert_eq!(
+            without_tool_use_reminder(&error).as_deref(),
+            Some(
+                "The tool execution failed with the following error:\n<error>\nMissing value for required parameter 'path'. Please retry with complete response.\n</error>"
+            )
+        );
+        assert_eq!(without_tool_use_reminder("no reminder here"), None);
+    }
+}

@@ -308,7 +308,8 @@ impl Drop for Served {
 
 impl Served {
     fn start(mut command: Command, stderr: &Path) -> Served {
-        command.arg("serve").arg("--yes");
+        // Every tool, the agent-loop ones too, as Cline serves them.
+        command.args(["serve", "--yes", "--profile", "cline"]);
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

@@ -57,7 +57,7 @@ impl StdioHost {
             .arg(&suite.config)
             .arg("--cwd")
             .arg(suite.workspace.path())
-            .args(["serve", "--yes"])
+            .args(["serve", "--yes", "--profile", "cline"])
             .env("HOME", suite.home.path())
             .env_remove("TOOLSHED_PLUGINS")
             .stdin(Stdio::piped())

@@ -148,7 +148,7 @@ impl Host {
             .arg(config)
             .arg("--cwd")
             .arg(cwd)
-            .args(["serve", "--yes"])
+            .args(["serve", "--yes", "--profile", "cline"])
             .env("HOME", home)
             .env_remove("TOOLSHED_PLUGINS")
             .stdin(Stdio::piped())

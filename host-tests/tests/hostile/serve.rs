@@ -189,7 +189,7 @@ fn one_client_sends_every_hostile_call_while_another_is_answered_throughout() {
         .arg(&suite.config)
         .arg("--cwd")
         .arg(suite.workspace.path())
-        .args(["serve", "--yes", "--http", "127.0.0.1:0"])
+        .args(["serve", "--yes", "--profile", "cline", "--http", "127.0.0.1:0"])
         .env("HOME", suite.home.path())
         .env_remove("TOOLSHED_PLUGINS")
         .env("TOOLSHED_SERVE_TOKEN", TOKEN)
