@@ -549,8 +549,9 @@ impl Runtime {
     }
 
     /// Every loaded tool's schema for `provider`: sorted by name, each with its spec for `family` (else the
-    /// generic one, else any), tools whose requirements `context` does not meet left out, templates filled.
-    /// This is what `toolshed schema` prints.
+    /// generic one, else any), tools whose requirements `context` does not meet or that its profile does not
+    /// serve left out, templates filled; then, when `context.native_tool_calls` and an MCP hub is configured,
+    /// the connected servers' tools as `{server}__mcp__{tool}`. This is what `toolshed schema` prints.
     pub fn schema(&self, provider: Provider, family: &str, context: &SpecContext) -> ToolSchemas {
         self.shared.schema(provider, family, context)
     }
