@@ -135,8 +135,10 @@ impl Router {
         handler: impl Fn(&CallHost, S::Request) -> Result<S::Response, ServiceError> + Send + Sync + 'static,
     ) -> Registered<'_> {
         let handler: Handler = Box::new(move |call, request| {
-            let request = serde_json::from_str(request)
-                .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid request: {e}")))?;
+            let request = serde_json::from_str(request).map_err(|e| {
+                let e = toolshed_plugin_api::sdk::json_error(&e);
+                ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid request to {}: {e}", S::NAME))
+            })?;
             let response = handler(call, request)?;
             serde_json::to_string(&response).map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
         });
