@@ -228,7 +228,7 @@ mod tests {
     #[test]
     fn resource_links_read_as_nothing_as_in_cline() {
         let link = json!({"type": "resource_link", "uri": "demo://resource/static/document/a.md", "name": "A"});
-        assert_eq!(text(&format_result(&json!({"content": [link.clone()]}), false)), "(No response)");
+        assert_eq!(text(&format_result(&json!({"content": [link]}), false)), "(No response)");
         let mixed = json!({"content": [{"type": "text", "text": "Here are 1 resource links:"}, link]});
         assert_eq!(text(&format_result(&mixed, false)), "Here are 1 resource links:");
         assert!(is_error(&json!({"isError": true})) && !is_error(&json!({"isError": "yes"})) && !is_error(&json!({})));

@@ -66,7 +66,7 @@ pub(super) fn initialize_error(error: &ClientInitializeError) -> String {
             format!("the connection failed when {context}: {}", sources(error.error.as_ref()))
         }
         ClientInitializeError::NoCompatibleProtocolVersion { server_supported, .. } => {
-            let versions: Vec<&str> = server_supported.iter().map(|v| v.as_str()).collect();
+            let versions: Vec<&str> = server_supported.iter().map(rmcp::model::ProtocolVersion::as_str).collect();
             format!("the server speaks no protocol version this client does (it offers {})", versions.join(", "))
         }
         ClientInitializeError::Cancelled => "initialize was cancelled".to_owned(),
