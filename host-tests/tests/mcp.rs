@@ -232,9 +232,13 @@ fn a_malformed_settings_file_is_reported_and_a_fixed_one_is_picked_up() {
 }
 
 /// A server whose tool list grows: `grow` adds the tool `grown` and says so with
-/// `notifications/tools/list_changed`, as a server that registers tools at run time does.
+/// `notifications/tools/list_changed`, as a server that registers tools at run time does; `fail` answers an
+/// `isError` result.
 const GROWING: &str = r#"
-let tools = [{ name: 'grow', description: 'Adds a tool.', inputSchema: { type: 'object' } }];
+let tools = [
+  { name: 'fail', description: 'Fails.', inputSchema: { type: 'object' } },
+  { name: 'grow', description: 'Adds a tool.', inputSchema: { type: 'object' } },
+];
 const rl = require('readline').createInterface({ input: process.stdin });
 const write = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
 rl.on('line', (line) => {
@@ -248,6 +252,8 @@ rl.on('line', (line) => {
     tools = tools.concat([{ name: 'grown', description: 'Grown.', inputSchema: { type: 'object' } }]);
     write({ id: m.id, result: { content: [{ type: 'text', text: 'grew' }] } });
     write({ method: 'notifications/tools/list_changed' });
+  } else if (m.method === 'tools/call' && m.params.name === 'fail') {
+    write({ id: m.id, result: { content: [{ type: 'text', text: 'it failed' }], isError: true } });
   } else if (m.method === 'tools/call' && m.params.name === 'grown') {
     write({ id: m.id, result: { content: [{ type: 'text', text: 'grown tool ran' }] } });
   } else {
@@ -319,14 +325,14 @@ fn list_changed_is_followed_for_tools_and_resources() {
         let server = status.servers.into_iter().find(|s| s.name == server).unwrap();
         server.tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
     };
-    assert_eq!(tools_of("growing"), ["grow"]);
+    assert_eq!(tools_of("growing"), ["fail", "grow"]);
     assert_eq!(runtime.specs().mcp_tool("growing__mcp__grown"), None);
 
     // tools/list_changed: the new tool is listed, routed under its native name, and callable.
     assert_eq!(text(&use_tool(&task, "growing", "grow", "{}")), "grew");
-    let after_tools = await_change(&mut changes, || tools_of("growing").len() == 2);
+    let after_tools = await_change(&mut changes, || tools_of("growing").len() == 3);
     assert!(after_tools > start, "the generation moved: {start} -> {after_tools}");
-    assert_eq!(tools_of("growing"), ["grow", "grown"]);
+    assert_eq!(tools_of("growing"), ["fail", "grow", "grown"]);
     assert_eq!(runtime.specs().mcp_tool("growing__mcp__grown"), Some(("growing", "grown")));
     assert_eq!(text(&use_tool(&task, "growing", "grown", "{}")), "grown tool ran");
     let native = block_on(task.execute(ToolUse::new("n", "growing__mcp__grown", json!({}))));
@@ -435,4 +441,78 @@ fn model_visible_errors_carry_no_rust_type_names_or_doubled_prefixes() {
     clean(&call(&task, "use_mcp_tool", json!("everything echo")));
     clean(&block_on(task.execute(ToolUse::new("n", "everything__mcp__echo", json!([1, 2])))));
     clean(&call(&task, "access_mcp_resource", json!({"server_name": ["everything"], "uri": 7})));
+}
+
+/// The Python `mcp` client against `toolshed serve`: an `isError` result of a native MCP tool is `isError`,
+/// and the MCP server's tool list change reaches the client as `notifications/tools/list_changed`.
+const SERVE_CLIENT: &str = r#"
+import asyncio, json, os, sys
+from mcp import ClientSession, types
+from mcp.client.stdio import stdio_client, StdioServerParameters
+
+changed = asyncio.Event()
+
+async def on_message(message):
+    if isinstance(message, types.ToolListChangedNotification):
+        changed.set()
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=json.loads(sys.argv[2]),
+                                   env={"HOME": sys.argv[3], "PATH": os.environ.get("PATH", "")})
+    async with stdio_client(params) as streams:
+        async with ClientSession(streams[0], streams[1], message_handler=on_message) as session:
+            await session.initialize()
+            failed = await session.call_tool("growing__mcp__fail", {})
+            out = {"fail": {"isError": bool(failed.is_error if hasattr(failed, "is_error") else failed.isError),
+                            "text": "".join(c.text for c in failed.content if c.type == "text")}}
+            # Changes before this point (the server connecting) do not count.
+            changed.clear()
+            await session.call_tool("growing__mcp__grow", {})
+            try:
+                await asyncio.wait_for(changed.wait(), 60)
+                out["changed"] = True
+            except asyncio.TimeoutError:
+                out["changed"] = False
+            print(json.dumps(out), flush=True)
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn serve_reports_is_error_and_forwards_the_servers_list_changed() {
+    let ws = workspace();
+    let script = ws.path().join("growing.js");
+    std::fs::write(&script, GROWING).unwrap();
+    let settings = ws.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"growing": {"command": "node", "args": [script.display().to_string()]}}});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    let config = ws.path().join("config.toml");
+    std::fs::write(&config, format!("[mcp]\nsettings = {:?}\n", settings.display().to_string())).unwrap();
+    let client = ws.path().join("client.py");
+    std::fs::write(&client, SERVE_CLIENT).unwrap();
+    let home = workspace();
+    let args = json!([
+        "--plugins",
+        crate::util::plugins().display().to_string(),
+        "--config",
+        config.display().to_string(),
+        "--cwd",
+        ws.path().display().to_string(),
+        "serve",
+        "--yes"
+    ]);
+    let output = std::process::Command::new(crate::serve::python())
+        .arg(&client)
+        .args([crate::util::toolshed_bin().display().to_string(), args.to_string(), home.path().display().to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line =
+        stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
+            panic!("client printed no result: {stdout}\n{}", String::from_utf8_lossy(&output.stderr))
+        });
+    let result: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(result["fail"]["isError"], true, "{result}");
+    assert!(result["fail"]["text"].as_str().unwrap().contains("Error:\nit failed"), "{result}");
+    assert_eq!(result["changed"], true, "{result}");
 }
