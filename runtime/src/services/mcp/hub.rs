@@ -430,13 +430,7 @@ impl Inner {
             let (follower, changes) = Follower::new();
             let connecting = connect(&settings, inner.limits, follower);
             let status = match tokio::time::timeout(inner.startup_timeout, connecting).await {
-                Ok(Ok(connection)) => {
-                    let connection = Arc::new(connection);
-                    let peer = connection.client.peer().clone();
-                    let fault = connection.fault.clone();
-                    tokio::spawn(follow(Arc::downgrade(&inner), name.clone(), generation, peer, fault, changes));
-                    Status::Connected(connection)
-                }
+                Ok(Ok(connection)) => Status::Connected(Arc::new(connection)),
                 Ok(Err(message)) => Status::Failed(message),
                 Err(_) => {
                     Status::Failed(format!("the server did not start within {} ms", inner.startup_timeout.as_millis()))
@@ -445,12 +439,21 @@ impl Inner {
             if let Status::Failed(message) = &status {
                 tracing::warn!(server = %name, "MCP server not connected: {message}");
             }
+            // The follower starts once the connection is the server's, so a change it lists always lands (one
+            // the server announced while it was being listed first is in its buffered wake-up).
+            let follower = match &status {
+                Status::Connected(c) => Some((c.client.peer().clone(), c.fault.clone())),
+                Status::Disabled | Status::Connecting | Status::Failed(_) | Status::Crashed(_) => None,
+            };
             let mut state = inner.lock();
             if let Some(server) = state.servers.get_mut(&name).filter(|s| s.generation == generation) {
                 server.status = status;
             }
             drop(state);
             inner.bump();
+            if let Some((peer, fault)) = follower {
+                tokio::spawn(follow(Arc::downgrade(&inner), name, generation, peer, fault, changes));
+            }
         });
         Status::Connecting
     }
