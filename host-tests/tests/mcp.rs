@@ -230,3 +230,289 @@ fn a_malformed_settings_file_is_reported_and_a_fixed_one_is_picked_up() {
     let task = task_in(&runtime, ws.path());
     assert_eq!(text(&use_tool(&task, "everything", "echo", r#"{"message": "reloaded"}"#)), "Echo: reloaded");
 }
+
+/// A server whose tool list grows: `grow` adds the tool `grown` and says so with
+/// `notifications/tools/list_changed`, as a server that registers tools at run time does; `fail` answers an
+/// `isError` result.
+const GROWING: &str = r#"
+let tools = [
+  { name: 'fail', description: 'Fails.', inputSchema: { type: 'object' } },
+  { name: 'grow', description: 'Adds a tool.', inputSchema: { type: 'object' } },
+];
+const rl = require('readline').createInterface({ input: process.stdin });
+const write = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
+rl.on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === 'initialize') {
+    write({ id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'growing', version: '1.0.0' } } });
+  } else if (m.method === 'tools/list') {
+    write({ id: m.id, result: { tools } });
+  } else if (m.method === 'tools/call' && m.params.name === 'grow') {
+    tools = tools.concat([{ name: 'grown', description: 'Grown.', inputSchema: { type: 'object' } }]);
+    write({ id: m.id, result: { content: [{ type: 'text', text: 'grew' }] } });
+    write({ method: 'notifications/tools/list_changed' });
+  } else if (m.method === 'tools/call' && m.params.name === 'fail') {
+    write({ id: m.id, result: { content: [{ type: 'text', text: 'it failed' }], isError: true } });
+  } else if (m.method === 'tools/call' && m.params.name === 'grown') {
+    write({ id: m.id, result: { content: [{ type: 'text', text: 'grown tool ran' }] } });
+  } else {
+    write({ id: m.id, error: { code: -32601, message: 'Method not found' } });
+  }
+});
+"#;
+
+/// Waits (one generous bound; never a timing assertion) until `done` holds, woken by each bump of the hub's
+/// generation; the generation seen last.
+fn await_change(changes: &mut tokio::sync::watch::Receiver<u64>, mut done: impl FnMut() -> bool) -> u64 {
+    block_on(async {
+        let wait = async {
+            while !done() {
+                changes.changed().await.expect("the hub is running");
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(60), wait).await.expect("the change arrives");
+    });
+    *changes.borrow()
+}
+
+#[test]
+fn blob_resources_and_resource_links_read_as_cline_reads_them() {
+    let ws = workspace();
+    let settings = ws.path().join("mcp.json");
+    std::fs::write(&settings, json!({"mcpServers": {"everything": everything(json!({}))}}).to_string()).unwrap();
+    let runtime = runtime_with(&settings, true, |_| {});
+    let task = task_in(&runtime, ws.path());
+
+    // Cline keeps `item.text` only: a blob (base64 bytes) reads as nothing, so `(Empty response)`.
+    let blob = call(
+        &task,
+        "access_mcp_resource",
+        json!({"server_name": "everything", "uri": "demo://resource/dynamic/blob/1"}),
+    );
+    assert_eq!(blob.to_model_text(), "[access_mcp_resource for 'everything'] Result:\n(Empty response)");
+    assert!(!blob.is_error());
+    let text_resource = call(
+        &task,
+        "access_mcp_resource",
+        json!({"server_name": "everything", "uri": "demo://resource/dynamic/text/2"}),
+    );
+    assert!(!text_resource.is_error() && text(&text_resource) != "(Empty response)", "{text_resource:?}");
+
+    // Cline has no case for `resource_link`: its fallback reads it as nothing, so only the text item is left.
+    let links = use_tool(&task, "everything", "get-resource-links", r#"{"count": 3}"#);
+    assert_eq!(text(&links), "Here are 3 resource links to resources available in this server:");
+    assert!(!links.is_error());
+}
+
+#[test]
+fn list_changed_is_followed_for_tools_and_resources() {
+    let ws = workspace();
+    let script = ws.path().join("growing.js");
+    std::fs::write(&script, GROWING).unwrap();
+    let settings = ws.path().join("mcp.json");
+    let servers = json!({"mcpServers": {
+        "growing": {"command": "node", "args": [script.display().to_string()]},
+        "everything": everything(json!({}))
+    }});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    let runtime = runtime_with(&settings, true, |_| {});
+    let task = task_in(&runtime, ws.path());
+    let mut changes = runtime.mcp_changes();
+    let start = *changes.borrow_and_update();
+    let tools_of = |server: &str| -> Vec<String> {
+        let status = runtime.mcp_servers().unwrap();
+        let server = status.servers.into_iter().find(|s| s.name == server).unwrap();
+        server.tools.iter().filter_map(|t| t["name"].as_str().map(str::to_owned)).collect()
+    };
+    assert_eq!(tools_of("growing"), ["fail", "grow"]);
+    assert_eq!(runtime.specs().mcp_tool("growing__mcp__grown"), None);
+
+    // tools/list_changed: the new tool is listed, routed under its native name, and callable.
+    assert_eq!(text(&use_tool(&task, "growing", "grow", "{}")), "grew");
+    let after_tools = await_change(&mut changes, || tools_of("growing").len() == 3);
+    assert!(after_tools > start, "the generation moved: {start} -> {after_tools}");
+    assert_eq!(tools_of("growing"), ["fail", "grow", "grown"]);
+    assert_eq!(runtime.specs().mcp_tool("growing__mcp__grown"), Some(("growing", "grown")));
+    assert_eq!(text(&use_tool(&task, "growing", "grown", "{}")), "grown tool ran");
+    let native = block_on(task.execute(ToolUse::new("n", "growing__mcp__grown", json!({}))));
+    assert_eq!(text(&native), "grown tool ran");
+
+    // resources/list_changed from server-everything: a session resource it registers at run time (a gzip of
+    // a data: URL, nothing fetched from the network) is listed, and reads as Cline reads a blob.
+    let uri = "demo://resource/session/hello.txt.gz";
+    let resources = || -> Vec<String> {
+        let status = runtime.mcp_servers().unwrap();
+        let server = status.servers.into_iter().find(|s| s.name == "everything").unwrap();
+        server.resources.iter().filter_map(|r| r["uri"].as_str().map(str::to_owned)).collect()
+    };
+    assert!(!resources().iter().any(|u| u == uri));
+    let arguments =
+        json!({"name": "hello.txt.gz", "data": "data:text/plain;base64,aGVsbG8=", "outputType": "resourceLink"});
+    let gzip = use_tool(&task, "everything", "gzip-file-as-resource", &arguments.to_string());
+    // Its only content is a resource link, which Cline reads as nothing.
+    assert_eq!(text(&gzip), "(No response)");
+    let after_resources = await_change(&mut changes, || resources().iter().any(|u| u == uri));
+    assert!(after_resources > after_tools);
+    let read = call(&task, "access_mcp_resource", json!({"server_name": "everything", "uri": uri}));
+    assert_eq!(text(&read), "(Empty response)");
+}
+
+#[test]
+fn is_error_results_are_tool_errors_with_clines_text() {
+    let ws = workspace();
+    let settings = ws.path().join("mcp.json");
+    std::fs::write(&settings, json!({"mcpServers": {"everything": everything(json!({}))}}).to_string()).unwrap();
+    let runtime = runtime_with(&settings, true, |_| {});
+    let task = task_in(&runtime, ws.path());
+    let wrong = use_tool(&task, "everything", "get-sum", r#"{"a": "two", "b": 1}"#);
+    assert_eq!(wrong.status, toolshed::ResultStatus::Error);
+    assert_eq!(
+        wrong.to_model_text(),
+        "[use_mcp_tool for 'everything'] Result:\nError:\nMCP error -32602: Input validation error: Invalid arguments for tool get-sum: Invalid input: expected number, received string at a"
+    );
+    // Not the model's mistake: Cline counts none for a server's own error.
+    assert_eq!(task.consecutive_mistakes(), 0);
+    assert_eq!(wrong.to_anthropic()["is_error"], json!(true));
+    drop((task, runtime));
+
+    // `toolshed call` exits 1 on it, by use_mcp_tool and by the native name, and 0 on success.
+    let home = workspace();
+    let config = ws.path().join("config.toml");
+    std::fs::write(&config, format!("[mcp]\nsettings = {:?}\n", settings.display().to_string())).unwrap();
+    let plugins = crate::util::plugins().display().to_string();
+    let run = |tool: &str, input: serde_json::Value| {
+        let input = input.to_string();
+        let args = ["call", "--plugins", &plugins, "--config", config.to_str().unwrap(), "--yes", tool, &input];
+        crate::util::toolshed(home.path(), ws.path(), &args, &[])
+    };
+    let by_name = run(
+        "use_mcp_tool",
+        json!({"server_name": "everything", "tool_name": "get-sum", "arguments": "{\"a\": \"two\"}"}),
+    );
+    assert_eq!(by_name.status.code(), Some(1), "{}", crate::util::stderr(&by_name));
+    assert!(crate::util::stdout(&by_name)
+        .starts_with("[use_mcp_tool for 'everything'] Result:\nError:\nMCP error -32602: "));
+    let native = run("everything__mcp__get-sum", json!({"a": "two"}));
+    assert_eq!(native.status.code(), Some(1), "{}", crate::util::stdout(&native));
+    assert!(crate::util::stdout(&native).contains("Error:\nMCP error -32602: Input validation error"));
+    let fine = run("everything__mcp__get-sum", json!({"a": 1, "b": 2}));
+    assert_eq!(fine.status.code(), Some(0), "{}", crate::util::stdout(&fine));
+    assert!(crate::util::stdout(&fine).ends_with("The sum of 1 and 2 is 3.\n"));
+}
+
+#[test]
+fn model_visible_errors_carry_no_rust_type_names_or_doubled_prefixes() {
+    let ws = workspace();
+    let settings = ws.path().join("mcp.json");
+    std::fs::write(&settings, json!({"mcpServers": {"everything": everything(json!({}))}}).to_string()).unwrap();
+    let runtime = runtime_with(&settings, true, |_| {});
+    let task = task_in(&runtime, ws.path());
+    let rust_words = ["struct ", "enum ", "Error {", "Os {", "ServiceError", "ErrorData", "McpError(", "Transport ["];
+    let clean = |result: &ToolResult| {
+        let shown = result.to_model_text();
+        for word in rust_words {
+            assert!(!shown.contains(word), "{word:?} in {shown}");
+        }
+        assert!(!shown.contains("MCP error -32602: MCP error"), "{shown}");
+        shown
+    };
+
+    // The server's JSON-RPC error, whose message already carries the TypeScript SDK's prefix: once.
+    let missing = call(&task, "access_mcp_resource", json!({"server_name": "everything", "uri": "demo://nope"}));
+    assert!(missing.is_error());
+    assert!(
+        clean(&missing)
+            .contains("Error executing access_mcp_resource: MCP error -32602: Resource demo://nope not found\n"),
+        "{missing:?}"
+    );
+    // Arguments of the wrong types, in several shapes, to a real server's tools.
+    for (tool, arguments) in [
+        ("get-sum", json!({"a": "two", "b": 1})),
+        ("get-sum", json!({"a": [1], "b": {"x": 1}})),
+        ("echo", json!({"message": 42})),
+        ("get-resource-links", json!({"count": "many"})),
+        ("get-tiny-image", json!({"extra": null})),
+    ] {
+        let result = use_tool(&task, "everything", tool, &arguments.to_string());
+        clean(&result);
+    }
+    // Input that is not an object at all, to use_mcp_tool and to a native MCP tool.
+    clean(&call(&task, "use_mcp_tool", json!("everything echo")));
+    clean(&block_on(task.execute(ToolUse::new("n", "everything__mcp__echo", json!([1, 2])))));
+    clean(&call(&task, "access_mcp_resource", json!({"server_name": ["everything"], "uri": 7})));
+}
+
+/// The Python `mcp` client against `toolshed serve`: an `isError` result of a native MCP tool is `isError`,
+/// and the MCP server's tool list change reaches the client as `notifications/tools/list_changed`.
+const SERVE_CLIENT: &str = r#"
+import asyncio, json, os, sys
+from mcp import ClientSession, types
+from mcp.client.stdio import stdio_client, StdioServerParameters
+
+changed = asyncio.Event()
+
+async def on_message(message):
+    if isinstance(message, types.ToolListChangedNotification):
+        changed.set()
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=json.loads(sys.argv[2]),
+                                   env={"HOME": sys.argv[3], "PATH": os.environ.get("PATH", "")})
+    async with stdio_client(params) as streams:
+        async with ClientSession(streams[0], streams[1], message_handler=on_message) as session:
+            await session.initialize()
+            failed = await session.call_tool("growing__mcp__fail", {})
+            out = {"fail": {"isError": bool(failed.is_error if hasattr(failed, "is_error") else failed.isError),
+                            "text": "".join(c.text for c in failed.content if c.type == "text")}}
+            # Changes before this point (the server connecting) do not count.
+            changed.clear()
+            await session.call_tool("growing__mcp__grow", {})
+            try:
+                await asyncio.wait_for(changed.wait(), 60)
+                out["changed"] = True
+            except asyncio.TimeoutError:
+                out["changed"] = False
+            print(json.dumps(out), flush=True)
+
+asyncio.run(main())
+"#;
+
+#[test]
+fn serve_reports_is_error_and_forwards_the_servers_list_changed() {
+    let ws = workspace();
+    let script = ws.path().join("growing.js");
+    std::fs::write(&script, GROWING).unwrap();
+    let settings = ws.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"growing": {"command": "node", "args": [script.display().to_string()]}}});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    let config = ws.path().join("config.toml");
+    std::fs::write(&config, format!("[mcp]\nsettings = {:?}\n", settings.display().to_string())).unwrap();
+    let client = ws.path().join("client.py");
+    std::fs::write(&client, SERVE_CLIENT).unwrap();
+    let home = workspace();
+    let args = json!([
+        "--plugins",
+        crate::util::plugins().display().to_string(),
+        "--config",
+        config.display().to_string(),
+        "--cwd",
+        ws.path().display().to_string(),
+        "serve",
+        "--yes"
+    ]);
+    let output = std::process::Command::new(crate::serve::python())
+        .arg(&client)
+        .args([crate::util::toolshed_bin().display().to_string(), args.to_string(), home.path().display().to_string()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let line =
+        stdout.lines().rev().find(|l| l.starts_with('{')).unwrap_or_else(|| {
+            panic!("client printed no result: {stdout}\n{}", String::from_utf8_lossy(&output.stderr))
+        });
+    let result: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(result["fail"]["isError"], true, "{result}");
+    assert!(result["fail"]["text"].as_str().unwrap().contains("Error:\nit failed"), "{result}");
+    assert_eq!(result["changed"], true, "{result}");
+}

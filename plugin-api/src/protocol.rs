@@ -311,6 +311,11 @@ pub enum Outcome {
     Success {
         /// Text and image blocks, in order.
         blocks: Vec<Block>,
+        /// The blocks report the tool's own failure (an MCP server's `isError`): the model reads them as
+        /// the result they are, under the result header, and the host sees a tool error (`toolshed call`
+        /// exits 1, `serve` answers `isError`). Absent in JSON when false, so older hosts read it as before.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
     },
     /// A tool error.
     Error(ToolError),
@@ -389,6 +394,8 @@ struct FlatAnswer {
     risk: Risk,
     #[serde(default)]
     denied_message: Option<String>,
+    #[serde(default)]
+    is_error: bool,
 }
 
 #[derive(Deserialize)]
@@ -519,7 +526,7 @@ impl Outcome {
                         other => Err(flat_error(&format!("unknown block type '{other}'"))),
                     })
                     .collect::<Result<_, _>>()?;
-                Ok(Outcome::Success { blocks })
+                Ok(Outcome::Success { blocks, is_error: flat.is_error })
             }
             "error" => Ok(Outcome::Error(flat.tool_error()?)),
             "denied" => Ok(Outcome::Denied),
@@ -557,8 +564,10 @@ mod tests {
                     Block::Image { media_type: "image/png".into(), data: "AAAA".into() },
                     Block::Text { text: "ok".into() },
                 ],
+                is_error: false,
             },
-            Outcome::Success { blocks: vec![] },
+            Outcome::Success { blocks: vec![], is_error: false },
+            Outcome::Success { blocks: vec![Block::Text { text: "Error:\nno".into() }], is_error: true },
             Outcome::Error(ToolError { message: "bad".into(), mistake: true }),
             Outcome::Denied,
         ];
@@ -584,7 +593,7 @@ mod tests {
         assert!(Outcome::from_json(r#"{"status":"weird"}"#).is_err());
         assert_eq!(
             Outcome::from_json(r#"{"status":"success","blocks":[{"type":"text","text":null}]}"#).unwrap(),
-            Outcome::Success { blocks: vec![Block::Text { text: String::new() }] }
+            Outcome::Success { blocks: vec![Block::Text { text: String::new() }], is_error: false }
         );
         assert!(Prepared::from_json(r#"{"status":"error"}"#).is_err());
     }
@@ -595,10 +604,10 @@ mod tests {
         let image = Block::Image { media_type: "image/png".into(), data: "AAAA".into() };
         let many: Vec<Block> =
             [text("héllo"), image.clone(), text("world")].into_iter().chain((0..1000).map(|_| text("x"))).collect();
-        let json = serde_json::to_string(&Outcome::Success { blocks: many }).unwrap();
+        let json = serde_json::to_string(&Outcome::Success { blocks: many, is_error: false }).unwrap();
         let (outcome, cut) = Outcome::from_json_capped(&json, 8).unwrap();
         // "héllo" is 6 bytes; 2 more fit of "world"; the single-byte blocks after it are dropped.
-        assert_eq!(outcome, Outcome::Success { blocks: vec![text("héllo"), image, text("wo")] });
+        assert_eq!(outcome, Outcome::Success { blocks: vec![text("héllo"), image, text("wo")], is_error: false });
         assert_eq!(cut, 3 + 1000);
         // A cut never splits a character, and the budget ends with the parse.
         let json = serde_json::to_string(&Outcome::Error(ToolError { message: "ééé".into(), mistake: false })).unwrap();

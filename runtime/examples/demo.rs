@@ -1,5 +1,9 @@
 //! `cargo xtask demo`: a scripted agent session over the shipped plugins on a scratch copy of this repository,
 //! printing every call and result and checking each one. It fails when a loaded tool goes unexercised.
+//!
+//! MCP runs against a real server: the pinned `@modelcontextprotocol/server-everything` when `cargo xtask
+//! test` has installed it (`target/test-peers/node`), else this very binary started again as a small stdio
+//! MCP server (`demo --mcp-server`, below), so a clean clone with only a Rust toolchain shows MCP working.
 
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -65,16 +69,133 @@ impl toolshed::AgentDriver for ScriptedModel {
     }
 }
 
-/// One scripted step: a tool use and what its result must show.
+/// One scripted step: a tool use, what its result must show, and what it must not.
 struct Step {
     tool: &'static str,
     input: Value,
     status: ResultStatus,
     expect: Vec<String>,
+    absent: Vec<String>,
 }
 
 fn step(tool: &'static str, input: Value, status: ResultStatus, expect: &[&str]) -> Step {
-    Step { tool, input, status, expect: expect.iter().map(|s| (*s).to_owned()).collect() }
+    Step { tool, input, status, expect: expect.iter().map(|s| (*s).to_owned()).collect(), absent: Vec::new() }
+}
+
+/// `demo --mcp-server`: the MCP server the demo connects when server-everything is not installed. It
+/// offers a few of server-everything's tools and resources under the same names and URIs, so the script's
+/// MCP steps read the same against either: `echo`, `get-sum` (an `isError` result for arguments that are not
+/// numbers), `get-resource-links`, a text document and a binary blob.
+mod mcp_server {
+    use rmcp::model::{
+        CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult, ListResourcesResult,
+        ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+        ServerCapabilities, ServerConfig,
+    };
+    use rmcp::service::{RequestContext, RoleServer};
+    use rmcp::{ErrorData, ServerHandler, ServiceExt as _};
+    use serde_json::{json, Value};
+
+    pub const DOCUMENT: &str = "demo://resource/static/document/architecture.md";
+    pub const BLOB: &str = "demo://resource/dynamic/blob/1";
+
+    struct DemoServer;
+
+    /// An rmcp result type from its MCP JSON, the shape the specification shows.
+    fn from_json<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+        serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    impl ServerHandler for DemoServer {
+        fn get_info(&self) -> ServerConfig {
+            let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().build();
+            let mut info = InitializeResult::new(capabilities);
+            info.server_info = Implementation::new("toolshed-demo", env!("CARGO_PKG_VERSION"));
+            info
+        }
+
+        async fn list_tools(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListToolsResult, ErrorData> {
+            let number = json!({"type": "number"});
+            from_json(json!({"tools": [
+                {"name": "echo", "description": "Echoes back the input", "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}},
+                {"name": "get-sum", "description": "Returns the sum of two numbers", "inputSchema": {"type": "object", "properties": {"a": number, "b": number}, "required": ["a", "b"]}},
+                {"name": "get-resource-links", "description": "Returns links to this server's resources", "inputSchema": {"type": "object", "properties": {"count": {"type": "number"}}}}
+            ]}))
+        }
+
+        async fn call_tool(
+            &self,
+            request: CallToolRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<CallToolResponse, ErrorData> {
+            let args = Value::Object(request.arguments.unwrap_or_default());
+            let text = |text: String| json!({"type": "text", "text": text});
+            let result = match request.name.as_ref() {
+                "echo" => json!({"content": [text(format!("Echo: {}", args["message"].as_str().unwrap_or_default()))]}),
+                "get-sum" => match (args["a"].as_f64(), args["b"].as_f64()) {
+                    (Some(a), Some(b)) => json!({"content": [text(format!("The sum of {a} and {b} is {}.", a + b))]}),
+                    _ => {
+                        json!({"content": [text("Invalid arguments for tool get-sum: a and b must be numbers".to_owned())], "isError": true})
+                    }
+                },
+                "get-resource-links" => {
+                    let count = args["count"].as_u64().unwrap_or(2).clamp(1, 2);
+                    let mut content =
+                        vec![text(format!("Here are {count} resource links to resources available in this server:"))];
+                    let links = [
+                        (BLOB, "Blob Resource 1", "application/octet-stream"),
+                        (DOCUMENT, "architecture.md", "text/markdown"),
+                    ];
+                    content.extend(links.iter().take(count as usize).map(|(uri, name, mime)| {
+                        json!({"type": "resource_link", "uri": uri, "name": name, "mimeType": mime})
+                    }));
+                    json!({"content": content})
+                }
+                other => return Err(ErrorData::invalid_params(format!("Tool {other} not found"), None)),
+            };
+            Ok(CallToolResponse::Complete(from_json::<CallToolResult>(result)?))
+        }
+
+        async fn list_resources(
+            &self,
+            _request: Option<PaginatedRequestParams>,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ListResourcesResult, ErrorData> {
+            from_json(json!({"resources": [
+                {"uri": DOCUMENT, "name": "architecture.md", "mimeType": "text/markdown"},
+                {"uri": BLOB, "name": "Blob Resource 1", "mimeType": "application/octet-stream"}
+            ]}))
+        }
+
+        async fn read_resource(
+            &self,
+            request: ReadResourceRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> Result<ReadResourceResponse, ErrorData> {
+            let contents = match request.uri.as_str() {
+                DOCUMENT => {
+                    json!([{"uri": DOCUMENT, "mimeType": "text/markdown", "text": "# Architecture\n\nEvery tool is a plugin; the runtime loads them.\n"}])
+                }
+                BLOB => json!([{"uri": BLOB, "mimeType": "application/octet-stream", "blob": "AAECAw=="}]),
+                uri => return Err(ErrorData::invalid_params(format!("Resource {uri} not found"), None)),
+            };
+            Ok(ReadResourceResponse::Complete(from_json::<ReadResourceResult>(json!({"contents": contents}))?))
+        }
+    }
+
+    /// Serves over stdio until the client goes.
+    pub fn run() -> anyhow::Result<()> {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+        runtime.block_on(async {
+            let running = DemoServer.serve(rmcp::transport::stdio()).await?;
+            running.waiting().await?;
+            Ok(())
+        })
+    }
 }
 
 fn copy_tree(from: &Path, to: &Path, depth: usize) -> std::io::Result<()> {
@@ -153,6 +274,9 @@ fn serve_demo_site() -> std::io::Result<std::net::SocketAddr> {
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--mcp-server") {
+        return mcp_server::run();
+    }
     let plugins = match args.iter().position(|a| a == "--plugins") {
         Some(i) => PathBuf::from(args.get(i + 1).ok_or_else(|| anyhow::anyhow!("--plugins needs a directory"))?),
         None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/plugins-debug"),
@@ -185,18 +309,23 @@ fn main() -> anyhow::Result<()> {
     // The web tools talk to a small site on 127.0.0.1 that plays the Cline API and a documentation page;
     // web_fetch fetches directly, and 127.0.0.1 is explicitly allowed.
     let site = serve_demo_site()?;
-    // MCP: the reference server `cargo xtask test` installs (npm's server-everything), when it is there;
-    // without it the MCP steps show the error a missing server gets.
+    // MCP: the reference server `cargo xtask test` installs (npm's server-everything), when it is there
+    // (and `--builtin-mcp` does not ask otherwise), else this binary as a small MCP server of its own.
     let everything =
         repo.join("target/test-peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     let mcp_settings = scratch.path().join("cline_mcp_settings.json");
-    let have_everything = everything.is_file();
-    let servers = if have_everything {
-        json!({"mcpServers": {"everything": {"command": "node", "args": [everything, "stdio"], "autoApprove": ["echo"]}}})
+    let use_everything = everything.is_file() && !args.iter().any(|a| a == "--builtin-mcp");
+    let (mcp, server) = if use_everything {
+        ("everything", json!({"command": "node", "args": [everything, "stdio"], "autoApprove": ["echo"]}))
     } else {
-        json!({"mcpServers": {}})
+        let me = std::env::current_exe()?;
+        ("demo", json!({"command": me, "args": ["--mcp-server"], "autoApprove": ["echo"]}))
     };
-    std::fs::write(&mcp_settings, servers.to_string())?;
+    println!(
+        "MCP server \"{mcp}\": {}",
+        if use_everything { "the pinned server-everything" } else { "the demo's own (demo --mcp-server)" }
+    );
+    std::fs::write(&mcp_settings, json!({"mcpServers": {mcp: server}}).to_string())?;
     let config = toolshed::Config::from_toml_str(&format!(
         "[skills]\ndirs = [{skills:?}]\n[web]\nprovider = \"cline\"\nenabled = true\nfeature_flag = true\nbackend = \"direct\"\n\
          api_base_url = \"http://{site}\"\nallowed_hosts = [\"127.0.0.1\"]\nfetch_timeout_ms = 5000\n\
@@ -278,17 +407,20 @@ fn main() -> anyhow::Result<()> {
         step("web_fetch", json!({"url": "http://169.254.169.254/latest/meta-data", "prompt": "p"}), Success, &["Error fetching web content: 169.254.169.254 is a link-local address, which web requests may not reach"]),
         step("web_search", json!({"query": "toolshed plugins", "allowed_domains": "[\"docs.rs\"]"}), Success, &["Search completed (1 results found):\n\n1. Toolshed on docs.rs\n   https://docs.rs/toolshed\n\n"]),
         step("web_search", json!({"query": "x", "allowed_domains": "[\"a.com\"]", "blocked_domains": "[\"b.com\"]"}), Error, &["Cannot specify both allowed_domains and blocked_domains"]),
-        // MCP, through the host's hub (see the MCP section of the README).
-        if have_everything {
-            step("use_mcp_tool", json!({"server_name": "everything", "tool_name": "echo", "arguments": "{\"message\": \"hi from the demo\"}"}), Success, &["[use_mcp_tool for 'everything'] Result:\nEcho: hi from the demo"])
-        } else {
-            step("use_mcp_tool", json!({"server_name": "everything", "tool_name": "echo", "arguments": "{}"}), Error, &["No connection found for server: everything."])
-        },
-        step("use_mcp_tool", json!({"server_name": "everything", "tool_name": "echo", "arguments": "{message: oops"}), Error, &["Invalid JSON argument used with everything for echo."]),
-        if have_everything {
-            step("access_mcp_resource", json!({"server_name": "everything", "uri": "demo://resource/static/document/architecture.md"}), Success, &["[access_mcp_resource for 'everything'] Result:\n"])
-        } else {
-            step("access_mcp_resource", json!({"server_name": "everything", "uri": "demo://x"}), Error, &["Error executing access_mcp_resource: No connection found"])
+        // MCP, through the host's hub (see the MCP section of the README), against a real server.
+        step("use_mcp_tool", json!({"server_name": mcp, "tool_name": "echo", "arguments": "{\"message\": \"hi from the demo\"}"}), Success, &[&format!("[use_mcp_tool for '{mcp}'] Result:\nEcho: hi from the demo")]),
+        // Resource links read as nothing in Cline, so only the server's text is shown.
+        step("use_mcp_tool", json!({"server_name": mcp, "tool_name": "get-resource-links", "arguments": "{\"count\": 2}"}), Success, &["Here are 2 resource links to resources available in this server:"]),
+        // An `isError` result: Cline's text, a tool error for the host.
+        step("use_mcp_tool", json!({"server_name": mcp, "tool_name": "get-sum", "arguments": "{\"a\": \"two\", \"b\": 1}"}), Error, &[&format!("[use_mcp_tool for '{mcp}'] Result:\nError:\n"), "get-sum"]),
+        step("use_mcp_tool", json!({"server_name": mcp, "tool_name": "echo", "arguments": "{message: oops"}), Error, &[&format!("Invalid JSON argument used with {mcp} for echo.")]),
+        step("access_mcp_resource", json!({"server_name": mcp, "uri": mcp_server::DOCUMENT}), Success, &[&format!("[access_mcp_resource for '{mcp}'] Result:\n# ")]),
+        // A binary resource reads as Cline reads it: its blob is not text, so `(Empty response)`.
+        step("access_mcp_resource", json!({"server_name": mcp, "uri": mcp_server::BLOB}), Success, &["Result:\n(Empty response)"]),
+        // A server's error, its code once (a TypeScript server's message already carries the prefix).
+        Step {
+            absent: vec!["MCP error -32602: MCP error".to_owned()],
+            ..step("access_mcp_resource", json!({"server_name": mcp, "uri": "demo://nope"}), Error, &["Error executing access_mcp_resource: MCP error -32602: Resource demo://nope not found"])
         },
         step("load_mcp_documentation", json!({}), Success, &["## Creating an MCP Server", "Connected MCP servers: "]),
         // A subagent (a child task with read-only tools) driven by the scripted model above.
@@ -324,6 +456,11 @@ fn main() -> anyhow::Result<()> {
         for expect in &step.expect {
             if !text.contains(expect.as_str()) {
                 failures.push(format!("step {}: {} result lacks {expect:?}", i + 1, step.tool));
+            }
+        }
+        for absent in &step.absent {
+            if text.contains(absent.as_str()) {
+                failures.push(format!("step {}: {} result has {absent:?}", i + 1, step.tool));
             }
         }
     }

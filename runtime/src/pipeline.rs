@@ -320,7 +320,10 @@ impl Engine {
         };
         let outcome = match executed {
             Ok(text) => crate::result_limit::parse_outcome(&text, self.max_result_bytes).unwrap_or_else(|e| {
-                Outcome::Error(finish::boundary_error(&tool_use.name, &format!("unreadable answer from execute: {e}")))
+                Outcome::Error(finish::boundary_error(
+                    &tool_use.name,
+                    &format!("unreadable answer from execute: {}", toolshed_plugin_api::sdk::json_error(&e)),
+                ))
             }),
             Err(error) => Outcome::Error(crate::result_limit::cap_error(
                 finish::phase_error(&route, &error),
@@ -328,14 +331,16 @@ impl Engine {
             )),
         };
         let mut result = match outcome {
-            Outcome::Success { blocks } => {
+            // A result reporting the tool's own failure (MCP's `isError`) is read as a result, but ends as a
+            // tool error; like Cline, it is not the model's mistake (Cline reset the count before the call).
+            Outcome::Success { blocks, is_error } => {
                 task.mistakes.store(0, Ordering::Relaxed);
                 ToolResult {
                     tool_use_id: tool_use.id.clone(),
                     name: tool_use.name.clone(),
                     description,
                     blocks,
-                    status: ResultStatus::Success,
+                    status: if is_error { ResultStatus::Error } else { ResultStatus::Success },
                     feedback: None,
                     note: None,
                     context_before: Vec::new(),

@@ -60,7 +60,7 @@ fn append(text: &mut String, note: &str) {
 fn add_note(outcome: &mut Outcome, cut: usize, max: usize) {
     let note = note(cut, max);
     match outcome {
-        Outcome::Success { blocks } => {
+        Outcome::Success { blocks, .. } => {
             let last_text = blocks.iter_mut().rev().find_map(|block| match block {
                 Block::Text { text } => Some(text),
                 Block::Image { .. } => None,
@@ -87,10 +87,10 @@ mod tests {
 
     #[test]
     fn answers_within_the_cap_are_untouched() {
-        let outcome = Outcome::Success { blocks: vec![Block::Text { text: "é".repeat(10) }] };
+        let outcome = Outcome::Success { blocks: vec![Block::Text { text: "é".repeat(10) }], is_error: false };
         assert_eq!(parse_outcome(&json(&outcome), 20).unwrap(), outcome);
         // Longer JSON than the cap, but text within it (escapes): nothing cut, no note.
-        let escaped = Outcome::Success { blocks: vec![Block::Text { text: "\n".repeat(15) }] };
+        let escaped = Outcome::Success { blocks: vec![Block::Text { text: "\n".repeat(15) }], is_error: false };
         assert_eq!(parse_outcome(&json(&escaped), 20).unwrap(), escaped);
     }
 
@@ -98,8 +98,9 @@ mod tests {
     fn text_over_the_cap_is_cut_with_a_note() {
         let outcome = Outcome::Success {
             blocks: vec![Block::Text { text: "ab".into() }, Block::Text { text: "é".repeat(100) }],
+            is_error: false,
         };
-        let Outcome::Success { blocks } = parse_outcome(&json(&outcome), 7).unwrap() else { panic!() };
+        let Outcome::Success { blocks, .. } = parse_outcome(&json(&outcome), 7).unwrap() else { panic!() };
         assert_eq!(
             blocks,
             [
@@ -130,8 +131,9 @@ mod tests {
     #[test]
     fn a_note_follows_an_image_when_no_text_fits() {
         let image = Block::Image { media_type: "image/png".into(), data: "A".repeat(40) };
-        let outcome = Outcome::Success { blocks: vec![image.clone(), Block::Text { text: "t".repeat(40) }] };
-        let Outcome::Success { blocks } = parse_outcome(&json(&outcome), 0).unwrap() else { panic!() };
+        let outcome =
+            Outcome::Success { blocks: vec![image.clone(), Block::Text { text: "t".repeat(40) }], is_error: false };
+        let Outcome::Success { blocks, .. } = parse_outcome(&json(&outcome), 0).unwrap() else { panic!() };
         assert_eq!(blocks.len(), 2);
         assert_eq!(blocks[0], image);
         assert!(matches!(&blocks[1], Block::Text { text } if text.starts_with("[Result truncated: 40 more")));

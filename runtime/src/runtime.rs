@@ -542,6 +542,17 @@ impl Runtime {
         self.shared.mcp_listable().await;
     }
 
+    /// A generation counter of the MCP servers, bumped whenever one connects, disconnects, or changes its
+    /// tools or resources (a `list_changed` notification followed): watch it to refresh tool lists built
+    /// from [`Runtime::specs`] or [`Runtime::mcp_servers`]. Without `[mcp] settings` the counter stays 0
+    /// and its sender is gone, so `changed()` answers an error at once.
+    pub fn mcp_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        match &self.shared.services.mcp {
+            Some(hub) => hub.changes(),
+            None => tokio::sync::watch::channel(0).1,
+        }
+    }
+
     /// The configured MCP servers now: state, tools, resources, auto-approved tools, and any settings-file
     /// error. `None` without `[mcp] settings`.
     pub fn mcp_servers(&self) -> Option<toolshed_plugin_api::services::McpServersResponse> {

@@ -110,6 +110,19 @@ pub async fn run(runtime: Arc<Runtime>, task: TaskHandle, options: ServeOptions)
     if let Err(e) = runtime.watch() {
         tracing::warn!("not watching the plugin directories: {e}");
     }
+    // So do the MCP servers' tools (listed as `{server}__mcp__{tool}`): each change of the hub's generation
+    // (a server connected, disconnected, or followed its `list_changed`) is a tool list change too.
+    let mut mcp = runtime.mcp_changes();
+    let mcp_clients = Arc::clone(&clients);
+    tokio::spawn(async move {
+        while mcp.changed().await.is_ok() {
+            let peers: Vec<Peer<RoleServer>> =
+                mcp_clients.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+            for peer in &peers {
+                notify_tools_changed(peer).await;
+            }
+        }
+    });
     let mut events = runtime.events();
     tokio::spawn(async move {
         while events.recv().await.is_some() {

@@ -4,7 +4,7 @@
 //! the plugins and fixtures (including those built against a foreign copy of the interface), runs every
 //! workspace test with their paths in the environment (doc tests included: `cargo test --workspace` runs
 //! them, and the runtime's doc examples load the built plugins from `TOOLSHED_TEST_PLUGINS`), then the demo
-//! and the `agent_host` example.
+//! (with server-everything, and with its own MCP server) and the `agent_host` example.
 
 use crate::{build, cmd, root};
 use anyhow::Result;
@@ -41,7 +41,9 @@ pub fn run() -> Result<()> {
             ("TOOLSHED_TEST_PY", &peers.python),
         ],
     )?;
-    crate::demo::run_with(&built.plugins, false)?;
+    // The demo twice: against server-everything, and against its own MCP server (a clean clone's case).
+    crate::demo::run_with(&built.plugins, false, &[])?;
+    crate::demo::run_with(&built.plugins, false, &["--builtin-mcp"])?;
     // The embedding example: a scripted model in XML text mode, every ask approved.
     let plugins = built.plugins.to_string_lossy().into_owned();
     cmd(

@@ -18,7 +18,7 @@ pub fn service_error<S: Service>(tool: &str, error: &ServiceError) -> crate::Out
 pub fn with_images(text: String, images: &[crate::services::AttachedImage]) -> crate::Outcome {
     let mut blocks = vec![Block::Text { text }];
     blocks.extend(images.iter().map(|i| Block::Image { media_type: i.media_type.clone(), data: i.data.clone() }));
-    crate::Outcome::Success { blocks }
+    crate::result::blocks(blocks)
 }
 
 /// Parses an `options` parameter the lenient way Cline's `parsePartialArrayString` does for display:

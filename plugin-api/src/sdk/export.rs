@@ -130,7 +130,7 @@ impl TaskCache {
         if let Some((_, task)) = lock().iter().find(|(text, _)| text == raw.get()) {
             return Ok(task.clone());
         }
-        let task: crate::protocol::TaskInfo = serde_json::from_str(raw.get()).map_err(|e| e.to_string())?;
+        let task: crate::protocol::TaskInfo = serde_json::from_str(raw.get()).map_err(|e| super::json_error(&e))?;
         let mut cache = lock();
         if cache.len() >= CACHED_TASKS {
             cache.remove(0);
@@ -141,7 +141,7 @@ impl TaskCache {
 }
 
 fn parse_call<A: DeserializeOwned>(call: &str, tasks: &TaskCache) -> Result<ToolCall<A>, String> {
-    let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| e.to_string())?;
+    let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| super::json_error(&e))?;
     Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: tasks.parse(raw.task)?, approved: raw.approved })
 }
 

@@ -31,10 +31,13 @@ impl<'a> HostClient<'a> {
         request: &Req,
     ) -> Result<Resp, ServiceError> {
         let request = serde_json::to_string(request)
-            .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, e.to_string()))?;
+            .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, super::json_error(&e)))?;
         match self.host.service(RStr::from_str(name), RStr::from_str(&request)) {
             RResult::ROk(text) => serde_json::from_str(text.as_str()).map_err(|e| {
-                ServiceError::new(ServiceErrorKind::Failed, format!("unreadable answer from service {name}: {e}"))
+                ServiceError::new(
+                    ServiceErrorKind::Failed,
+                    format!("unreadable answer from service {name}: {}", super::json_error(&e)),
+                )
             }),
             RResult::RErr(text) => Err(serde_json::from_str(text.as_str())
                 .unwrap_or_else(|_| ServiceError::new(ServiceErrorKind::Failed, text.into_string()))),

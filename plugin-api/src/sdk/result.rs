@@ -4,12 +4,18 @@ use crate::protocol::{ApprovalRequest, Block, Outcome, Prepared, Risk, ToolError
 
 /// A text result.
 pub fn text(text: impl Into<String>) -> Outcome {
-    Outcome::Success { blocks: vec![Block::Text { text: text.into() }] }
+    Outcome::Success { blocks: vec![Block::Text { text: text.into() }], is_error: false }
 }
 
 /// A result of several blocks.
 pub fn blocks(blocks: Vec<Block>) -> Outcome {
-    Outcome::Success { blocks }
+    Outcome::Success { blocks, is_error: false }
+}
+
+/// A result whose blocks report the tool's own failure (an MCP server's `isError`): the model reads them
+/// as a result, and the host sees a tool error. Not a mistake of the model.
+pub fn failed_blocks(blocks: Vec<Block>) -> Outcome {
+    Outcome::Success { blocks, is_error: true }
 }
 
 /// An image block.

@@ -1,6 +1,10 @@
 //! Cline's `access_mcp_resource`: reads a resource of a connected MCP server through the host's
 //! `mcp.read_resource` service; the result is the `text` items joined with blank lines, or `(Empty
 //! response)`, cut at 400 KB.
+//!
+//! Binary contents are Cline's too: v4.0.10's `AccessMcpResourceHandler` maps each item to `item.text` when
+//! it is truthy and to `""` otherwise, so a `blob` item (base64 bytes, no `text`) reads as nothing, and a
+//! resource of blobs alone reads `(Empty response)`. The model is never handed base64 it cannot read.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -120,5 +124,9 @@ mod tests {
         ]});
         assert_eq!(format_result(&result), "one\n\ntwo");
         assert_eq!(format_result(&json!({"contents": []})), "(Empty response)");
+        // A blob alone, as Cline reads it: nothing, so `(Empty response)`; an empty text is nothing too.
+        let blob = json!({"contents": [{"uri": "b", "mimeType": "application/octet-stream", "blob": "AAAA"}]});
+        assert_eq!(format_result(&blob), "(Empty response)");
+        assert_eq!(format_result(&json!({"contents": [{"uri": "a", "text": ""}]})), "(Empty response)");
     }
 }

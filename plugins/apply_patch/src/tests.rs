@@ -55,7 +55,7 @@ impl FakeHost {
             Prepared::Proceed => panic!("patches must ask for approval"),
         }
         match self.host.execute(&ApplyPatch::default(), &call) {
-            Outcome::Success { blocks } => match blocks.as_slice() {
+            Outcome::Success { blocks, .. } => match blocks.as_slice() {
                 [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
                 other => panic!("{other:?}"),
             },

@@ -223,7 +223,7 @@ mod tests {
 
     fn text(outcome: Outcome) -> String {
         match outcome {
-            Outcome::Success { blocks } => match blocks.as_slice() {
+            Outcome::Success { blocks, .. } => match blocks.as_slice() {
                 [Block::Text { text }] => text.clone(),
                 other => panic!("unexpected blocks {other:?}"),
             },

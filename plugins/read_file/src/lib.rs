@@ -174,7 +174,8 @@ impl Tool for ReadFile {
         if name != DOCUMENT_JOB {
             return Err(format!("read_file has no job named `{name}`"));
         }
-        let job: DocumentJob = serde_json::from_value(input).map_err(|e| format!("bad document_text input: {e}"))?;
+        let job: DocumentJob = serde_json::from_value(input)
+            .map_err(|e| format!("bad document_text input: {}", toolshed_plugin_api::sdk::json_error(&e)))?;
         serde_json::to_value(self.document_job(&job, host)?).map_err(|e| e.to_string())
     }
 }
@@ -254,7 +255,8 @@ impl ReadFile {
         let output = host.isolated(self, DOCUMENT_JOB, input).map_err(|e| match e {
             IsolatedError::Job(message) | IsolatedError::Failed(message) => message,
         })?;
-        serde_json::from_value(output).map_err(|e| format!("the document reader answered oddly: {e}"))
+        serde_json::from_value(output)
+            .map_err(|e| format!("the document reader answered oddly: {}", toolshed_plugin_api::sdk::json_error(&e)))
     }
 
     /// The `document_text` job: the document's text, read through the confirmed read, rendered as its window.

@@ -2,6 +2,12 @@
 //! and formats the result as Cline does (text items, resources as JSON, `Error:` for `isError`, `(No
 //! response)`, the images note, the 400 KB cap). Native MCP tools (`{server}__mcp__{tool}`) reach this
 //! handler too: the runtime turns them into a use_mcp_tool call with the input as the `arguments` string.
+//!
+//! Cline v4.0.10's `UseMcpToolHandler` has cases for `text`, `image` and `resource` items only; every other
+//! item type, `resource_link` and `audio` among them, takes its generic fallback (`return ""`, then
+//! `.filter(Boolean)`), so the model never sees it. Toolshed does the same: a result of resource links alone
+//! reads `(No response)`, as in Cline. A result with `isError: true` keeps Cline's text (`Error:\n…`) and is
+//! a tool error for the host (`toolshed call` exits 1, `serve` answers `isError`), not a model mistake.
 
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -74,12 +80,12 @@ pub fn format_result(result: &Value, supports_images: bool) -> Vec<Block> {
         .filter_map(|item| match item.get("type").and_then(Value::as_str) {
             Some("text") => item.get("text").and_then(Value::as_str).map(str::to_owned),
             Some("resource") => item.get("resource").map(resource_json),
+            // Cline's fallback: `resource_link`, `audio` and any later type read as nothing.
             _ => None,
         })
         .filter(|text| !text.is_empty())
         .collect();
-    let is_error = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
-    let mut text = format!("{}{}", if is_error { "Error:\n" } else { "" }, parts.join("\n\n"));
+    let mut text = format!("{}{}", if is_error(result) { "Error:\n" } else { "" }, parts.join("\n\n"));
     if text.is_empty() {
         text = "(No response)".to_owned();
     }
@@ -94,6 +100,11 @@ pub fn format_result(result: &Value, supports_images: bool) -> Vec<Block> {
         blocks.extend(images);
     }
     blocks
+}
+
+/// Whether a `CallToolResult` reports the tool's own failure (`isError: true`).
+pub fn is_error(result: &Value) -> bool {
+    result.get("isError").and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// `JSON.stringify(resource minus blob, null, 2)`. JavaScript keeps the server's key order; the usual one of
@@ -170,6 +181,7 @@ impl Tool for UseMcpTool {
             return Ok(result::error("Error executing MCP tool: this host offers no MCP client (mcp.call_tool)"));
         }
         Ok(match host.mcp_call_tool(server, tool, arguments) {
+            Ok(value) if is_error(&value) => result::failed_blocks(format_result(&value, call.task.supports_images)),
             Ok(value) => result::blocks(format_result(&value, call.task.supports_images)),
             Err(e) => result::error(format!("Error executing MCP tool: {}", e.message)),
         })
@@ -211,6 +223,15 @@ mod tests {
             text(&format_result(&result, false)),
             "one\n\n{\n  \"uri\": \"test://a\",\n  \"mimeType\": \"text/plain\",\n  \"text\": \"hi\"\n}"
         );
+    }
+
+    #[test]
+    fn resource_links_read_as_nothing_as_in_cline() {
+        let link = json!({"type": "resource_link", "uri": "demo://resource/static/document/a.md", "name": "A"});
+        assert_eq!(text(&format_result(&json!({"content": [link]}), false)), "(No response)");
+        let mixed = json!({"content": [{"type": "text", "text": "Here are 1 resource links:"}, link]});
+        assert_eq!(text(&format_result(&mixed, false)), "Here are 1 resource links:");
+        assert!(is_error(&json!({"isError": true})) && !is_error(&json!({"isError": "yes"})) && !is_error(&json!({})));
     }
 
     #[test]

@@ -64,7 +64,7 @@ impl FakeHost {
             Prepared::Proceed => panic!("file writes must ask for approval"),
         }
         match self.host.execute(&WriteToFile, &call) {
-            Outcome::Success { blocks } => match blocks.as_slice() {
+            Outcome::Success { blocks, .. } => match blocks.as_slice() {
                 [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
                 other => panic!("unexpected blocks {other:?}"),
             },

@@ -193,7 +193,7 @@ fn run_call(
     if phase != Phase::Prepare {
         return Ok(PhaseAnswer::Text(text));
     }
-    let prepared = Prepared::from_json(&text).map_err(|e| e.to_string());
+    let prepared = Prepared::from_json(&text).map_err(|e| toolshed_plugin_api::sdk::json_error(&e));
     if let (Some(then), Ok(answer)) = (then_execute, &prepared)
         && let Some(explicit) = then.approve.approve(answer)
     {

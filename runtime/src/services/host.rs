@@ -135,9 +135,7 @@ impl Router {
         handler: impl Fn(&CallHost, S::Request) -> Result<S::Response, ServiceError> + Send + Sync + 'static,
     ) -> Registered<'_> {
         let handler: Handler = Box::new(move |call, request| {
-            let request = serde_json::from_str(request)
-                .map_err(|e| ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid request: {e}")))?;
-            let response = handler(call, request)?;
+            let response = handler(call, parse_request::<S>(request)?)?;
             serde_json::to_string(&response).map_err(|e| ServiceError::new(ServiceErrorKind::Failed, e.to_string()))
         });
         let entry = Entry { name: S::NAME, handler, offered: None, after_cancel: false };
@@ -229,5 +227,38 @@ impl Host for CallHost {
                 _ => tracing::debug!(tool, "{message}"),
             }
         }));
+    }
+}
+
+/// A plugin's request to `S`, or the error that names the service and says what is wrong in JSON's words
+/// (plugins hand service errors on to the model).
+fn parse_request<S: Service>(request: &str) -> Result<S::Request, ServiceError> {
+    serde_json::from_str(request).map_err(|e| {
+        let e = toolshed_plugin_api::sdk::json_error(&e);
+        ServiceError::new(ServiceErrorKind::InvalidRequest, format!("invalid request to {}: {e}", S::NAME))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_request;
+    use toolshed_plugin_api::services::McpCallTool;
+
+    #[test]
+    fn a_malformed_request_is_described_without_rust_type_names() {
+        let message = |request: &str| parse_request::<McpCallTool>(request).unwrap_err().message;
+        assert_eq!(
+            message("\"everything\""),
+            "invalid request to mcp.call_tool: invalid type: string \"everything\", expected a JSON object"
+        );
+        assert_eq!(message("{\"tool\": \"echo\"}"), "invalid request to mcp.call_tool: missing field `server`");
+        assert_eq!(
+            message("{\"server\": 1, \"tool\": \"echo\"}"),
+            "invalid request to mcp.call_tool: invalid type: integer `1`, expected a string"
+        );
+        assert_eq!(
+            message("{\"server\": \"s\", \"tool\": \"t\", \"arguments\": [1]}"),
+            "invalid request to mcp.call_tool: invalid type: sequence, expected a map"
+        );
     }
 }

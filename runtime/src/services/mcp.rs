@@ -3,6 +3,10 @@
 //! tools).
 
 #[cfg(feature = "mcp")]
+mod errors;
+#[cfg(feature = "mcp")]
+mod follow;
+#[cfg(feature = "mcp")]
 mod http;
 #[cfg(feature = "mcp")]
 mod hub;

@@ -35,6 +35,10 @@ impl McpHub {
         match *self {}
     }
 
+    pub fn changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        match *self {}
+    }
+
     pub fn server_infos(&self) -> Vec<McpServerInfo> {
         match *self {}
     }

@@ -1,7 +1,10 @@
 //! The MCP hub: one client connection per configured server, on a tokio runtime of its own, started with a
 //! timeout, restarted when the settings file changes, and reached synchronously by the host services that
-//! plugins call from their worker threads.
+//! plugins call from their worker threads. A server's `list_changed` notifications are followed: its tools
+//! and resources are listed again, and every change bumps the generation [`McpHub::changes`] watches.
 
+use super::errors::service_error;
+use super::follow::{follow, Follower};
 use super::http::CheckedHttp;
 use super::settings::{self, ServerSettings, Servers, Transport};
 use super::transport::{Checked, Fault, Lines};
@@ -9,7 +12,7 @@ use crate::config::McpConfig;
 use crate::spec::{provider_tool_name, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
 use crate::task::Cancels;
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
-use rmcp::service::{RoleClient, RunningService};
+use rmcp::service::{Peer, RoleClient, RunningService};
 use rmcp::ServiceExt as _;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -21,7 +24,7 @@ use toolshed_plugin_api::services::{McpServerStatus, McpServersResponse};
 
 /// What one server may send: pages and bytes of each listing, and the size of one message.
 #[derive(Debug, Clone, Copy)]
-struct Limits {
+pub(super) struct Limits {
     max_list_pages: u64,
     max_list_bytes: u64,
     max_message_bytes: u64,
@@ -37,16 +40,36 @@ impl Limits {
     }
 }
 
-/// A live connection and what the server offered when it connected.
-struct Connection {
-    client: RunningService<RoleClient, ()>,
-    tools: Vec<Value>,
-    resources: Vec<Value>,
+/// A live connection and what the server offers: listed when it connected, and again on each of its
+/// `list_changed` notifications.
+pub(super) struct Connection {
+    client: RunningService<RoleClient, Follower>,
+    lists: Mutex<Lists>,
     /// Why the hub's transport closed the connection, when it did.
     fault: Fault,
 }
 
+/// A server's tools and resources, as JSON.
+#[derive(Default)]
+pub(super) struct Lists {
+    pub tools: Vec<Value>,
+    pub resources: Vec<Value>,
+}
+
 impl Connection {
+    fn lists(&self) -> MutexGuard<'_, Lists> {
+        self.lists.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn tools(&self) -> Vec<Value> {
+        self.lists().tools.clone()
+    }
+
+    /// Replaces the tool or resource list (a re-listing after `list_changed`).
+    pub(super) fn set(&self, update: impl FnOnce(&mut Lists)) {
+        update(&mut self.lists());
+    }
+
     /// A failed request in words: the transport's reason when it closed the connection (a message rmcp
     /// would have dropped, a broken pipe), else the SDK's error.
     fn error(&self, server: &str, error: &rmcp::ServiceError) -> String {
@@ -89,13 +112,13 @@ struct State {
     next_generation: u64,
 }
 
-struct Inner {
+pub(super) struct Inner {
     settings_path: Option<PathBuf>,
     startup_timeout: Duration,
     call_timeout: Duration,
     limits: Limits,
     state: Mutex<State>,
-    /// Bumped on every status change; waiters watch it.
+    /// Bumped on every status change and every landed re-listing; waiters and [`McpHub::changes`] watch it.
     changed: watch::Sender<u64>,
 }
 
@@ -179,9 +202,9 @@ impl McpHub {
         self.block(
             async move {
                 let (connection, timeout, generation) = inner.connection(&server).await?;
-                if !connection.tools.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str())) {
-                    let names: Vec<&str> =
-                        connection.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
+                let tools = connection.tools();
+                if !tools.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str())) {
+                    let names: Vec<&str> = tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
                     return Err(format!(
                         "Tool \"{tool}\" was not found on MCP server \"{server}\". Its tools: {}.",
                         if names.is_empty() { "(none)".to_owned() } else { names.join(", ") }
@@ -192,7 +215,9 @@ impl McpHub {
                 match tokio::time::timeout(timeout, connection.client.call_tool(params)).await {
                     Err(_) => Err("MCP error -32001: Request timed out".to_owned()),
                     Ok(Err(error)) => Err(inner.failed(&server, generation, &connection, &error)),
-                    Ok(Ok(result)) => serde_json::to_value(result).map_err(|e| e.to_string()),
+                    Ok(Ok(result)) => {
+                        serde_json::to_value(result).map_err(|e| toolshed_plugin_api::sdk::json_error(&e))
+                    }
                 }
             },
             cancels,
@@ -209,7 +234,9 @@ impl McpHub {
                 match tokio::time::timeout(timeout, connection.client.read_resource(params)).await {
                     Err(_) => Err("MCP error -32001: Request timed out".to_owned()),
                     Ok(Err(error)) => Err(inner.failed(&server, generation, &connection, &error)),
-                    Ok(Ok(result)) => serde_json::to_value(result).map_err(|e| e.to_string()),
+                    Ok(Ok(result)) => {
+                        serde_json::to_value(result).map_err(|e| toolshed_plugin_api::sdk::json_error(&e))
+                    }
                 }
             },
             cancels,
@@ -234,6 +261,12 @@ impl McpHub {
         self.inner.report()
     }
 
+    /// A generation counter, bumped whenever a server connects, disconnects, or changes its tools or
+    /// resources (settings reloads and restarts included).
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.inner.changed.subscribe()
+    }
+
     /// The servers' state now, without waiting.
     pub fn report(&self) -> McpServersResponse {
         self.inner.report()
@@ -249,6 +282,7 @@ impl McpHub {
                 Status::Connected(connection) => Some(McpServerInfo::new(
                     name.clone(),
                     connection
+                        .lists()
                         .tools
                         .iter()
                         .filter_map(|t| serde_json::from_value::<McpToolInfo>(t.clone()).ok())
@@ -266,7 +300,7 @@ impl McpHub {
         let state = self.inner.lock();
         for (server_name, server) in &state.servers {
             if let Status::Connected(connection) = &server.status {
-                for tool in connection.tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)) {
+                for tool in connection.lists().tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)) {
                     if provider_tool_name(&format!("{server_name}{MCP_TOOL_SEPARATOR}{tool}")) == name {
                         return Some((server_name.clone(), tool.to_owned()));
                     }
@@ -309,6 +343,22 @@ impl Inner {
 
     fn bump(&self) {
         self.changed.send_modify(|n| *n += 1);
+    }
+
+    /// The listing caps, for a follower to list within.
+    pub(super) fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// Lands a re-listing of `name`'s tools or resources while `generation` is still its connection.
+    pub(super) fn relisted(&self, name: &str, generation: u64, update: impl FnOnce(&mut Lists)) {
+        let state = self.lock();
+        let Some(server) = state.servers.get(name).filter(|s| s.generation == generation) else { return };
+        let Status::Connected(connection) = &server.status else { return };
+        connection.set(update);
+        drop(state);
+        tracing::debug!(server = %name, "MCP server's list changed; listed again");
+        self.bump();
     }
 
     /// Reads the settings file and restarts what changed. Must run inside the hub's runtime.
@@ -377,7 +427,9 @@ impl Inner {
     fn start(self: &Arc<Self>, name: &str, settings: ServerSettings, generation: u64) -> Status {
         let (inner, name) = (Arc::clone(self), name.to_owned());
         tokio::spawn(async move {
-            let status = match tokio::time::timeout(inner.startup_timeout, connect(&settings, inner.limits)).await {
+            let (follower, changes) = Follower::new();
+            let connecting = connect(&settings, inner.limits, follower);
+            let status = match tokio::time::timeout(inner.startup_timeout, connecting).await {
                 Ok(Ok(connection)) => Status::Connected(Arc::new(connection)),
                 Ok(Err(message)) => Status::Failed(message),
                 Err(_) => {
@@ -387,12 +439,21 @@ impl Inner {
             if let Status::Failed(message) = &status {
                 tracing::warn!(server = %name, "MCP server not connected: {message}");
             }
+            // The follower starts once the connection is the server's, so a change it lists always lands (one
+            // the server announced while it was being listed first is in its buffered wake-up).
+            let follower = match &status {
+                Status::Connected(c) => Some((c.client.peer().clone(), c.fault.clone())),
+                Status::Disabled | Status::Connecting | Status::Failed(_) | Status::Crashed(_) => None,
+            };
             let mut state = inner.lock();
             if let Some(server) = state.servers.get_mut(&name).filter(|s| s.generation == generation) {
                 server.status = status;
             }
             drop(state);
             inner.bump();
+            if let Some((peer, fault)) = follower {
+                tokio::spawn(follow(Arc::downgrade(&inner), name, generation, peer, fault, changes));
+            }
         });
         Status::Connecting
     }
@@ -490,7 +551,10 @@ impl Inner {
                 let (status, error, tools, resources) = match &server.status {
                     Status::Disabled => ("disabled", None, Vec::new(), Vec::new()),
                     Status::Connecting => ("connecting", None, Vec::new(), Vec::new()),
-                    Status::Connected(c) => ("connected", None, c.tools.clone(), c.resources.clone()),
+                    Status::Connected(c) => {
+                        let lists = c.lists();
+                        ("connected", None, lists.tools.clone(), lists.resources.clone())
+                    }
                     Status::Failed(message) | Status::Crashed(message) => {
                         ("disconnected", Some(message.clone()), Vec::new(), Vec::new())
                     }
@@ -507,7 +571,7 @@ impl Inner {
 }
 
 /// Connects to one server and lists what it offers, within `limits`.
-async fn connect(settings: &ServerSettings, limits: Limits) -> Result<Connection, String> {
+async fn connect(settings: &ServerSettings, limits: Limits, follower: Follower) -> Result<Connection, String> {
     let fault = Fault::default();
     let max_message_bytes = usize::try_from(limits.max_message_bytes).unwrap_or(usize::MAX);
     let client = match &settings.transport {
@@ -528,7 +592,7 @@ async fn connect(settings: &ServerSettings, limits: Limits) -> Result<Connection
             };
             // Our own reader below rmcp: see transport.rs for what rmcp's would drop.
             let lines = Lines::new(stdout, stdin, Some(child), max_message_bytes, fault.clone());
-            ().serve(Checked::new(lines, fault.clone())).await.map_err(|e| initialize_error(&fault, &e))?
+            follower.serve(Checked::new(lines, fault.clone())).await.map_err(|e| initialize_error(&fault, &e))?
         }
         Transport::Http { url, headers } => {
             use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -546,43 +610,57 @@ async fn connect(settings: &ServerSettings, limits: Limits) -> Result<Connection
             config.max_json_response_size = max_message_bytes;
             let client = CheckedHttp::new(fault.clone(), max_message_bytes)?;
             let transport = rmcp::transport::StreamableHttpClientTransport::with_client(client, config);
-            ().serve(Checked::new(transport, fault.clone())).await.map_err(|e| initialize_error(&fault, &e))?
+            follower.serve(Checked::new(transport, fault.clone())).await.map_err(|e| initialize_error(&fault, &e))?
         }
     };
-    let capabilities = client.peer_info().map(|info| info.capabilities.clone()).unwrap_or_default();
-    let listed = |what: &str, e: &rmcp::ServiceError| match fault.get() {
+    let tools = list_tools(client.peer(), limits, &fault).await?;
+    let resources = list_resources(client.peer(), limits, &fault).await?;
+    Ok(Connection { client, lists: Mutex::new(Lists { tools, resources }), fault })
+}
+
+/// A listing's failure in words: the transport's reason when it closed the connection.
+fn listed(fault: &Fault, what: &str, e: &rmcp::ServiceError) -> String {
+    match fault.get() {
         Some(reason) => format!("{what} failed: the server {reason}"),
         None => format!("{what} failed: {}", service_error(e)),
-    };
-    let tools = if capabilities.tools.is_some() {
-        list_capped("tools/list", limits, |params| async {
-            let page = client.list_tools(params).await.map_err(|e| listed("tools/list", &e))?;
-            Ok((page.tools, page.next_cursor))
-        })
-        .await?
-    } else {
-        Vec::new()
-    };
-    let resources = if capabilities.resources.is_some() {
-        let listing = list_capped("resources/list", limits, |params| async {
-            let page = client.list_resources(params).await.map_err(|e| listed("resources/list", &e))?;
-            Ok((page.resources, page.next_cursor))
-        })
-        .await;
-        match listing {
-            Ok(resources) => resources,
-            // A server whose resource listing fails still serves its tools; one over a cap or at fault does
-            // not.
-            Err(message) if !message.contains(LIMIT_MARK) && fault.get().is_none() => {
-                tracing::warn!("{message}");
-                Vec::new()
-            }
-            Err(message) => return Err(message),
+    }
+}
+
+/// Every tool of a server that offers tools, within `limits`.
+pub(super) async fn list_tools(peer: &Peer<RoleClient>, limits: Limits, fault: &Fault) -> Result<Vec<Value>, String> {
+    if peer.peer_info().is_none_or(|info| info.capabilities.tools.is_none()) {
+        return Ok(Vec::new());
+    }
+    list_capped("tools/list", limits, |params| async {
+        let page = peer.list_tools(params).await.map_err(|e| listed(fault, "tools/list", &e))?;
+        Ok((page.tools, page.next_cursor))
+    })
+    .await
+}
+
+/// Every resource of a server that offers resources, within `limits`. A server whose resource listing
+/// fails still serves its tools (no resources, and a warning); one over a cap or at fault does not.
+pub(super) async fn list_resources(
+    peer: &Peer<RoleClient>,
+    limits: Limits,
+    fault: &Fault,
+) -> Result<Vec<Value>, String> {
+    if peer.peer_info().is_none_or(|info| info.capabilities.resources.is_none()) {
+        return Ok(Vec::new());
+    }
+    let listing = list_capped("resources/list", limits, |params| async {
+        let page = peer.list_resources(params).await.map_err(|e| listed(fault, "resources/list", &e))?;
+        Ok((page.resources, page.next_cursor))
+    })
+    .await;
+    match listing {
+        Ok(resources) => Ok(resources),
+        Err(message) if !message.contains(LIMIT_MARK) && fault.get().is_none() => {
+            tracing::warn!("{message}");
+            Ok(Vec::new())
         }
-    } else {
-        Vec::new()
-    };
-    Ok(Connection { client, tools, resources, fault })
+        Err(message) => Err(message),
+    }
 }
 
 /// In every over-the-cap message of a listing, to tell it from a server's own error.
@@ -646,15 +724,6 @@ fn json_len(value: &Value) -> u64 {
 fn initialize_error(fault: &Fault, error: &rmcp::service::ClientInitializeError) -> String {
     match fault.get() {
         Some(reason) => format!("initialize failed: the server {reason}"),
-        None => format!("initialize failed: {error}"),
-    }
-}
-
-/// An rmcp error in the words of the TypeScript SDK Cline uses (`MCP error {code}: {message}`).
-fn service_error(error: &rmcp::ServiceError) -> String {
-    match error {
-        rmcp::ServiceError::McpError(data) => format!("MCP error {}: {}", data.code.0, data.message),
-        rmcp::ServiceError::TransportClosed => "MCP error -32000: Connection closed".to_owned(),
-        other => other.to_string(),
+        None => format!("initialize failed: {}", super::errors::initialize_error(error)),
     }
 }
