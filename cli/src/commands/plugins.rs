@@ -204,7 +204,7 @@ fn install(dir: &Path, source: &Path, force: bool) -> anyhow::Result<ExitCode> {
             escape_line(&plugin.tools.join(", "))
         )?;
         if let Some(replaced) = &placed.replaces {
-            out!("  replacing {replaced}")?;
+            out!("  replaced {replaced}")?;
         }
     }
     warn_of_shared_tools(&existing, &placements);
