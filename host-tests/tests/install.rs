@@ -318,6 +318,48 @@ fn with_no_plugins_every_command_says_where_it_looked_and_what_to_run() {
     assert!(stderr(&out).starts_with("toolshed: no plugin directory to watch; looked in:\n"), "{}", stderr(&out));
 }
 
+/// An MCP client that starts `toolshed serve` over stdio and initialises; prints one JSON line of what happened.
+const CLIENT: &str = r#"
+import asyncio, json, os, sys
+from mcp import ClientSession
+from mcp.client.stdio import stdio_client, StdioServerParameters
+
+async def main():
+    params = StdioServerParameters(command=sys.argv[1], args=["serve"],
+                                   env={"HOME": sys.argv[2], "PATH": os.environ.get("PATH", "")})
+    async with stdio_client(params) as streams:
+        async with ClientSession(streams[0], streams[1]) as session:
+            await asyncio.wait_for(session.initialize(), 60)
+
+try:
+    asyncio.run(main())
+    print(json.dumps({"initialized": True}), flush=True)
+except BaseException as e:
+    print(json.dumps({"initialized": False, "error": repr(e)}), flush=True)
+"#;
+
+#[test]
+fn an_mcp_client_that_starts_serve_with_no_plugins_gets_the_reason_on_stderr() {
+    let home = workspace();
+    let dir = workspace();
+    let script = dir.path().join("client.py");
+    std::fs::write(&script, CLIENT).unwrap();
+    let out = Command::new(crate::serve::python())
+        .arg(&script)
+        .arg(toolshed_bin())
+        .arg(home.path())
+        .current_dir(home.path())
+        .output()
+        .unwrap();
+    let result: serde_json::Value = serde_json::from_str(stdout(&out).lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&out), stderr(&out)));
+    assert_eq!(result["initialized"], false, "{result}");
+    // The client passes the server's stderr through: the host's log shows why and what to run.
+    let err = stderr(&out);
+    assert!(err.contains("toolshed: no plugins loaded; looked in:"), "{err}");
+    assert!(err.contains("`cargo xtask install`"), "{err}");
+}
+
 #[test]
 fn rust_log_is_honoured_toolshed_log_wins_and_a_pipe_gets_no_colour() {
     let home = workspace();
