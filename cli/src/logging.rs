@@ -30,7 +30,8 @@ pub fn init(verbose: u8) {
         .with_writer(std::io::stderr)
         // With standard error closed its own report of the failed write would panic in `eprintln!`.
         .log_internal_errors(false)
-        .with_ansi(std::io::stderr().is_terminal())
+        // `NO_COLOR` (no-color.org) turns colour off on a terminal too, as tracing-subscriber's default would.
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty()))
         .fmt_fields(fields)
         .with_env_filter(filter(level))
         .with_target(false)

@@ -140,6 +140,11 @@ fn plugins_install_list_and_remove_place_and_take_away_whole_libraries() {
     };
     assert_eq!(next("watching"), format!("watching {}", dir.display()), "watch waits in an empty directory");
 
+    // What a killed install left behind (a pid no process has) is cleared; a live one's is not touched.
+    let dead = dir.join(format!(".{}.partial-{}", lib("fixture_reload"), i32::MAX));
+    std::fs::write(&dead, b"half").unwrap();
+    let live = dir.join(format!(".{}.partial-{}", lib("other"), std::process::id()));
+    std::fs::write(&live, b"half").unwrap();
     let installed = dir.join(lib("fixture_reload"));
     let out = run(&["plugins", "install", &fixture("fixture_reload").to_string_lossy()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -148,6 +153,8 @@ fn plugins_install_list_and_remove_place_and_take_away_whole_libraries() {
         format!("installed fixture_reload 0.0.1 as {} (tools: reload_probe)\n", installed.display())
     );
     assert!(next("loaded").starts_with(&format!("loaded {} plugin=fixture_reload", installed.display())));
+    assert!(!dead.exists() && live.exists());
+    std::fs::remove_file(&live).unwrap();
     assert_eq!(names_in(&dir), [lib("fixture_reload")], "no temporary file left");
 
     // Another build of the same plugin replaces it by a rename: a reader of the old file keeps the old bytes.

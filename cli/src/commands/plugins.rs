@@ -162,6 +162,7 @@ fn install(dir: &Path, source: &Path, force: bool) -> anyhow::Result<ExitCode> {
     let mut refused = Vec::new();
     let candidates = candidates(source, &mut refused)?;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    clear_leftovers(dir);
     let existing = installed(dir)?;
     let mut partials = Partials::default();
     let mut placements: Vec<Placement> = Vec::new();
@@ -372,10 +373,35 @@ fn warn_of_shared_tools(existing: &[Entry], placements: &[Placement]) {
     }
 }
 
+/// Deletes the temporary files (`.NAME.partial-PID`, `.NAME.removing-PID`, this command's and `cargo xtask
+/// install`'s) that a process which has since died left in `dir`: they never load, but they are ours to clean.
+fn clear_leftovers(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|name| name.starts_with('.'))
+            .and_then(|name| name.rsplit_once(".partial-").or_else(|| name.rsplit_once(".removing-")))
+            .and_then(|(_, pid)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        // Signal 0 asks whether the process exists; only "no such process" means it is gone.
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) == Err(nix::errno::Errno::ESRCH);
+        if gone && pid > 0 && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 fn remove(dir: &Path, name: &str) -> anyhow::Result<ExitCode> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." || escape_line(name) != name {
         anyhow::bail!("{:?} is not a plugin or file name", escape_line(name));
     }
+    clear_leftovers(dir);
     let entries = installed(dir)?;
     let by_file: Vec<&Entry> = entries.iter().filter(|entry| entry.file == OsStr::new(name)).collect();
     let chosen = if by_file.is_empty() {
