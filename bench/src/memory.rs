@@ -57,8 +57,8 @@ pub fn rows(plugins: &Path, toolshed: &Path, work: &Path) -> Result<Vec<Row>> {
     // directory loads none.
     let loaded = |setup: &Setup| -> Result<BTreeSet<String>> {
         let (listing, _) = peak_memory(toolshed, &setup.dir, &dir, &["tools"])?;
-        // `toolshed tools` prints one tool a line: its name, then the plugin that serves it.
-        Ok(listing.lines().filter_map(|line| line.split_whitespace().nth(1)).map(str::to_owned).collect())
+        // `toolshed tools` prints a header, then one tool a line: its name, then the plugin that serves it.
+        Ok(listing.lines().skip(1).filter_map(|line| line.split_whitespace().nth(1)).map(str::to_owned).collect())
     };
     let all = loaded(&setups[0])?;
     ensure!(loaded(&setups[1])?.is_empty(), "`toolshed tools` lists tools from an empty plugin directory");

@@ -8,7 +8,8 @@ use toolshed::Provider;
 #[derive(Parser, Debug)]
 #[command(name = "toolshed", version, about = "Runs AI coding agents' tools from native plugins.")]
 pub struct Cli {
-    /// A plugin directory (repeatable); default $TOOLSHED_PLUGINS, else ~/.toolshed/plugins.
+    /// A plugin directory (repeatable); default $TOOLSHED_PLUGINS, else ~/.toolshed/plugins and
+    /// <exe>/../lib/toolshed/plugins (with [plugins] dirs of the configuration between).
     #[arg(long = "plugins", global = true, value_name = "DIR")]
     pub plugins: Vec<PathBuf>,
     /// A configuration file, layered over the user's ~/.toolshed/config.toml.
@@ -63,9 +64,38 @@ pub enum Command {
         #[arg(long, default_value = "cline", value_name = "PROFILE")]
         profile: Profile,
     },
+    /// Installs, lists and removes plugin libraries in the user plugin directory (--plugins DIR, else
+    /// $TOOLSHED_PLUGINS, else ~/.toolshed/plugins).
+    #[command(subcommand)]
+    Plugins(PluginsCommand),
     /// Loads the plugins, then watches the plugin directories and hot-reloads libraries added, changed or
     /// removed, printing one line per event, until Ctrl-C, SIGTERM or the end of standard input.
     Watch,
+}
+
+/// `toolshed plugins`' subcommands.
+#[derive(Subcommand, Debug)]
+pub enum PluginsCommand {
+    /// Checks that a library (or each library in a directory) is a loadable Toolshed plugin, then puts it in
+    /// place by a rename; a plugin already installed under the same name is replaced.
+    Install {
+        /// A plugin library, or a directory whose libraries to install (not recursive).
+        path: PathBuf,
+        /// Replace a file of the same name that holds a different plugin.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Lists the installed libraries: file, plugin, version, tools.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Removes a plugin, by its plugin name or its file name.
+    Remove {
+        /// The plugin's name (as `list` shows it) or its file name.
+        name: String,
+    },
 }
 
 /// `toolshed serve`'s options (a struct of its own: the subcommand enum stays small).

@@ -1,6 +1,7 @@
 //! The subcommands: each builds its runtime from the [`Setup`](crate::setup::Setup) and reports on it.
 
 mod call;
+mod plugins;
 mod schema;
 mod serve;
 mod tools;
@@ -13,18 +14,39 @@ use toolshed::Runtime;
 
 /// Runs the subcommand `cli` names; the exit code is the command's answer, an error is a failure to run it.
 pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let cwd = crate::setup::workspace(&cli)?;
     // Before anything is read, so a signal always ends the process (`watch` stops gracefully on its own).
     if !matches!(cli.command, Command::Watch) {
         crate::signals::stop_on_signal();
     }
+    // Managing the plugin directory needs neither a workspace nor a configuration.
+    if let Command::Plugins(command) = &cli.command {
+        return plugins::run(&cli.plugins, command);
+    }
+    let cwd = crate::setup::workspace(&cli)?;
     let setup = crate::setup::load(&cli, cwd)?;
+    let searched = crate::setup::searched(&cli, &setup.dirs);
+    // No plugin library anywhere: every command but `watch` would run with no tool at all, so it stops here and
+    // says where it looked. `watch` needs a directory to watch and may wait there for the first plugin; `tools`
+    // checks what loaded itself, after loading.
     match cli.command {
-        Command::Tools { json } => tools::run(setup, json),
+        Command::Watch if !setup.dirs.iter().any(|dir| dir.is_dir()) => {
+            return Err(crate::setup::no_plugins_because("no plugin directory to watch", &searched));
+        }
+        Command::Call { .. } | Command::Serve(_) | Command::Schema { .. }
+            if !crate::setup::any_library(&setup.dirs) =>
+        {
+            return Err(crate::setup::no_plugins(&searched));
+        }
+        Command::Watch | Command::Call { .. } | Command::Serve(_) | Command::Schema { .. } => {}
+        Command::Tools { .. } | Command::Plugins(_) => {}
+    }
+    match cli.command {
+        Command::Tools { json } => tools::run(setup, json, &searched),
         Command::Serve(args) => serve::run(setup, args),
         Command::Watch => watch::run(setup),
         Command::Schema { provider, family, profile } => schema::run(setup, provider, &family, profile),
         Command::Call { tool, input, yes, images } => call::run(setup, tool, input, yes, images),
+        Command::Plugins(command) => plugins::run(&cli.plugins, &command),
     }
 }
 

@@ -10,6 +10,7 @@ mod isolated;
 mod logging;
 mod setup;
 mod signals;
+mod table;
 
 use clap::Parser as _;
 use std::process::ExitCode;

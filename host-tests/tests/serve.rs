@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The virtualenv's Python with `mcp`, installed by `cargo xtask test`; a clear failure when missing.
-pub fn python() -> PathBuf {
+pub(crate) fn python() -> PathBuf {
     let python = std::env::var_os("TOOLSHED_TEST_PY")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-peers/py/bin/python"));

@@ -11,6 +11,7 @@ mod edit;
 mod embedding;
 mod execute_command;
 mod hostile;
+mod install;
 mod list_files;
 mod loading;
 mod mcp;

@@ -4,6 +4,7 @@ mod bench;
 mod build;
 mod demo;
 mod fuzz;
+mod install;
 mod new_plugin;
 mod peers;
 mod soak;
@@ -17,6 +18,10 @@ use std::process::ExitCode;
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
+  install [--prefix DIR] [--debug] [--no-build]
+                        build in release and install the `toolshed` binary and the shipped plugins: into
+                        ~/.cargo/bin (where `cargo install` puts binaries) and ~/.toolshed/plugins, or
+                        into DIR/bin and DIR/lib/toolshed/plugins; every file replaced by a rename
   plugins [--release]   build every plugin and copy the libraries to target/plugins[-debug]/
   tidy                  check the house rules: the runtime's layering (runtime/layers.toml) and no file over
                         800 lines of non-test code
@@ -50,6 +55,7 @@ fn run(args: &[String]) -> Result<()> {
     let release = args.iter().any(|a| a == "--release");
     match args.first().map(String::as_str) {
         Some("plugins") => build::plugins(release).map(|_| ()),
+        Some("install") => install::run(&args[1..]),
         Some("tidy") => tidy::run(),
         Some("test") => test::run(),
         Some("demo") => demo::run(release),

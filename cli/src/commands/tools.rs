@@ -1,30 +1,36 @@
 //! `toolshed tools`: the loaded tools, as a table or JSON.
 
 use crate::setup::Setup;
+use std::path::PathBuf;
 use std::process::ExitCode;
-use toolshed::shown::escape_line;
 use toolshed::Runtime;
 
-/// Lists the tools: one line each (name, plugin, version, aliases, capabilities), or pretty JSON.
-pub fn run(setup: Setup, json: bool) -> anyhow::Result<ExitCode> {
+/// Lists the tools: a header and one aligned row each (name, plugin, version, aliases, capabilities), or
+/// pretty JSON for scripts. No tool loaded is an error naming the directories `searched`.
+pub fn run(setup: Setup, json: bool, searched: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let runtime = Runtime::builder().config(setup.config).plugin_dirs(setup.dirs).build()?;
     super::report_load_errors(&runtime);
     let tools = runtime.tools();
+    if tools.is_empty() {
+        return Err(crate::setup::no_plugins(searched));
+    }
     if json {
         out!("{}", serde_json::to_string_pretty(&tools)?)?;
-    } else {
-        for tool in &tools {
-            let aliases = if tool.aliases.is_empty() { "-".to_owned() } else { tool.aliases.join(",") };
-            let caps = if tool.capabilities.is_empty() { "-".to_owned() } else { tool.capabilities.join(",") };
-            out!(
-                "{:<28} {:<20} {:<10} aliases={} capabilities={}",
-                escape_line(&tool.name),
-                escape_line(&tool.plugin),
-                escape_line(&tool.version),
-                escape_line(&aliases),
-                escape_line(&caps)
-            )?;
-        }
+        return Ok(ExitCode::SUCCESS);
     }
+    let listed = |names: &[String]| if names.is_empty() { "-".to_owned() } else { names.join(",") };
+    let rows: Vec<Vec<String>> = tools
+        .iter()
+        .map(|tool| {
+            vec![
+                tool.name.clone(),
+                tool.plugin.clone(),
+                tool.version.clone(),
+                listed(&tool.aliases),
+                listed(&tool.capabilities),
+            ]
+        })
+        .collect();
+    crate::table::print(&["TOOL", "PLUGIN", "VERSION", "ALIASES", "CAPABILITIES"], &rows)?;
     Ok(ExitCode::SUCCESS)
 }
