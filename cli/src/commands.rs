@@ -19,9 +19,11 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         crate::signals::stop_on_signal();
     }
     let setup = crate::setup::load(&cli, cwd)?;
+    // Without `--cwd` or `--root`, serve takes each client's roots as its workspace.
+    let client_roots = cli.cwd.is_none() && cli.roots.is_empty();
     match cli.command {
         Command::Tools { json } => tools::run(setup, json),
-        Command::Serve(args) => serve::run(setup, args),
+        Command::Serve(args) => serve::run(setup, args, client_roots),
         Command::Watch => watch::run(setup),
         Command::Schema { provider, family } => schema::run(setup, provider, &family),
         Command::Call { tool, input, yes, images } => call::run(setup, tool, input, yes, images),

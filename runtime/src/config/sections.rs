@@ -76,11 +76,24 @@ pub struct ServeConfig {
     /// After a failed accept (out of descriptors, say), how long to wait before the next, in milliseconds;
     /// it doubles while accepts keep failing, up to 1 s or this value if larger.
     pub accept_backoff_ms: u64,
+    /// How long an HTTP session may stay without a message before it ends (its task cancelled, its
+    /// processes killed), in milliseconds.
+    pub session_idle_ms: u64,
+    /// How long a client's answer to `roots/list` is waited for before the session works in the current
+    /// directory instead, in milliseconds.
+    pub roots_timeout_ms: u64,
 }
 
 impl Default for ServeConfig {
     fn default() -> Self {
-        Self { max_connections: 64, auth_timeout_ms: 10_000, max_body_bytes: 4 * 1024 * 1024, accept_backoff_ms: 50 }
+        Self {
+            max_connections: 64,
+            auth_timeout_ms: 10_000,
+            max_body_bytes: 4 * 1024 * 1024,
+            accept_backoff_ms: 50,
+            session_idle_ms: 300_000,
+            roots_timeout_ms: 5_000,
+        }
     }
 }
 

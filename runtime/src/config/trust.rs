@@ -194,11 +194,20 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
 }
 
 fn serve_section(s: &mut Section<'_>, base: &mut ServeConfig, ws: ServeConfig) {
-    let ServeConfig { max_connections, auth_timeout_ms, max_body_bytes, accept_backoff_ms } = ws;
+    let ServeConfig {
+        max_connections,
+        auth_timeout_ms,
+        max_body_bytes,
+        accept_backoff_ms,
+        session_idle_ms,
+        roots_timeout_ms,
+    } = ws;
     s.shrink("max_connections", &mut base.max_connections, max_connections);
     s.shrink("auth_timeout_ms", &mut base.auth_timeout_ms, auth_timeout_ms);
     s.shrink("max_body_bytes", &mut base.max_body_bytes, max_body_bytes);
     s.shrink("accept_backoff_ms", &mut base.accept_backoff_ms, accept_backoff_ms);
+    s.shrink("session_idle_ms", &mut base.session_idle_ms, session_idle_ms);
+    s.shrink("roots_timeout_ms", &mut base.roots_timeout_ms, roots_timeout_ms);
 }
 
 fn skills_section(s: &mut Section<'_>, base: &mut SkillsConfig, ws: SkillsConfig) {

@@ -40,3 +40,9 @@ pub(super) fn call_result(result: &ToolResult) -> Result<CallToolResult, ErrorDa
     let value = json!({"content": content, "isError": result.is_error()});
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
+
+/// The answer to a call cancelled before it finished (rmcp drops it when the client cancelled; a client
+/// that went away reads nothing).
+pub(super) fn cancelled() -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text("The call was cancelled.")])
+}
