@@ -24,6 +24,7 @@ mod schema;
 mod search_files;
 mod security;
 mod serve;
+mod serve_sessions;
 mod subagents;
 mod timeouts;
 mod web;

@@ -13,6 +13,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 static NEXT_SESSION: AtomicU64 = AtomicU64::new(1);
 
+/// The replaced tasks a session keeps, to cancel with it.
+const MAX_RETIRED: usize = 8;
+
 /// A session's state.
 pub(super) struct Session {
     /// This session among the server's, for the client list.
@@ -62,11 +65,19 @@ impl Session {
             return;
         }
         let _making = self.making.lock().await;
-        let task = self.shared.open_task(peer).await;
-        let old = self.current.lock().unwrap_or_else(PoisonError::into_inner).replace(task);
+        // Retired first: a call that comes while the new roots are asked for waits for them.
+        let old = self.current.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(old) = old {
-            self.retired.lock().unwrap_or_else(PoisonError::into_inner).push(old);
+            let mut retired = self.retired.lock().unwrap_or_else(PoisonError::into_inner);
+            // A client changing its roots again and again must not pile up tasks: the oldest is let go (it
+            // still ends, its processes killed, when its last call does).
+            if retired.len() >= MAX_RETIRED {
+                retired.remove(0);
+            }
+            retired.push(old);
         }
+        let task = self.shared.open_task(peer).await;
+        *self.current.lock().unwrap_or_else(PoisonError::into_inner) = Some(task);
     }
 
     /// Remembers the HTTP session id of this session (from a request's `Mcp-Session-Id`), so `DELETE` ends it
