@@ -273,9 +273,16 @@ fn expect_json(output: (std::process::Output, Option<Value>)) -> Value {
     })
 }
 
-/// `toolshed serve --http` on a free port, with `extra` arguments before `serve`; its stderr lines after
-/// the address are left unread, so they are piped to nowhere.
+/// `toolshed serve --http` on a free port, with `extra` arguments before `serve`; its stderr after the
+/// address is collected into `log`.
 fn http_server(home: &Path, cwd: &Path, extra: &[&str]) -> (Killed, String) {
+    let (server, url, _log) = http_server_logged(home, cwd, extra);
+    (server, url)
+}
+
+type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+fn http_server_logged(home: &Path, cwd: &Path, extra: &[&str]) -> (Killed, String, Log) {
     let plugins = plugins().display().to_string();
     let mut args = vec!["--plugins", &plugins];
     args.extend_from_slice(extra);
@@ -293,9 +300,26 @@ fn http_server(home: &Path, cwd: &Path, extra: &[&str]) -> (Killed, String) {
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
     let authority = served_authority(&mut lines);
+    let log = Log::default();
+    let kept = std::sync::Arc::clone(&log);
     // Drained, so the server never blocks on a full pipe.
-    std::thread::spawn(move || lines.for_each(drop));
-    (Killed(child), format!("http://{authority}/mcp"))
+    std::thread::spawn(move || lines.map_while(Result::ok).for_each(|line| kept.lock().unwrap().push(line)));
+    (Killed(child), format!("http://{authority}/mcp"), log)
+}
+
+/// A workspace, a home and `serve --http` in that workspace.
+struct Served {
+    ws: tempfile::TempDir,
+    _home: tempfile::TempDir,
+    server: Killed,
+    url: String,
+}
+
+fn served() -> Served {
+    let (ws, home) = (workspace(), workspace());
+    let cwd = ws.path().display().to_string();
+    let (server, url) = http_server(home.path(), ws.path(), &["--cwd", &cwd]);
+    Served { ws, _home: home, server, url }
 }
 
 fn stdio_cfg(home: &Path, cwd: &Path) -> Value {
@@ -353,8 +377,12 @@ fn two_http_sessions_have_their_own_task() {
     std::fs::write(ws.path().join("a.txt"), "shared file\n").unwrap();
     let home = workspace();
     let cwd = ws.path().display().to_string();
-    let (_server, url) = http_server(home.path(), ws.path(), &["--cwd", &cwd]);
-    let out = expect_json(client(ws.path(), json!({"mode": "isolation", "url": url, "token": "s3cret-token"})));
+    let (server, url, log) = http_server_logged(home.path(), ws.path(), &["--cwd", &cwd]);
+    let (output, out) = client(ws.path(), json!({"mode": "isolation", "url": url, "token": "s3cret-token"}));
+    // The client ends its sessions with DELETE, answered as it expects (no "Session termination failed").
+    let client_log = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(!client_log.contains("termination failed"), "{client_log}");
+    let out = expect_json((output, out));
     let field = |k: &str| out[k].as_str().unwrap().to_owned();
     assert!(field("a1").starts_with("1 | shared file"), "{out}");
     assert!(field("a2").starts_with("[File already read]"), "{out}");
@@ -365,6 +393,62 @@ fn two_http_sessions_have_their_own_task() {
     assert!(field("b2").starts_with("[File already read]"), "{out}");
     assert_eq!(out["resources"], 0);
     assert_eq!(out["prompts"], 0);
+    drop(server);
+    // The probes were answered quietly.
+    let log = log.lock().unwrap().join("\n");
+    assert!(!log.contains("WARN"), "{log}");
+}
+
+/// One raw HTTP request to the MCP endpoint; returns the stream with the response head read, and the head.
+fn post(authority: &str, method: &str, session: Option<&str>, body: &str) -> (std::net::TcpStream, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let session =
+        session.map(|id| format!("Mcp-Session-Id: {id}\r\nMCP-Protocol-Version: 2025-06-18\r\n")).unwrap_or_default();
+    write!(
+        stream,
+        "{method} /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer s3cret-token\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut head = Vec::new();
+    let mut byte = [0u8];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert_eq!(
+            stream.read(&mut byte).unwrap(),
+            1,
+            "the server closed before answering: {}",
+            String::from_utf8_lossy(&head)
+        );
+        head.push(byte[0]);
+    }
+    (stream, String::from_utf8_lossy(&head).into_owned())
+}
+
+#[test]
+fn delete_ends_the_session_and_its_processes_and_answers_no_content() {
+    let Served { ws, server: _server, url, .. } = served();
+    let pid_file = ws.path().join("sleep.pid");
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let (_init, head) = post(&authority, "POST", None, &init.to_string());
+    let session = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|v| v.trim().to_owned()))
+        .unwrap_or_else(|| panic!("no session id: {head}"));
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    let (_n, head) = post(&authority, "POST", Some(&session), &initialized);
+    assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    let args = json!({"command": sleeper(&pid_file), "requires_approval": false});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_command", "arguments": args}});
+    // Kept open: the call is ended by the DELETE, not by its connection closing.
+    let (_call, _) = post(&authority, "POST", Some(&session), &call.to_string());
+    let pid = read_pid(&pid_file);
+    let _reap = Reap(pid);
+    let (_delete, head) = post(&authority, "DELETE", Some(&session), "");
+    assert!(head.starts_with("HTTP/1.1 204"), "{head}");
+    assert_gone(pid, "the deleted session's command");
 }
 
 #[test]
@@ -507,11 +591,8 @@ fn sigterm_to_serve_over_stdio_kills_its_commands() {
 
 #[test]
 fn sigterm_to_serve_over_http_kills_its_commands() {
-    let ws = workspace();
-    let home = workspace();
+    let Served { ws, mut server, url, .. } = served();
     let pid_file = ws.path().join("sleep.pid");
-    let cwd = ws.path().display().to_string();
-    let (mut server, url) = http_server(home.path(), ws.path(), &["--cwd", &cwd]);
     let script = ws.path().join("client.py");
     std::fs::write(&script, CLIENT).unwrap();
     let cfg =

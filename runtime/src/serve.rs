@@ -99,7 +99,7 @@ impl Shared {
 
     /// The client's roots as workspace roots, when they should and can be used.
     async fn client_roots(&self, peer: &Peer<RoleServer>) -> Option<Vec<(String, std::path::PathBuf)>> {
-        if !self.client_roots || !peer.peer_info().is_some_and(|info| info.capabilities.roots.is_some()) {
+        if !self.client_roots || peer.peer_info().is_none_or(|info| info.capabilities.roots.is_none()) {
             return None;
         }
         // Deprecated by a protocol revision after the ones the pinned clients speak; it is how they send roots.

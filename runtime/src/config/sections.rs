@@ -77,7 +77,8 @@ pub struct ServeConfig {
     /// it doubles while accepts keep failing, up to 1 s or this value if larger.
     pub accept_backoff_ms: u64,
     /// How long an HTTP session may stay without a message before it ends (its task cancelled, its
-    /// processes killed), in milliseconds.
+    /// processes killed), in milliseconds. A call running silently counts as no message (rmcp's keep-alive),
+    /// so this is longer than `[timeouts] call_ms`.
     pub session_idle_ms: u64,
     /// How long a client's answer to `roots/list` is waited for before the session works in the current
     /// directory instead, in milliseconds.
@@ -91,7 +92,7 @@ impl Default for ServeConfig {
             auth_timeout_ms: 10_000,
             max_body_bytes: 4 * 1024 * 1024,
             accept_backoff_ms: 50,
-            session_idle_ms: 300_000,
+            session_idle_ms: 1_800_000,
             roots_timeout_ms: 5_000,
         }
     }

@@ -129,7 +129,7 @@ const ROWS: &[Row] = &[
     row("serve", "accept_backoff_ms", "", "5", "5", false),
     row("serve", "accept_backoff_ms", "", "99999999", "50", true),
     row("serve", "session_idle_ms", "", "5", "5", false),
-    row("serve", "session_idle_ms", "", "999999999", "300000", true),
+    row("serve", "session_idle_ms", "", "999999999", "1800000", true),
     row("serve", "roots_timeout_ms", "", "5", "5", false),
     row("serve", "roots_timeout_ms", "", "99999999", "5000", true),
     row("timeouts", "shutdown_ms", "", "5", "5", false),

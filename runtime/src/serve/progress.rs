@@ -92,3 +92,40 @@ impl Drop for Watch {
         self.calls.remove(&self.key);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(kind: &str, call: &str, text: &str) -> UiEvent {
+        UiEvent {
+            task_id: "t".to_owned(),
+            tool_use_id: call.to_owned(),
+            tool: "execute_command".to_owned(),
+            kind: kind.to_owned(),
+            text: text.to_owned(),
+            partial: true,
+        }
+    }
+
+    #[test]
+    fn output_goes_to_its_call_only_and_a_full_queue_drops_instead_of_blocking() {
+        let progress = Progress::new();
+        let (tx, mut rx) = tokio::sync::mpsc::channel(QUEUE);
+        progress.calls.insert(("t".to_owned(), "c1".to_owned()), tx);
+        let sink = progress.sink();
+        sink(&event("command_output", "c2", "other call"));
+        sink(&event("diff", "c1", "not output"));
+        sink(&event("command_output", "c1", ""));
+        for i in 0..QUEUE + 10 {
+            sink(&event("command_output", "c1", &format!("chunk {i}")));
+        }
+        let mut got = Vec::new();
+        while let Ok(chunk) = rx.try_recv() {
+            got.push(chunk);
+        }
+        assert_eq!(got.len(), QUEUE);
+        assert_eq!(got[0], "chunk 0");
+        assert_eq!(got[QUEUE - 1], format!("chunk {}", QUEUE - 1));
+    }
+}

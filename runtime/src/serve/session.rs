@@ -201,3 +201,26 @@ impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for EndOnEof<R> {
         polled
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt as _;
+
+    #[tokio::test]
+    async fn the_end_of_stdin_is_told_once() {
+        let (ended_tx, mut ended) = tokio::sync::mpsc::unbounded_channel();
+        let mut stdin = EndOnEof::new(&b"{}\n"[..], move || {
+            let _ = ended_tx.send(());
+        });
+        let mut buf = [0u8; 2];
+        assert_eq!(stdin.read(&mut buf).await.unwrap(), 2);
+        assert!(ended.try_recv().is_err());
+        let mut rest = Vec::new();
+        stdin.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(rest, b"\n");
+        assert_eq!(stdin.read(&mut buf).await.unwrap(), 0);
+        assert!(ended.try_recv().is_ok());
+        assert!(ended.try_recv().is_err());
+    }
+}
