@@ -425,21 +425,27 @@ fn post(authority: &str, method: &str, session: Option<&str>, body: &str) -> (st
     (stream, String::from_utf8_lossy(&head).into_owned())
 }
 
-#[test]
-fn delete_ends_the_session_and_its_processes_and_answers_no_content() {
-    let Served { ws, server: _server, url, .. } = served();
-    let pid_file = ws.path().join("sleep.pid");
-    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+/// An initialized HTTP session, spoken to raw; its id.
+fn raw_session(authority: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-    let (_init, head) = post(&authority, "POST", None, &init.to_string());
+    let (_init, head) = post(authority, "POST", None, &init.to_string());
     let session = head
         .lines()
         .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|v| v.trim().to_owned()))
         .unwrap_or_else(|| panic!("no session id: {head}"));
     let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
-    let (_n, head) = post(&authority, "POST", Some(&session), &initialized);
+    let (_n, head) = post(authority, "POST", Some(&session), &initialized);
     assert!(head.starts_with("HTTP/1.1 202"), "{head}");
+    session
+}
+
+#[test]
+fn delete_ends_the_session_and_its_processes_and_answers_no_content() {
+    let Served { ws, server: _server, url, .. } = served();
+    let pid_file = ws.path().join("sleep.pid");
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let session = raw_session(&authority);
     let args = json!({"command": sleeper(&pid_file), "requires_approval": false});
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_command", "arguments": args}});
     // Kept open: the call is ended by the DELETE, not by its connection closing.
@@ -547,6 +553,25 @@ fn client_roots_are_the_workspace_and_followed() {
     let out = expect_json(client(cwd.path(), cfg));
     assert!(out["first"].as_str().unwrap().contains("root one"), "{out}");
     assert!(out["second"].as_str().unwrap().contains("root two"), "{out}");
+}
+
+#[test]
+fn an_http_session_that_expires_loses_its_processes() {
+    let (ws, home) = (workspace(), workspace());
+    std::fs::create_dir_all(home.path().join(".toolshed")).unwrap();
+    // The running call sends nothing, so the session counts as idle and expires.
+    std::fs::write(home.path().join(".toolshed/config.toml"), "[serve]\nsession_idle_ms = 2000\n").unwrap();
+    let cwd = ws.path().display().to_string();
+    let (_server, url) = http_server(home.path(), ws.path(), &["--cwd", &cwd]);
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let pid_file = ws.path().join("sleep.pid");
+    let session = raw_session(&authority);
+    let args = json!({"command": sleeper(&pid_file), "requires_approval": false});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_command", "arguments": args}});
+    let (_call, _) = post(&authority, "POST", Some(&session), &call.to_string());
+    let pid = read_pid(&pid_file);
+    let _reap = Reap(pid);
+    assert_gone(pid, "the expired session's command");
 }
 
 /// Raw JSON-RPC over a stdio server: one request or notification a line.
