@@ -440,16 +440,22 @@ fn raw_session(authority: &str) -> String {
     session
 }
 
+/// A raw session running the sleeper in a call whose connection is returned open.
+fn raw_sleeper(authority: &str, pid_file: &Path) -> (String, std::net::TcpStream) {
+    let session = raw_session(authority);
+    let args = json!({"command": sleeper(pid_file), "requires_approval": false});
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_command", "arguments": args}});
+    let (call, _) = post(authority, "POST", Some(&session), &call.to_string());
+    (session, call)
+}
+
 #[test]
 fn delete_ends_the_session_and_its_processes_and_answers_no_content() {
     let Served { ws, server: _server, url, .. } = served();
     let pid_file = ws.path().join("sleep.pid");
     let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
-    let session = raw_session(&authority);
-    let args = json!({"command": sleeper(&pid_file), "requires_approval": false});
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_command", "arguments": args}});
-    // Kept open: the call is ended by the DELETE, not by its connection closing.
-    let (_call, _) = post(&authority, "POST", Some(&session), &call.to_string());
+    // The call's connection is kept open: the call is ended by the DELETE, not by its connection closing.
+    let (session, _call) = raw_sleeper(&authority, &pid_file);
     let pid = read_pid(&pid_file);
     let _reap = Reap(pid);
     let (_delete, head) = post(&authority, "DELETE", Some(&session), "");
@@ -565,10 +571,7 @@ fn an_http_session_that_expires_loses_its_processes() {
     let (_server, url) = http_server(home.path(), ws.path(), &["--cwd", &cwd]);
     let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
     let pid_file = ws.path().join("sleep.pid");
-    let session = raw_session(&authority);
-    let args = json!({"command": sleeper(&pid_file), "requires_approval": false});
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "execute_command", "arguments": args}});
-    let (_call, _) = post(&authority, "POST", Some(&session), &call.to_string());
+    let (_session, _call) = raw_sleeper(&authority, &pid_file);
     let pid = read_pid(&pid_file);
     let _reap = Reap(pid);
     assert_gone(pid, "the expired session's command");
