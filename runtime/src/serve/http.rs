@@ -169,7 +169,7 @@ async fn answer(
     }
     // A `tools/call` whose answer is streamed back on this request: if the client drops the connection
     // before the answer, the call is cancelled.
-    let call = session.zip(tool_call_id(&body));
+    let call = session.and_then(|session| tool_call_id(&body).map(|id| (session, id)));
     let mut response = service.handle(hyper::Request::from_parts(parts, Full::new(body))).await;
     // rmcp answers a session's DELETE 202 Accepted; the session is gone at once, which clients (the Python
     // SDK among them) expect to read as 200 or 204.
@@ -221,7 +221,8 @@ impl hyper::body::Body for CancelUnlessEnded {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
         let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
-        if matches!(polled, std::task::Poll::Ready(None)) {
+        // Ended: hyper may stop polling once the body says so, before it has seen `None`.
+        if matches!(polled, std::task::Poll::Ready(None)) || self.body.is_end_stream() {
             self.call = None;
         }
         polled
