@@ -1,7 +1,7 @@
 //! `toolshed serve` sessions with the pinned Python `mcp` client: isolated sessions over HTTP, one call
 //! cancelled with its `sleep` gone by pid, a client that goes away, progress notifications, the client's
-//! roots as the workspace; SIGTERM to `serve` and `call` with their children gone; and, under all of them,
-//! the runtime cancelling a call whose future is dropped.
+//! roots as the workspace; SIGTERM to `serve --http` with its children gone; and, under all of them, the
+//! runtime cancelling a call whose future is dropped.
 
 use crate::util::{plugins, served_authority, shipped, task_in, toolshed_bin, workspace};
 use serde_json::{json, Value};
@@ -577,46 +577,10 @@ fn an_http_session_that_expires_loses_its_processes() {
     assert_gone(pid, "the expired session's command");
 }
 
-/// Raw JSON-RPC over a stdio server: one request or notification a line.
-fn send(stdin: &mut impl Write, message: Value) {
-    writeln!(stdin, "{message}").unwrap();
-    stdin.flush().unwrap();
-}
-
-#[test]
-fn sigterm_to_serve_over_stdio_kills_its_commands() {
-    let ws = workspace();
-    let home = workspace();
-    let pid_file = ws.path().join("sleep.pid");
-    let plugins = plugins().display().to_string();
-    let mut child = Command::new(toolshed_bin())
-        .args(["--plugins", &plugins, "--cwd", &ws.path().display().to_string(), "serve", "--yes"])
-        .env("HOME", home.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
-    let mut server = Killed(child);
-    let init =
-        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}});
-    send(&mut stdin, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}));
-    assert!(stdout.next().unwrap().unwrap().contains("\"id\":1"));
-    send(&mut stdin, json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let args = json!({"command": sleeper(&pid_file), "requires_approval": false});
-    let params = json!({"name": "execute_command", "arguments": args});
-    send(&mut stdin, json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": params}));
-    let pid = read_pid(&pid_file);
-    let _reap = Reap(pid);
-    sigterm(&server.0);
-    let status = wait_exit(&mut server.0);
-    assert!(!status.success());
-    assert_gone(pid, "serve's command after SIGTERM");
-    drop(stdin);
-}
-
+/// SIGTERM to `serve` over stdio and to `call` with a running command are tested in
+/// security/processes_end_with_call.rs (`sigterm_to_toolshed_serve_mid_call_kills_what_it_started`,
+/// `sigterm_and_sigint_to_toolshed_call_kill_what_it_started`), escaped, double-forked and `nohup` children
+/// among them. This one is the HTTP server's.
 #[test]
 fn sigterm_to_serve_over_http_kills_its_commands() {
     let Served { ws, mut server, url, .. } = served();
@@ -638,32 +602,7 @@ fn sigterm_to_serve_over_http_kills_its_commands() {
     let _reap = Reap(pid);
     sigterm(&server.0);
     let status = wait_exit(&mut server.0);
-    assert!(!status.success());
+    assert_eq!(status.code(), Some(143));
     assert_gone(pid, "serve --http's command after SIGTERM");
     drop(python);
-}
-
-#[test]
-fn sigterm_to_call_kills_its_command() {
-    let ws = workspace();
-    let home = workspace();
-    let pid_file = ws.path().join("sleep.pid");
-    let input = json!({"command": sleeper(&pid_file), "requires_approval": false}).to_string();
-    let plugins = plugins().display().to_string();
-    let child = Command::new(toolshed_bin())
-        .args(["--plugins", &plugins, "--cwd", &ws.path().display().to_string(), "call", "execute_command", &input])
-        .arg("--yes")
-        .env("HOME", home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut call = Killed(child);
-    let pid = read_pid(&pid_file);
-    let _reap = Reap(pid);
-    sigterm(&call.0);
-    let status = wait_exit(&mut call.0);
-    assert!(!status.success());
-    assert_gone(pid, "call's command after SIGTERM");
 }
