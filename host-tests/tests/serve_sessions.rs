@@ -330,6 +330,17 @@ fn stdio_cfg(home: &Path, cwd: &Path) -> Value {
     })
 }
 
+/// The client's configuration for a server in `cwd` over `transport`: stdio (the client starts it) or HTTP
+/// (started here, returned to be killed with the test).
+fn transport_cfg(transport: &str, home: &Path, cwd: &Path) -> (Value, Option<Killed>) {
+    if transport == "stdio" {
+        return (stdio_cfg(home, cwd), None);
+    }
+    let dir = cwd.display().to_string();
+    let (server, url) = http_server(home, cwd, &["--cwd", &dir]);
+    (json!({"url": url, "token": "s3cret-token"}), Some(server))
+}
+
 fn with(mut cfg: Value, extra: Value) -> Value {
     for (k, v) in extra.as_object().unwrap() {
         cfg[k] = v.clone();
@@ -470,16 +481,7 @@ fn a_cancelled_call_loses_its_process_and_the_session_goes_on() {
         std::fs::write(ws.path().join("a.txt"), "after the cancel\n").unwrap();
         let home = workspace();
         let pid_file = ws.path().join("sleep.pid");
-        let cwd = ws.path().display().to_string();
-        let mut server = None;
-        let cfg = match transport {
-            "stdio" => stdio_cfg(home.path(), ws.path()),
-            _ => {
-                let (child, url) = http_server(home.path(), ws.path(), &["--cwd", &cwd]);
-                server = Some(child);
-                json!({"url": url, "token": "s3cret-token"})
-            }
-        };
+        let (cfg, server) = transport_cfg(transport, home.path(), ws.path());
         let cfg = with(cfg, json!({"mode": "cancel", "pid_file": pid_file.display().to_string()}));
         let out = expect_json(client(ws.path(), cfg));
         let pid = i32::try_from(out["pid"].as_i64().unwrap()).unwrap();
@@ -497,16 +499,7 @@ fn a_client_that_goes_away_cancels_its_calls() {
         let ws = workspace();
         let home = workspace();
         let pid_file = ws.path().join("sleep.pid");
-        let cwd = ws.path().display().to_string();
-        let mut server = None;
-        let cfg = match transport {
-            "stdio" => stdio_cfg(home.path(), ws.path()),
-            _ => {
-                let (child, url) = http_server(home.path(), ws.path(), &["--cwd", &cwd]);
-                server = Some(child);
-                json!({"url": url, "token": "s3cret-token"})
-            }
-        };
+        let (cfg, mut server) = transport_cfg(transport, home.path(), ws.path());
         let cfg = with(cfg, json!({"mode": "leave", "pid_file": pid_file.display().to_string()}));
         let _ = client(ws.path(), cfg);
         let pid = read_pid(&pid_file);
@@ -521,20 +514,25 @@ fn a_client_that_goes_away_cancels_its_calls() {
 
 #[test]
 fn progress_notifications_come_with_a_token_and_only_then() {
-    let ws = workspace();
-    let home = workspace();
-    let out = expect_json(client(ws.path(), with(stdio_cfg(home.path(), ws.path()), json!({"mode": "progress"}))));
-    for word in ["alpha", "gamma"] {
-        let got = out["got"][word].as_array().unwrap();
-        assert!(!got.is_empty(), "{out}");
-        let counters: Vec<f64> = got.iter().map(|g| g[0].as_f64().unwrap()).collect();
-        assert!(counters.windows(2).all(|w| w[0] < w[1]), "{out}");
-        let streamed: String = got.iter().map(|g| g[1].as_str().unwrap()).collect();
-        assert!(streamed.contains(&format!("{word}-1")) && streamed.contains(&format!("{word}-end")), "{out}");
-        assert!(out[word].as_str().unwrap().contains(&format!("{word}-end")), "{out}");
+    for transport in ["stdio", "http"] {
+        let ws = workspace();
+        let home = workspace();
+        let (cfg, server) = transport_cfg(transport, home.path(), ws.path());
+        let out = expect_json(client(ws.path(), with(cfg, json!({"mode": "progress"}))));
+        for word in ["alpha", "gamma"] {
+            let got = out["got"][word].as_array().unwrap();
+            assert!(!got.is_empty(), "{transport}: {out}");
+            let counters: Vec<f64> = got.iter().map(|g| g[0].as_f64().unwrap()).collect();
+            assert!(counters.windows(2).all(|w| w[0] < w[1]), "{transport}: {out}");
+            let streamed: String = got.iter().map(|g| g[1].as_str().unwrap()).collect();
+            let (first, end) = (format!("{word}-1"), format!("{word}-end"));
+            assert!(streamed.contains(&first) && streamed.contains(&end), "{transport}: {out}");
+            assert!(out[word].as_str().unwrap().contains(&end), "{transport}: {out}");
+        }
+        assert_eq!(out["beta_seen"], json!([]), "{transport}: {out}");
+        assert!(out["beta"].as_str().unwrap().contains("beta-end"));
+        drop(server);
     }
-    assert_eq!(out["beta_seen"], json!([]), "{out}");
-    assert!(out["beta"].as_str().unwrap().contains("beta-end"));
 }
 
 #[test]
