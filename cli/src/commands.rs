@@ -40,14 +40,26 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Watch | Command::Call { .. } | Command::Serve(_) | Command::Schema { .. } => {}
         Command::Tools { .. } | Command::Plugins(_) => {}
     }
+    // Without `--cwd` or `--root`, serve takes each client's roots as its workspace.
+    let client_roots = cli.cwd.is_none() && cli.roots.is_empty();
     match cli.command {
         Command::Tools { json } => tools::run(setup, json, &searched),
-        Command::Serve(args) => serve::run(setup, args),
+        Command::Serve(args) => serve::run(setup, args, client_roots, &searched),
         Command::Watch => watch::run(setup),
-        Command::Schema { provider, family, profile } => schema::run(setup, provider, &family, profile),
+        Command::Schema { provider, family, profile } => schema::run(setup, provider, &family, profile, &searched),
         Command::Call { tool, input, yes, images } => call::run(setup, tool, input, yes, images),
         Command::Plugins(command) => plugins::run(&cli.plugins, &command),
     }
+}
+
+/// Reports what did not load, and fails when no tool did: libraries were found, but none of them loaded
+/// (`call` has its own answer, since it may load only the one library it needs).
+fn loaded(runtime: &Runtime, searched: &[std::path::PathBuf]) -> anyhow::Result<()> {
+    report_load_errors(runtime);
+    if runtime.tools().is_empty() {
+        return Err(crate::setup::no_plugins(searched));
+    }
+    Ok(())
 }
 
 /// Tells of the plugins that did not load and the tools that were not registered, one line each.

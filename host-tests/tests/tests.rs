@@ -26,6 +26,7 @@ mod search_files;
 mod security;
 mod serve;
 mod serve_listing;
+mod serve_sessions;
 mod subagents;
 mod timeouts;
 mod web;

@@ -27,7 +27,7 @@ use crate::registry::coordinator::{Route, Routing, RoutingCell};
 use crate::services::runner::ToolRunner;
 use crate::services::HostServices;
 use crate::spec::{self, Provider, Spec, SpecContext, ToolSchemas};
-use crate::task::{TaskContext, TaskEnd, TaskShared};
+use crate::task::{CancelToken, TaskContext, TaskEnd, TaskShared};
 use crate::types::{BoxFuture, EventSink, ResultStatus, ToolInput, ToolResult, ToolUse};
 use hooks::{HookDecision, HookEvent, HookInput, Hooks, Verdict};
 use policy::{Approver, Policy};
@@ -206,10 +206,15 @@ impl Engine {
             let text = messages::tool_error(&format!("Error executing {}: the task was cancelled.", tool_use.name));
             return ToolResult::plain(&tool_use, description, ResultStatus::Error, text);
         }
+        // The call's own cancellation: cancelled when this future is dropped before it finishes (an MCP
+        // client's `notifications/cancelled`, a client gone), so the plugin and the host services it waits
+        // in stop for this call only, as they do for a task's cancellation.
+        let cancel = CancelOnDrop(Some(Arc::new(CancelToken::default())));
+        let token = cancel.token();
         let resolved = resolve::resolve(self, task, tool_use).await;
         let mut result = match resolved.outcome {
             Ok((route, tool_use)) => {
-                let (mut result, signature) = self.run(task, route, tool_use).await;
+                let (mut result, signature) = self.run(task, route, tool_use, &token).await;
                 if let Some(signature) = signature {
                     finish::detect_loop(task, &mut result, signature);
                 }
@@ -223,6 +228,7 @@ impl Engine {
                 result.description = description;
             }
         }
+        cancel.finished();
         result
     }
 
@@ -232,6 +238,7 @@ impl Engine {
         task: &Arc<TaskShared>,
         route: Route,
         mut tool_use: ToolUse,
+        cancel: &Arc<CancelToken>,
     ) -> (ToolResult, Option<String>) {
         let valid = match validate::validate(&route, task, &mut tool_use) {
             Ok(valid) => valid,
@@ -257,7 +264,7 @@ impl Engine {
 
         // Prepare, and when nobody has to be asked, execute in the same job: one round trip instead of two.
         let authorizer = Arc::new(authorize::Authorizer::new(self, task, &route, &tool_use.name, &input));
-        let call = Arc::new(CallJson::new(&tool_use.name, &tool_use.id, &input, task));
+        let call = Arc::new(CallJson::new(&tool_use.name, &tool_use.id, &input, task, Arc::clone(cancel)));
         // PreToolUse hooks run between prepare and execute, so the two cannot share a job when there are any.
         let then = (!pre_hooks).then(|| ThenExecute { approve: authorizer.clone(), timeout: self.timeouts.call });
         let first = self.run_phase(&route, Phase::Prepare, (&call, false), task, self.timeouts.prepare, then).await;
@@ -374,7 +381,8 @@ impl Engine {
         let Some(route) = resolve::pin_streamed(self, task, id, name) else {
             return;
         };
-        let call = Arc::new(CallJson::new(name, id, &input, task));
+        let cancel = CancelOnDrop(Some(Arc::new(CancelToken::default())));
+        let call = Arc::new(CallJson::new(name, id, &input, task, cancel.token()));
         let _ = self.run_phase(&route, Phase::Partial, (&call, false), task, self.timeouts.prepare, None).await;
     }
 
@@ -401,6 +409,28 @@ impl Engine {
         match route.actor.send(message).await {
             Ok(answer) => answer,
             Err(_) => Err(PhaseError::Failed("the tool's actor has stopped".to_owned())),
+        }
+    }
+}
+
+/// Cancels a call's token when the call's future is dropped before [`CancelOnDrop::finished`].
+struct CancelOnDrop(Option<Arc<CancelToken>>);
+
+impl CancelOnDrop {
+    fn token(&self) -> Arc<CancelToken> {
+        self.0.as_ref().map_or_else(|| Arc::new(CancelToken::default()), Arc::clone)
+    }
+
+    /// The call ended on its own: nothing to cancel.
+    fn finished(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
         }
     }
 }

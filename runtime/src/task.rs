@@ -380,11 +380,13 @@ impl TaskShared {
     }
 
     /// Hands a `say` message to the host's event sink.
-    pub fn say(&self, tool: &str, request: toolshed_plugin_api::services::SayRequest) {
+    /// `call_id` is the tool-use id of the call that sent it (empty for the host's own messages).
+    pub fn say(&self, tool: &str, call_id: &str, request: toolshed_plugin_api::services::SayRequest) {
         if let Some(sink) = &self.events {
             // UI events are shown to a person; a tool's text (command output, a diff) may hold terminal controls.
             sink(&UiEvent {
                 task_id: self.info.task_id.clone(),
+                tool_use_id: call_id.to_owned(),
                 tool: tool.to_owned(),
                 kind: crate::shown::escape_line(&request.kind).into_owned(),
                 text: crate::shown::escape_owned(request.text),

@@ -243,6 +243,9 @@ impl PartialToolUse {
 pub struct UiEvent {
     /// The task it belongs to.
     pub task_id: String,
+    /// The tool use whose call sent it (empty for the host's own messages), so a host running several calls
+    /// at once (`toolshed serve`) shows each its own.
+    pub tool_use_id: String,
     /// The tool that sent it.
     pub tool: String,
     /// Its kind (`tool`, `diff`, `command_output`, …).

@@ -2,15 +2,22 @@
 //! servers' tools for the providers that call natively.
 
 use crate::setup::Setup;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use toolshed::config::Profile;
 use toolshed::{Provider, Runtime, SpecContext};
 
 /// Prints the schemas as the provider's `tools` JSON, or the system prompt's XML tool-use section.
-pub fn run(setup: Setup, provider: Provider, family: &str, profile: Profile) -> anyhow::Result<ExitCode> {
+pub fn run(
+    setup: Setup,
+    provider: Provider,
+    family: &str,
+    profile: Profile,
+    searched: &[PathBuf],
+) -> anyhow::Result<ExitCode> {
     let Setup { config, dirs, context } = setup;
     let runtime = Runtime::builder().config(config).plugin_dirs(dirs).build()?;
-    super::report_load_errors(&runtime);
+    super::loaded(&runtime, searched)?;
     // The MCP servers still starting get the same bounded wait `serve` gives them before it lists.
     if runtime.mcp_servers().is_some() {
         tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(runtime.mcp_listable());

@@ -1,14 +1,16 @@
-//! `toolshed serve`: the loaded tools as an MCP server, over stdio or streamable HTTP.
+//! `toolshed serve`: the loaded tools as an MCP server, over stdio or streamable HTTP, one task per session.
 
 use crate::args::ServeArgs;
 use crate::setup::Setup;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use toolshed::serve::{ElicitingApprover, ServeOptions};
+use toolshed::serve::{ElicitingApprover, Progress, ServeOptions};
 use toolshed::Runtime;
 
 /// Serves until the client goes (stdio) or the process is stopped (HTTP); asks go to the client.
-pub fn run(setup: Setup, args: ServeArgs) -> anyhow::Result<ExitCode> {
+/// `client_roots`: no `--cwd` was given, so a client's roots are its session's workspace.
+pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let Setup { mut config, dirs, context } = setup;
     if let Some(profile) = args.profile {
         config.serve.profile = profile;
@@ -18,13 +20,26 @@ pub fn run(setup: Setup, args: ServeArgs) -> anyhow::Result<ExitCode> {
     for tool in &args.allow {
         config.approval.tools.insert(tool.clone(), toolshed::config::Rule::Allow);
     }
-    let runtime =
-        Runtime::builder().config(config).plugin_dirs(dirs).yes(args.yes).approver(ElicitingApprover).build()?;
-    super::report_load_errors(&runtime);
+    // Streamed command output goes to the MCP call that asked for progress.
+    let progress = Progress::new();
+    let runtime = Runtime::builder()
+        .config(config)
+        .plugin_dirs(dirs)
+        .yes(args.yes)
+        .approver(ElicitingApprover)
+        .on_event(progress.sink())
+        .build()?;
+    super::loaded(&runtime, searched)?;
     let runtime = Arc::new(runtime);
-    let task = runtime.task(context);
-    let options = ServeOptions { http: args.http, token: args.token, public: args.public, limits };
+    let options = ServeOptions {
+        http: args.http,
+        token: args.token,
+        public: args.public,
+        limits,
+        client_roots,
+        progress: Some(progress),
+    };
     let executor = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    executor.block_on(toolshed::serve::run(Arc::clone(&runtime), task, options))?;
+    executor.block_on(toolshed::serve::run(Arc::clone(&runtime), context, options))?;
     Ok(ExitCode::SUCCESS)
 }

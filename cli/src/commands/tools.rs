@@ -9,11 +9,8 @@ use toolshed::Runtime;
 /// pretty JSON for scripts. No tool loaded is an error naming the directories `searched`.
 pub fn run(setup: Setup, json: bool, searched: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let runtime = Runtime::builder().config(setup.config).plugin_dirs(setup.dirs).build()?;
-    super::report_load_errors(&runtime);
+    super::loaded(&runtime, searched)?;
     let tools = runtime.tools();
-    if tools.is_empty() {
-        return Err(crate::setup::no_plugins(searched));
-    }
     if json {
         out!("{}", serde_json::to_string_pretty(&tools)?)?;
         return Ok(ExitCode::SUCCESS);

@@ -58,11 +58,15 @@ pub(crate) struct ThenExecute {
 pub(crate) struct CallJson {
     /// The call without `approved`.
     plain: String,
+    /// The tool-use id, for the UI events the call sends.
+    pub id: Arc<str>,
+    /// The call's own cancellation (its future dropped, its timeout): every phase of the call shares it.
+    pub cancel: Arc<CancelToken>,
 }
 
 impl CallJson {
     /// The call of `tool` under tool-use `id` with `input`, in `task`.
-    pub fn new(tool: &str, id: &str, input: &serde_json::Value, task: &TaskShared) -> Self {
+    pub fn new(tool: &str, id: &str, input: &serde_json::Value, task: &TaskShared, cancel: Arc<CancelToken>) -> Self {
         // Assembled by hand so the task's JSON, built once per task and mode, is not serialised again for
         // every call.
         let info_json = task.info_json();
@@ -76,7 +80,7 @@ impl CallJson {
         plain.push_str(",\"task\":");
         plain.push_str(&info_json);
         plain.push('}');
-        Self { plain }
+        Self { plain, id: Arc::from(id), cancel }
     }
 
     /// The JSON text, with `"approved":true` when the user or one of their rules approved what `prepare`
@@ -115,7 +119,7 @@ pub(crate) struct RunPhase {
     /// How long a call past its commit gate is waited for after a timeout (`[timeouts] commit_ms`).
     pub commit_wait: Duration,
     pub timeout: Duration,
-    /// After a task cancellation, how long the plugin gets to notice and answer in its own words (a command
+    /// After a task's or the call's cancellation, how long the plugin gets to notice and answer in its own words (a command
     /// tool returns its output so far) before the call is abandoned.
     pub cancel_grace: Duration,
     /// For `prepare`: when this approves its answer, run `execute` straight after, saving a round trip
@@ -226,9 +230,10 @@ impl Handler<RunPhase> for ToolActor {
         if self.health.quarantined() {
             return Response::reply(Err(PhaseError::Quarantined(self.health.abandoned())));
         }
-        let cancelled = Arc::new(CancelToken::default());
+        let cancelled = Arc::clone(&msg.call.cancel);
         let commit = Arc::new(CommitGate::default());
         let host = CallHost {
+            call_id: Arc::clone(&msg.call.id),
             task: Arc::clone(&msg.task),
             router: Arc::clone(&msg.router),
             cancelled: Arc::clone(&cancelled),
@@ -301,6 +306,8 @@ impl Handler<RunPhase> for ToolActor {
                     }
                     () = deadline => break PhaseError::TimedOut(limit),
                     () = task.cancel.cancelled() => break PhaseError::Cancelled,
+                    // The call alone was cancelled (its future dropped): the same as its task's, for it.
+                    () = cancelled.cancelled() => break PhaseError::Cancelled,
                 }
             };
             // A call that committed is writing: reporting it as failed now would hide what it wrote, so its

@@ -82,6 +82,13 @@ pub struct ServeConfig {
     /// How long `tools/list` (and `toolshed schema`) waits for MCP servers still starting before listing
     /// what is connected, in milliseconds.
     pub mcp_startup_ms: u64,
+    /// How long an HTTP session may stay without a message before it ends (its task cancelled, its
+    /// processes killed), in milliseconds. A call running silently counts as no message (rmcp's keep-alive),
+    /// so this is longer than `[timeouts] call_ms`.
+    pub session_idle_ms: u64,
+    /// How long a client's answer to `roots/list` is waited for before the session works in the current
+    /// directory instead, in milliseconds.
+    pub roots_timeout_ms: u64,
 }
 
 impl Default for ServeConfig {
@@ -93,6 +100,8 @@ impl Default for ServeConfig {
             accept_backoff_ms: 50,
             profile: Profile::Mcp,
             mcp_startup_ms: 5_000,
+            session_idle_ms: 1_800_000,
+            roots_timeout_ms: 5_000,
         }
     }
 }

@@ -194,8 +194,16 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
 }
 
 fn serve_section(s: &mut Section<'_>, base: &mut ServeConfig, ws: ServeConfig) {
-    let ServeConfig { max_connections, auth_timeout_ms, max_body_bytes, accept_backoff_ms, profile: _, mcp_startup_ms } =
-        ws;
+    let ServeConfig {
+        max_connections,
+        auth_timeout_ms,
+        max_body_bytes,
+        accept_backoff_ms,
+        profile: _,
+        mcp_startup_ms,
+        session_idle_ms,
+        roots_timeout_ms,
+    } = ws;
     s.shrink("max_connections", &mut base.max_connections, max_connections);
     s.shrink("auth_timeout_ms", &mut base.auth_timeout_ms, auth_timeout_ms);
     s.shrink("max_body_bytes", &mut base.max_body_bytes, max_body_bytes);
@@ -203,6 +211,8 @@ fn serve_section(s: &mut Section<'_>, base: &mut ServeConfig, ws: ServeConfig) {
     // Which tools the user's MCP host is offered is the user's choice, not the project's.
     s.never("profile");
     s.shrink("mcp_startup_ms", &mut base.mcp_startup_ms, mcp_startup_ms);
+    s.shrink("session_idle_ms", &mut base.session_idle_ms, session_idle_ms);
+    s.shrink("roots_timeout_ms", &mut base.roots_timeout_ms, roots_timeout_ms);
 }
 
 fn skills_section(s: &mut Section<'_>, base: &mut SkillsConfig, ws: SkillsConfig) {

@@ -6,7 +6,7 @@
 //! no request with the token within `auth_timeout_ms` is closed; and a body over `max_body_bytes` is answered
 //! 413 (by its `Content-Length` before anything else, or once reading it passes the limit).
 
-use super::{ServeError, ServeOptions, ToolshedServer};
+use super::{ServeError, ServeOptions, Shared, ToolshedServer};
 use bytes::Bytes;
 use http_body_util::{combinators::BoxBody, BodyExt as _, Full};
 use std::convert::Infallible;
@@ -27,11 +27,7 @@ fn parse_address(address: &str, public: bool) -> Result<SocketAddr, ServeError> 
     Ok(addr)
 }
 
-pub(super) async fn serve_http(
-    server: ToolshedServer,
-    address: &str,
-    options: &ServeOptions,
-) -> Result<(), ServeError> {
+pub(super) async fn serve_http(shared: Arc<Shared>, address: &str, options: &ServeOptions) -> Result<(), ServeError> {
     use rmcp::transport::streamable_http_server::{
         session::local::LocalSessionManager, StreamableHttpServerConfig, StreamableHttpService,
     };
@@ -45,8 +41,12 @@ pub(super) async fn serve_http(
     if options.public {
         config = config.disable_allowed_hosts();
     }
-    let service =
-        StreamableHttpService::new(move || Ok(server.clone()), Arc::new(LocalSessionManager::default()), config);
+    // A session that sent nothing for `session_idle_ms` ends: rmcp drops its handler, which cancels its task.
+    let mut sessions = LocalSessionManager::default();
+    sessions.session_config.keep_alive = Some(Duration::from_millis(options.limits.session_idle_ms.max(1)));
+    // rmcp calls this for every new session (and for stateless requests): each gets its own task.
+    let factory = Arc::clone(&shared);
+    let service = StreamableHttpService::new(move || Ok(ToolshedServer::open(&factory)), Arc::new(sessions), config);
     let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| ServeError::Bind(address.to_owned(), e))?;
     let local = listener.local_addr().map_err(|e| ServeError::Io(e.into()))?;
     // Tests and wrappers read the bound address (port 0 picks one) from this line.
@@ -87,16 +87,17 @@ pub(super) async fn serve_http(
             let _ = stream.try_write(TOO_MANY);
             continue;
         };
-        let (service, token, limits) = (service.clone(), Arc::clone(&token), Arc::clone(&limits));
+        let (service, token, limits, shared) =
+            (service.clone(), Arc::clone(&token), Arc::clone(&limits), Arc::clone(&shared));
         tokio::spawn(async move {
             let _permit = permit;
             let authenticated = Arc::new(AtomicBool::new(false));
             let seen = Arc::clone(&authenticated);
             let auth_timeout = Duration::from_millis(limits.auth_timeout_ms);
             let handler = hyper::service::service_fn(move |request: hyper::Request<hyper::body::Incoming>| {
-                let (service, token, limits, seen) =
-                    (service.clone(), Arc::clone(&token), Arc::clone(&limits), Arc::clone(&seen));
-                async move { Ok::<_, Infallible>(answer(request, &service, &token, &limits, &seen).await) }
+                let (service, token, limits, seen, shared) =
+                    (service.clone(), Arc::clone(&token), Arc::clone(&limits), Arc::clone(&seen), Arc::clone(&shared));
+                async move { Ok::<_, Infallible>(answer(request, &service, &token, &limits, &seen, &shared).await) }
             });
             let io = hyper_util::rt::TokioIo::new(stream);
             let connection = hyper::server::conn::http1::Builder::new().serve_connection(io, handler);
@@ -135,6 +136,7 @@ async fn answer(
     token: &str,
     limits: &crate::config::ServeConfig,
     authenticated: &AtomicBool,
+    shared: &Arc<Shared>,
 ) -> hyper::Response<BoxBody<Bytes, Infallible>> {
     if request.uri().path() != "/mcp" {
         return plain(404, "not found: the MCP endpoint is /mcp".to_owned());
@@ -160,7 +162,87 @@ async fn answer(
         Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => return too_large(),
         Err(e) => return plain(400, format!("cannot read the request body: {e}")),
     };
-    service.handle(hyper::Request::from_parts(parts, Full::new(body))).await
+    let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let deleting = parts.method == hyper::Method::DELETE;
+    if deleting && let Some(session) = &session {
+        end_session(shared, session);
+    }
+    // A `tools/call` whose answer is streamed back on this request: if the client drops the connection
+    // before the answer, the call is cancelled.
+    let call = session.and_then(|session| tool_call_id(&body).map(|id| (session, id)));
+    let mut response = service.handle(hyper::Request::from_parts(parts, Full::new(body))).await;
+    // rmcp answers a session's DELETE 202 Accepted; the session is gone at once, which clients (the Python
+    // SDK among them) expect to read as 200 or 204.
+    if deleting && response.status() == hyper::StatusCode::ACCEPTED {
+        *response.status_mut() = hyper::StatusCode::NO_CONTENT;
+    }
+    match call {
+        Some((session, id)) if response.status().is_success() => {
+            let (parts, body) = response.into_parts();
+            let guarded = CancelUnlessEnded { body, call: Some((Arc::clone(shared), session, id)) };
+            hyper::Response::from_parts(parts, guarded.boxed())
+        }
+        _ => response,
+    }
+}
+
+/// Ends an HTTP session's work at once on its `DELETE` (rmcp then closes it and drops its handler).
+fn end_session(shared: &Shared, id: &str) {
+    let session = shared.http_sessions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(id).cloned();
+    if let Some(session) = session.and_then(|weak| weak.upgrade()) {
+        session.end();
+    }
+}
+
+/// The JSON-RPC id of a `tools/call` request body, as [`super::session::request_id`] writes it.
+fn tool_call_id(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow)]
+        method: Option<std::borrow::Cow<'a, str>>,
+        id: Option<serde_json::Value>,
+    }
+    let request: Request<'_> = serde_json::from_slice(body).ok()?;
+    (request.method.as_deref() == Some("tools/call")).then(|| request.id.map(|id| id.to_string())).flatten()
+}
+
+/// A response body that cancels its call when dropped before its end: the client went away.
+struct CancelUnlessEnded {
+    body: BoxBody<Bytes, Infallible>,
+    call: Option<(Arc<Shared>, String, String)>,
+}
+
+impl hyper::body::Body for CancelUnlessEnded {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<hyper::body::Frame<Bytes>, Infallible>>> {
+        let polled = std::pin::Pin::new(&mut self.body).poll_frame(cx);
+        // Ended: hyper may stop polling once the body says so, before it has seen `None`.
+        if matches!(polled, std::task::Poll::Ready(None)) || self.body.is_end_stream() {
+            self.call = None;
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.body.is_end_stream()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        self.body.size_hint()
+    }
+}
+
+impl Drop for CancelUnlessEnded {
+    fn drop(&mut self) {
+        if let Some((shared, session, id)) = self.call.take() {
+            shared.http_calls.cancel(&session, &id);
+        }
+    }
 }
 
 /// Whether the request carries `Authorization: Bearer {token}`, compared in constant time.

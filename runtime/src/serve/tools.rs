@@ -110,6 +110,12 @@ pub(super) fn call_result(result: &ToolResult) -> Result<CallToolResult, ErrorDa
     serde_json::from_value(value).map_err(|e| ErrorData::internal_error(e.to_string(), None))
 }
 
+/// The answer to a call cancelled before it finished (rmcp drops it when the client cancelled; a client
+/// that went away reads nothing).
+pub(super) fn cancelled() -> CallToolResult {
+    CallToolResult::error(vec![rmcp::model::ContentBlock::text("The call was cancelled.")])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

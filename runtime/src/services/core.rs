@@ -27,7 +27,7 @@ pub(crate) fn register(router: &mut Router) {
         Ok(Empty {})
     });
     router.register::<Say>(|call, req| {
-        call.task.say(&call.tool, req);
+        call.task.say(&call.tool, &call.call_id, req);
         Ok(Empty {})
     });
     router.register::<StateGet>(|call, req| {

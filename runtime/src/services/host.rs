@@ -18,6 +18,8 @@ use toolshed_plugin_api::{log_level, Host, ServiceError, ServiceErrorKind};
 
 /// The host for one call of one tool.
 pub(crate) struct CallHost {
+    /// The tool-use id of the call, carried by its UI events.
+    pub call_id: Arc<str>,
     pub task: Arc<TaskShared>,
     /// The services this call may use.
     pub router: Arc<Router>,

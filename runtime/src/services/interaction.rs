@@ -264,7 +264,11 @@ pub(crate) fn register(router: &mut Router, host: &Arc<InteractionHost>, runner:
     });
     router.register::<services::TaskComplete>(|call, req| {
         with_conversation(&call.task, |c| c.completed = true);
-        call.task.say(&call.tool, SayRequest { kind: "task_completed".to_owned(), text: req.text, partial: false });
+        call.task.say(
+            &call.tool,
+            &call.call_id,
+            SayRequest { kind: "task_completed".to_owned(), text: req.text, partial: false },
+        );
         Ok(Empty {})
     });
     let h = Arc::clone(host);
@@ -375,6 +379,7 @@ pub(crate) fn after_call(host: &InteractionHost, task: &TaskShared, progress: Op
     {
         task.say(
             "focus_chain",
+            "",
             SayRequest { kind: "task_progress".to_owned(), text: list.trim().to_owned(), partial: false },
         );
     }
