@@ -132,7 +132,7 @@ impl ToolResult {
     /// The text blocks the model reads for this result, in order: the feedback block, hook context, the
     /// result's own blocks (text mode: the `{description} Result:` header on a single text block), then
     /// warnings and PostToolUse context.
-    fn text_blocks(&self, header: bool) -> Vec<Block> {
+    pub(crate) fn text_blocks(&self, header: bool) -> Vec<Block> {
         let mut out = Vec::new();
         if let Some(feedback) = &self.feedback {
             out.push(Block::Text { text: messages::feedback(feedback) });

@@ -94,13 +94,12 @@ pub(crate) fn annotations(title: &str, capabilities: &[String]) -> ToolAnnotatio
     annotations
 }
 
-/// A tool result as the MCP client receives it: the user's feedback first, then the result's blocks.
+/// A tool result as the MCP client receives it: the blocks a model reads with native tool calling — the
+/// user's feedback, PreToolUse hook context, the result's blocks, then Cline's loop-detection warning and
+/// PostToolUse context — so an MCP client's model is told what Cline's would be.
 pub(super) fn call_result(result: &ToolResult) -> Result<CallToolResult, ErrorData> {
     let mut content = Vec::new();
-    if let Some(feedback) = &result.feedback {
-        content.push(json!({"type": "text", "text": crate::messages::feedback(feedback)}));
-    }
-    for block in &result.blocks {
+    for block in &result.text_blocks(false) {
         content.push(match block {
             Block::Text { text } => json!({"type": "text", "text": text}),
             Block::Image { media_type, data } => json!({"type": "image", "mimeType": media_type, "data": data}),
