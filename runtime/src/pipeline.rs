@@ -23,6 +23,7 @@ pub(crate) use validate::{describe, is_missing, json_kind, signature};
 use crate::actors::tool_actor::{CallJson, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
 use crate::messages;
 use crate::registry::coordinator::{Route, Routing, RoutingCell};
+use crate::registry::on_demand::OnDemand;
 use crate::services::runner::ToolRunner;
 use crate::services::HostServices;
 use crate::spec::{self, Provider, Spec, SpecContext, ToolSchemas};
@@ -58,6 +59,8 @@ pub(crate) struct EngineParts {
     pub events: Option<EventSink>,
     pub hooks: Hooks,
     pub max_result_bytes: usize,
+    /// A one-shot runtime's libraries not loaded yet.
+    pub on_demand: Option<Arc<OnDemand>>,
 }
 
 /// What every call of every task shares.
@@ -76,6 +79,8 @@ pub(crate) struct Engine {
     max_result_bytes: usize,
     /// What a task's end does: its processes are killed.
     task_end: TaskEnd,
+    /// A one-shot runtime's libraries not loaded yet.
+    on_demand: Option<Arc<OnDemand>>,
 }
 
 impl Engine {
@@ -97,6 +102,7 @@ impl Engine {
                 hooks: parts.hooks,
                 max_result_bytes: parts.max_result_bytes,
                 task_end: Arc::new(move |task_id: &str| processes.kill_task(task_id)),
+                on_demand: parts.on_demand,
             }
         })
     }
@@ -115,6 +121,23 @@ impl Engine {
 
     pub fn tool_names(&self) -> Vec<String> {
         self.snapshot().routes.keys().cloned().collect()
+    }
+
+    /// In a one-shot runtime, loads the library that declares `name` when no loaded tool has it; whether a
+    /// library was loaded (look again).
+    pub async fn load_declaring(&self, name: &str) -> bool {
+        match &self.on_demand {
+            Some(on_demand) if self.route(name).is_none() => on_demand.load_declaring(name).await,
+            _ => false,
+        }
+    }
+
+    /// In a one-shot runtime, loads every library not loaded yet; whether there were any.
+    pub async fn load_everything(&self) -> bool {
+        match &self.on_demand {
+            Some(on_demand) => on_demand.load_everything().await,
+            None => false,
+        }
     }
 
     /// Opens a task.
@@ -385,5 +408,13 @@ impl ToolRunner for Engine {
 
     fn spec(&self, tool: &str, family: &str) -> Option<Spec> {
         self.route(tool).and_then(|route| spec::family_spec(&route.meta.specs, family).map(|s| Spec::from(s.clone())))
+    }
+
+    fn load_declaring(self: Arc<Self>, names: Vec<String>) -> BoxFuture<()> {
+        Box::pin(async move {
+            for name in &names {
+                Engine::load_declaring(&self, name).await;
+            }
+        })
     }
 }
