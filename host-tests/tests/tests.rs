@@ -14,6 +14,7 @@ mod hostile;
 mod list_files;
 mod loading;
 mod mcp;
+mod oneshot;
 mod outline;
 mod panics;
 mod path_escape;
