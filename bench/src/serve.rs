@@ -144,20 +144,25 @@ async fn rate(client: &Client, tool: &'static str, inputs: &[Value]) -> Result<f
 async fn check(ours: &Client, theirs: &Client, ops: &[Op], tree: &Path) -> Result<()> {
     let first = std::fs::read_to_string(tree.join("src/m00.rs"))?;
     let read = &ops[0];
-    let (a, b) = (call(ours, read.ours.0, &read.ours.1[0]).await?, call(theirs, read.theirs.0, &read.theirs.1[0]).await?);
+    let (a, b) =
+        (call(ours, read.ours.0, &read.ours.1[0]).await?, call(theirs, read.theirs.0, &read.theirs.1[0]).await?);
     ensure!(b == first, "read_text_file did not return the file");
     let numbered: String = a.lines().skip_while(|l| !l.starts_with("1 | ")).take(3).collect::<Vec<_>>().join("\n");
-    let expected: String = first.lines().take(3).enumerate().map(|(i, l)| format!("{} | {l}", i + 1)).collect::<Vec<_>>().join("\n");
+    let expected: String =
+        first.lines().take(3).enumerate().map(|(i, l)| format!("{} | {l}", i + 1)).collect::<Vec<_>>().join("\n");
     ensure!(numbered == expected, "read_file answered {a:?}");
     let list = &ops[1];
-    let (a, b) = (call(ours, list.ours.0, &list.ours.1[1]).await?, call(theirs, list.theirs.0, &list.theirs.1[1]).await?);
+    let (a, b) =
+        (call(ours, list.ours.0, &list.ours.1[1]).await?, call(theirs, list.theirs.0, &list.theirs.1[1]).await?);
     for i in 0..FILES {
         let name = format!("m{i:02}.rs");
         ensure!(a.contains(&name) && b.contains(&name), "the listings of src/ differ about {name}: {a:?} / {b:?}");
     }
     let search = &ops[2];
-    let (a, b) =
-        (call(ours, search.ours.0, &search.ours.1[0]).await?, call(theirs, search.theirs.0, &search.theirs.1[0]).await?);
+    let (a, b) = (
+        call(ours, search.ours.0, &search.ours.1[0]).await?,
+        call(theirs, search.theirs.0, &search.theirs.1[0]).await?,
+    );
     ensure!(a.starts_with("Found 120 results."), "search_files answered {}", a.lines().next().unwrap_or_default());
     ensure!(b.lines().count() == 10, "server-filesystem's search_files answered {b:?}");
     Ok(())

@@ -66,7 +66,7 @@ fn a_changed_file_misses_the_fast_path() {
     std::thread::sleep(std::time::Duration::from_millis(20));
     std::fs::write(&b, b"c").unwrap();
     std::fs::File::options().write(true).open(&b).unwrap().set_modified(mtime).unwrap();
-    let error = plan(&index, &[a, b.clone()]).unwrap_err();
+    let error = plan(&index, &[a, b]).unwrap_err();
     assert!(error.contains("is not indexed as it is now"), "{error}");
 }
 
