@@ -260,3 +260,35 @@ fn an_embedder_one_shot_runtime_loads_other_tools_when_its_calls_reach_them() {
 fn is_lib(path: &Path) -> bool {
     path.extension().is_some_and(|ext| ext == std::env::consts::DLL_EXTENSION)
 }
+
+#[test]
+fn a_native_mcp_name_loads_use_mcp_tool_on_demand() {
+    let cache = workspace();
+    let ws = workspace();
+    let settings = ws.path().join("mcp.json");
+    let entry = crate::mcp::node_peers().join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let servers = json!({"mcpServers": {"everything": {"command": "node", "args": [entry, "stdio"]}}});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    let mut config = toolshed::Config::default();
+    config.mcp.settings = Some(settings);
+    let index = cache.path().join("index.json");
+    let one_shot = || {
+        Runtime::builder()
+            .plugin_dir(plugins())
+            .config(config.clone())
+            .yes(true)
+            .declaration_index(Some(index.clone()))
+            .only_tools(["read_file"])
+            .build()
+            .unwrap()
+    };
+    drop(one_shot());
+    let runtime = one_shot();
+    block_on(runtime.mcp_settled());
+    assert_eq!(runtime.tools().len(), 1);
+    let task = runtime.task(TaskContext::new(ws.path()));
+    let native = block_on(task.execute(ToolUse::new("n1", "everything__mcp__get-sum", json!({"a": 20, "b": 22}))));
+    assert_eq!(text(&native), "The sum of 20 and 22 is 42.");
+    let names: Vec<String> = runtime.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, vec!["read_file", "use_mcp_tool"]);
+}
