@@ -157,7 +157,7 @@ fn run(args: &Args) -> Result<()> {
             (Some(corpus), Some(tools)) => {
                 eprintln!("toolshed-bench: row 11, `toolshed call search_files` against rg, whole processes");
                 let corpus = corpus.canonicalize().with_context(|| format!("the corpus {}", corpus.display()))?;
-                rows.push(oneshot::row(&args.toolshed, &args.plugins, &corpus, tools, &out)?);
+                rows.extend(oneshot::rows(&args.toolshed, &args.plugins, &corpus, tools, &out)?);
             }
             _ => eprintln!("toolshed-bench: row 11 skipped: it needs --corpus and --tools"),
         }
