@@ -292,3 +292,39 @@ fn a_native_mcp_name_loads_use_mcp_tool_on_demand() {
     let names: Vec<String> = runtime.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(names, vec!["read_file", "use_mcp_tool"]);
 }
+
+#[test]
+fn use_subagents_in_a_one_shot_runtime_loads_the_tools_its_runs_use() {
+    let (_server, addr) = crate::subagents::Server::start();
+    let cache = workspace();
+    let index = cache.path().join("index.json");
+    let one_shot = || {
+        let driver = toolshed::OpenAiDriver::new(format!("http://{addr}/v1"), "scripted-model")
+            .unwrap()
+            .api_key(Some("sk-test".to_owned()))
+            .context_window(200_000);
+        Runtime::builder()
+            .plugin_dir(plugins())
+            .config(crate::subagents::config(""))
+            .agent_driver(driver)
+            .declaration_index(Some(index.clone()))
+            .only_tools(["use_subagents"])
+            .build()
+            .unwrap()
+    };
+    drop(one_shot());
+    let runtime = one_shot();
+    assert_eq!(runtime.tools().len(), 1);
+    let dir = crate::subagents::workspace_with_notes();
+    let task = runtime.task(TaskContext::new(dir.path()));
+    let result = call(&task, "use_subagents", json!({"prompt_1": "read-search find the needle"}));
+    assert!(
+        text(&result).ends_with("[1] COMPLETED - read-search find the needle\nRelevant file paths\nnotes.txt"),
+        "{}",
+        text(&result)
+    );
+    let names: Vec<String> = runtime.tools().into_iter().map(|t| t.name).collect();
+    for name in ["read_file", "search_files", "list_files", "execute_command", "attempt_completion"] {
+        assert!(names.iter().any(|n| n == name), "{name} not loaded: {names:?}");
+    }
+}
