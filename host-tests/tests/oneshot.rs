@@ -8,7 +8,7 @@ use serde_json::json;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use toolshed::{Runtime, TaskContext, ToolUse};
+use toolshed::{Runtime, RuntimeBuilder, TaskContext, ToolUse};
 
 /// A private user: HOME and the cache directory the index lives in.
 struct User {
@@ -70,6 +70,19 @@ fn plugin_dir(shipped: &[&str], fixtures: &[&str]) -> tempfile::TempDir {
         std::fs::copy(fixture(name), dir.path().join(lib(name))).unwrap();
     }
     dir
+}
+
+/// A one-shot runtime for `tool` over the shipped plugins, its index at `index`, started twice: the first start
+/// (no index yet) loads everything and writes the index, the second is the one returned.
+fn one_shot(index: &Path, tool: &str, setup: impl Fn(RuntimeBuilder) -> RuntimeBuilder) -> Runtime {
+    let build = || {
+        setup(Runtime::builder().plugin_dir(plugins()).declaration_index(Some(index.to_owned())))
+            .only_tools([tool])
+            .build()
+            .unwrap()
+    };
+    drop(build());
+    build()
 }
 
 fn ok(output: &Output) -> String {
@@ -234,16 +247,7 @@ fn an_embedder_one_shot_runtime_loads_other_tools_when_its_calls_reach_them() {
     let ws = workspace();
     std::fs::write(ws.path().join("n.txt"), "needle\n").unwrap();
     let index = cache.path().join("index.json");
-    let one_shot = || {
-        Runtime::builder()
-            .plugin_dir(plugins())
-            .declaration_index(Some(index.clone()))
-            .only_tools(["read_file"])
-            .build()
-            .unwrap()
-    };
-    drop(one_shot());
-    let runtime = one_shot();
+    let runtime = one_shot(&index, "read_file", |builder| builder);
     let names: Vec<String> = runtime.tools().into_iter().map(|t| t.name).collect();
     assert_eq!(names, vec!["read_file"]);
     let task = runtime.task(TaskContext::new(ws.path()));
@@ -272,18 +276,7 @@ fn a_native_mcp_name_loads_use_mcp_tool_on_demand() {
     let mut config = toolshed::Config::default();
     config.mcp.settings = Some(settings);
     let index = cache.path().join("index.json");
-    let one_shot = || {
-        Runtime::builder()
-            .plugin_dir(plugins())
-            .config(config.clone())
-            .yes(true)
-            .declaration_index(Some(index.clone()))
-            .only_tools(["read_file"])
-            .build()
-            .unwrap()
-    };
-    drop(one_shot());
-    let runtime = one_shot();
+    let runtime = one_shot(&index, "read_file", |builder| builder.config(config.clone()).yes(true));
     block_on(runtime.mcp_settled());
     assert_eq!(runtime.tools().len(), 1);
     let task = runtime.task(TaskContext::new(ws.path()));
@@ -298,22 +291,13 @@ fn use_subagents_in_a_one_shot_runtime_loads_the_tools_its_runs_use() {
     let (_server, addr) = crate::subagents::Server::start();
     let cache = workspace();
     let index = cache.path().join("index.json");
-    let one_shot = || {
+    let runtime = one_shot(&index, "use_subagents", |builder| {
         let driver = toolshed::OpenAiDriver::new(format!("http://{addr}/v1"), "scripted-model")
             .unwrap()
             .api_key(Some("sk-test".to_owned()))
             .context_window(200_000);
-        Runtime::builder()
-            .plugin_dir(plugins())
-            .config(crate::subagents::config(""))
-            .agent_driver(driver)
-            .declaration_index(Some(index.clone()))
-            .only_tools(["use_subagents"])
-            .build()
-            .unwrap()
-    };
-    drop(one_shot());
-    let runtime = one_shot();
+        builder.config(crate::subagents::config("")).agent_driver(driver)
+    });
     assert_eq!(runtime.tools().len(), 1);
     let dir = crate::subagents::workspace_with_notes();
     let task = runtime.task(TaskContext::new(dir.path()));
