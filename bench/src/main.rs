@@ -3,7 +3,8 @@
 //! runs), each pair checked to give the same answer before it is timed. Prints a Markdown table and writes
 //! `<out>/latest.json` with the git revision, the machine and the reference tools' versions.
 //!
-//! Usage: `toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR`
+//! Usage: `toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--corpus DIR --tools DIR]
+//! [--peers DIR] [--rows LIST]`
 
 mod command;
 mod concurrency;
@@ -11,10 +12,12 @@ mod dispatch;
 mod documents;
 mod load;
 mod memory;
+mod oneshot;
 mod read_file;
 mod reload;
 mod report;
 mod search;
+mod serve;
 mod stats;
 
 use anyhow::{bail, Context, Result};
@@ -22,14 +25,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--corpus DIR --tools DIR] [--rows 1,4,5]
+const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--corpus DIR --tools DIR] [--peers DIR] [--rows 1,4,5]
 
   --plugins DIR    the shipped plugins (target/plugins)
   --fixtures DIR   the fixture plugins, for libfixture_tools (target/fixtures)
   --toolshed BIN   the release `toolshed` binary, for the peak-memory row
   --out DIR        where the bench's files and latest.json go (target/bench)
   --corpus DIR     the vendored corpus rows 2 and 3 search and walk (target/bench-corpus)
-  --tools DIR      where current `rg` and `fd` are installed, for rows 2 and 3 (target/bench-tools/bin)
+  --tools DIR      where current `rg` and `fd` are installed, for rows 2, 3 and 11 (target/bench-tools/bin)
+  --peers DIR      the npm prefix holding the pinned server-filesystem, for row 12 (target/test-peers/node)
   --rows LIST      only these rows of the issue (for profiling one); latest.json is then not written";
 
 /// The command line.
@@ -41,6 +45,8 @@ struct Args {
     /// The corpus and the reference tools of rows 2 and 3; those rows are skipped without them.
     corpus: Option<PathBuf>,
     tools: Option<PathBuf>,
+    /// The npm prefix of the pinned MCP servers, for row 12; skipped without it.
+    peers: Option<PathBuf>,
     /// The issue's row numbers to run; all when absent.
     rows: Option<Vec<u32>>,
 }
@@ -65,6 +71,7 @@ fn parse(args: &[String]) -> Result<Args> {
         out: value("--out")?,
         corpus: value("--corpus").ok(),
         tools: value("--tools").ok(),
+        peers: value("--peers").ok(),
         rows,
     })
 }
@@ -144,6 +151,25 @@ fn run(args: &Args) -> Result<()> {
     if wanted(10) {
         eprintln!("toolshed-bench: row 10, read_file on small documents, isolated and not");
         rows.extend(documents::rows(&args.plugins, &args.toolshed, &out)?);
+    }
+    if wanted(11) {
+        match (&args.corpus, &args.tools) {
+            (Some(corpus), Some(tools)) => {
+                eprintln!("toolshed-bench: row 11, `toolshed call search_files` against rg, whole processes");
+                let corpus = corpus.canonicalize().with_context(|| format!("the corpus {}", corpus.display()))?;
+                rows.extend(oneshot::rows(&args.toolshed, &args.plugins, &corpus, tools, &out)?);
+            }
+            _ => eprintln!("toolshed-bench: row 11 skipped: it needs --corpus and --tools"),
+        }
+    }
+    if wanted(12) {
+        match &args.peers {
+            Some(peers) => {
+                eprintln!("toolshed-bench: row 12, `toolshed serve` against server-filesystem over stdio");
+                rows.extend(serve::rows(&args.toolshed, &args.plugins, peers, &out)?);
+            }
+            None => eprintln!("toolshed-bench: row 12 skipped: it needs --peers"),
+        }
     }
 
     println!(

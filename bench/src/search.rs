@@ -25,11 +25,11 @@ const CAP: usize = 300;
 const HEAD_LINES: usize = 3 * CAP;
 
 /// One search_files row: what the model asks, and the ripgrep command line that answers it.
-struct Case {
-    id: &'static str,
+pub(crate) struct Case {
+    pub id: &'static str,
     what: &'static str,
-    regex: &'static str,
-    file_pattern: Option<&'static str>,
+    pub regex: &'static str,
+    pub file_pattern: Option<&'static str>,
     /// Whether the answer is capped at 300 results (the reference then ends in `| head`).
     capped: bool,
     /// The budget; `None` reports the figure without one.
@@ -38,7 +38,7 @@ struct Case {
     note: &'static str,
 }
 
-const CASES: &[Case] = &[
+pub(crate) const CASES: &[Case] = &[
     Case {
         id: "2a",
         what: "selective regex",
@@ -236,7 +236,7 @@ pub fn rows(plugins: &Path, corpus: &Path, tools: &Path) -> Result<Vec<Row>> {
 }
 
 /// Times ours and the reference in alternating order after warm-up; their medians with p99.
-fn interleave(
+pub(crate) fn interleave(
     mut ours: impl FnMut() -> Result<(Duration, String)>,
     mut reference: impl FnMut() -> Result<Duration>,
 ) -> Result<(Figure, Figure)> {
@@ -258,7 +258,7 @@ fn interleave(
 }
 
 /// Runs a process to its end, its output discarded; fails unless its exit code is one of `ok`.
-fn timed(command: &mut Command, ok: &[i32]) -> Result<Duration> {
+pub(crate) fn timed(command: &mut Command, ok: &[i32]) -> Result<Duration> {
     let start = Instant::now();
     let status = command.stdout(Stdio::null()).status().with_context(|| format!("running {command:?}"))?;
     let elapsed = start.elapsed();
@@ -269,7 +269,7 @@ fn timed(command: &mut Command, ok: &[i32]) -> Result<Duration> {
 /// Checks our text against ripgrep's `--json` answer: the same files in path order, each with the same
 /// matching lines in order (our matching lines are the shown lines the regex matches: context lines never
 /// do). Capped, the first 300 matches in path order.
-fn check_search(text: &str, rg: &Path, corpus: &Path, case: &Case) -> Result<()> {
+pub(crate) fn check_search(text: &str, rg: &Path, corpus: &Path, case: &Case) -> Result<()> {
     let mut command = Command::new(rg);
     command.args(["--json", "--sort", "path"]);
     if let Some(glob) = case.file_pattern {

@@ -26,12 +26,12 @@ struct Seen {
 }
 
 #[derive(Clone, Default)]
-struct Server {
+pub(crate) struct Server {
     seen: Arc<(Mutex<Seen>, Condvar)>,
 }
 
 impl Server {
-    fn start() -> (Self, SocketAddr) {
+    pub(crate) fn start() -> (Self, SocketAddr) {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         let server = Server::default();
@@ -158,7 +158,7 @@ fn usage(prompt: u64, completion: u64) -> String {
     json!({"choices": [], "usage": {"prompt_tokens": prompt, "completion_tokens": completion}}).to_string()
 }
 
-fn config(extra: &str) -> Config {
+pub(crate) fn config(extra: &str) -> Config {
     Config::from_toml_str(&format!(
         "[timeouts]\ncancel_grace_ms = 3000\n[subagents]\nmax_turns = 10\nrequest_timeout_ms = 60000\n{extra}"
     ))
@@ -173,7 +173,7 @@ fn runtime_with_driver(addr: SocketAddr, extra: &str) -> Runtime {
     shipped().config(config(extra)).agent_driver(driver).build().unwrap()
 }
 
-fn workspace_with_notes() -> tempfile::TempDir {
+pub(crate) fn workspace_with_notes() -> tempfile::TempDir {
     let dir = workspace();
     std::fs::write(dir.path().join("notes.txt"), "hello\nthe needle is here\n").unwrap();
     dir

@@ -15,6 +15,7 @@ mod install;
 mod list_files;
 mod loading;
 mod mcp;
+mod oneshot;
 mod outline;
 mod panics;
 mod path_escape;

@@ -87,7 +87,8 @@ pub fn task_in(runtime: &Runtime, dir: &Path) -> TaskHandle {
 /// Runs the CLI with a private HOME (no user config leaks in) and returns its output.
 pub fn toolshed(home: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(toolshed_bin());
-    command.args(args).current_dir(cwd).env("HOME", home).env_remove("TOOLSHED_PLUGINS");
+    // The declaration index of `toolshed call` goes under the private HOME too.
+    command.args(args).current_dir(cwd).env("HOME", home).env_remove("TOOLSHED_PLUGINS").env_remove("XDG_CACHE_HOME");
     for (k, v) in env {
         command.env(k, v);
     }

@@ -24,6 +24,7 @@ pub(crate) use validate::{describe, is_missing, json_kind, signature};
 use crate::actors::tool_actor::{CallJson, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
 use crate::messages;
 use crate::registry::coordinator::{Route, Routing, RoutingCell};
+use crate::registry::on_demand::OnDemand;
 use crate::services::runner::ToolRunner;
 use crate::services::HostServices;
 use crate::spec::{self, Provider, Spec, SpecContext, ToolSchemas};
@@ -60,6 +61,8 @@ pub(crate) struct EngineParts {
     pub hooks: Hooks,
     pub max_result_bytes: usize,
     pub mcp_list_wait: Duration,
+    /// A one-shot runtime's libraries not loaded yet.
+    pub on_demand: Option<Arc<OnDemand>>,
 }
 
 /// What every call of every task shares.
@@ -80,6 +83,8 @@ pub(crate) struct Engine {
     task_end: TaskEnd,
     /// `[serve] mcp_startup_ms`: how long a listing waits for MCP servers still starting.
     mcp_list_wait: Duration,
+    /// A one-shot runtime's libraries not loaded yet.
+    on_demand: Option<Arc<OnDemand>>,
 }
 
 impl Engine {
@@ -102,6 +107,7 @@ impl Engine {
                 max_result_bytes: parts.max_result_bytes,
                 mcp_list_wait: parts.mcp_list_wait,
                 task_end: Arc::new(move |task_id: &str| processes.kill_task(task_id)),
+                on_demand: parts.on_demand,
             }
         })
     }
@@ -120,6 +126,23 @@ impl Engine {
 
     pub fn tool_names(&self) -> Vec<String> {
         self.snapshot().routes.keys().cloned().collect()
+    }
+
+    /// In a one-shot runtime, loads the library that declares `name` when no loaded tool has it; whether a
+    /// library was loaded (look again).
+    pub async fn load_declaring(&self, name: &str) -> bool {
+        match &self.on_demand {
+            Some(on_demand) if self.route(name).is_none() => on_demand.load_declaring(name).await,
+            _ => false,
+        }
+    }
+
+    /// In a one-shot runtime, loads every library not loaded yet; whether there were any.
+    pub async fn load_everything(&self) -> bool {
+        match &self.on_demand {
+            Some(on_demand) => on_demand.load_everything().await,
+            None => false,
+        }
     }
 
     /// Opens a task.
@@ -455,5 +478,13 @@ impl ToolRunner for Engine {
 
     fn spec(&self, tool: &str, family: &str) -> Option<Spec> {
         self.route(tool).and_then(|route| spec::family_spec(&route.meta.specs, family).map(|s| Spec::from(s.clone())))
+    }
+
+    fn load_declaring(self: Arc<Self>, names: Vec<String>) -> BoxFuture<()> {
+        Box::pin(async move {
+            for name in &names {
+                Engine::load_declaring(&self, name).await;
+            }
+        })
     }
 }

@@ -9,6 +9,7 @@ use crate::pipeline::policy::{Approver, Policy};
 use crate::pipeline::{Engine, EngineParts, Timeouts};
 use crate::registry::coordinator::{Coordinator, CoordinatorSettings, RegisterEvent, Routing, RoutingCell};
 use crate::registry::loader::{self, LoadError, LoadedPlugin};
+use crate::registry::on_demand::{self, LoadSet};
 use crate::registry::watch::{PluginEvent, PluginEvents, ReloadStats, Reloader, Watcher};
 use crate::services::http::{HttpService, HttpSettings};
 use crate::services::interaction::InteractionHost;
@@ -83,6 +84,9 @@ pub struct RuntimeBuilder {
     watch: bool,
     /// The model side of subagent runs.
     agent_driver: Option<Arc<dyn crate::driver::AgentDriver>>,
+    /// Load only the libraries declaring these names (see [`RuntimeBuilder::only_tools`]).
+    only_tools: Option<Vec<String>>,
+    declaration_index: Option<PathBuf>,
 }
 
 impl RuntimeBuilder {
@@ -190,6 +194,26 @@ impl RuntimeBuilder {
         self
     }
 
+    /// Starts as a one-shot runtime: loads only the plugin libraries that declare these tool names (primary
+    /// names or aliases), found through the declaration index, and any other library when a call first needs
+    /// one of its tools (attempt_completion's command, `{server}__mcp__{tool}` names, subagents, an unknown
+    /// name, whose error lists every tool). The index is a cache of what each library declares, keyed by its
+    /// content hash, at [`RuntimeBuilder::declaration_index`]; it only picks the file to open: the library
+    /// loaded must have the hash the index gave and declare the name, or everything is loaded and the index
+    /// rewritten. [`Runtime::tools`] and the schemas list what is loaded so far.
+    pub fn only_tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.only_tools = Some(names.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Where [`RuntimeBuilder::only_tools`] keeps its declaration index (default
+    /// `$XDG_CACHE_HOME/toolshed/index.json`, else `~/.cache/toolshed/index.json`); `None` keeps none, so a
+    /// one-shot start loads everything.
+    pub fn declaration_index(mut self, path: Option<PathBuf>) -> Self {
+        self.declaration_index = path;
+        self
+    }
+
     /// Worker threads per tool (default 8).
     pub fn workers_per_tool(mut self, workers: usize) -> Self {
         self.workers_per_tool = workers.max(1);
@@ -215,20 +239,17 @@ impl RuntimeBuilder {
         }
         let (mut files, mut load_errors) = loader::discover(&self.plugin_dirs);
         files.extend(self.plugin_files.iter().cloned());
-        let mut plugins: Vec<LoadedPlugin> = Vec::new();
-        for file in &files {
-            match loader::load(file) {
-                Ok(plugin) => {
-                    if !self.config.plugins.unload {
-                        plugin.library().keep_mapped();
-                    }
-                    plugins.push(plugin)
-                }
-                Err(error) => {
-                    tracing::info!("{error}");
-                    load_errors.push(error);
-                }
-            }
+        // `[plugins] overrides` let a later library take a built-in name: only the whole load order decides.
+        let overrides = (!self.config.plugins.overrides.is_empty()).then_some("[plugins] overrides are set");
+        let set = match &self.only_tools {
+            Some(names) => LoadSet::Declaring { names: names.clone(), index: self.declaration_index.clone() },
+            None => LoadSet::All,
+        };
+        let first = on_demand::first_load(&files, &set, overrides);
+        load_errors.extend(first.errors);
+        let plugins = first.plugins;
+        if !self.config.plugins.unload {
+            plugins.iter().for_each(|plugin| plugin.library().keep_mapped());
         }
 
         let config = &self.config;
@@ -255,6 +276,7 @@ impl RuntimeBuilder {
             &loaded,
             config.plugins.unload,
         ));
+        let on_demand = first.pending.map(|pending| Arc::new(on_demand::OnDemand::new(pending, Arc::clone(&reloader))));
         for event in &events {
             match event {
                 RegisterEvent::Refused { reason, .. } => tracing::info!("{reason}"),
@@ -336,6 +358,7 @@ impl RuntimeBuilder {
             hooks,
             max_result_bytes: usize::try_from(config.limits.max_result_bytes).unwrap_or(usize::MAX),
             mcp_list_wait: Duration::from_millis(config.serve.mcp_startup_ms),
+            on_demand,
         };
         let shared = Engine::new(engine_parts, |runner| HostServices::new(parts, runner));
         let runtime = Runtime {
@@ -436,6 +459,8 @@ impl Runtime {
             hooks: Vec::new(),
             watch: false,
             agent_driver: None,
+            only_tools: None,
+            declaration_index: crate::registry::index::default_path(),
         }
     }
 

@@ -1,6 +1,7 @@
 //! `cargo xtask bench`: builds the release workspace (plugins, fixtures, the `toolshed` binary and the bench),
-//! prepares what rows 2 and 3 compare on (the vendored corpus and current `rg` and `fd`), then runs
-//! `toolshed-bench`, which prints the performance table and writes `target/bench/latest.json`.
+//! prepares what rows 2, 3 and 11 compare on (the vendored corpus and current `rg` and `fd`) and row 12's pinned
+//! server-filesystem (the test peers, installed as the tests install them), then runs `toolshed-bench`, which
+//! prints the performance table and writes `target/bench/latest.json`.
 
 use crate::{build, cmd, root};
 use anyhow::{Context, Result};
@@ -17,10 +18,11 @@ pub fn run() -> Result<()> {
     let target = root().join("target");
     let corpus = corpus(&target)?;
     let tools = references(&target)?;
+    let peers = crate::peers::install()?.node;
     let toolshed = target.join("release").join(format!("toolshed{}", std::env::consts::EXE_SUFFIX));
     let out = target.join("bench");
-    let [plugins, fixtures, toolshed, out, corpus, tools] =
-        [&built.plugins, &built.fixtures, &toolshed, &out, &corpus, &tools]
+    let [plugins, fixtures, toolshed, out, corpus, tools, peers] =
+        [&built.plugins, &built.fixtures, &toolshed, &out, &corpus, &tools, &peers]
             .map(|path| path.to_string_lossy().into_owned());
     cmd(
         "cargo",
@@ -43,6 +45,8 @@ pub fn run() -> Result<()> {
             &corpus,
             "--tools",
             &tools,
+            "--peers",
+            &peers,
         ],
         &[],
     )

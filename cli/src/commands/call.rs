@@ -19,7 +19,9 @@ pub fn run(setup: Setup, tool: String, input: Option<String>, yes: bool, images:
         Some(text) => text.to_owned(),
         None => "{}".to_owned(),
     };
-    let mut builder = Runtime::builder().config(config).plugin_dirs(dirs).yes(yes);
+    // Only the library declaring the tool is opened (through the declaration index); others load when the
+    // call reaches them.
+    let mut builder = Runtime::builder().config(config).plugin_dirs(dirs).yes(yes).only_tools([tool.as_str()]);
     if let Some(approver) = TerminalApprover::detect() {
         builder = builder.approver(approver);
     }

@@ -35,6 +35,10 @@ pub(super) async fn resolve(engine: &Engine, task: &Arc<TaskShared>, mut tool_us
         if let Some(route) = streamed(task, &tool_use).or_else(|| engine.route(&tool_use.name)) {
             break Some(route);
         }
+        // A one-shot runtime loads the library declaring the name, then looks again.
+        if engine.load_declaring(&tool_use.name).await {
+            continue;
+        }
         if hops == MAX_HOPS {
             break None;
         }
@@ -48,6 +52,10 @@ pub(super) async fn resolve(engine: &Engine, task: &Arc<TaskShared>, mut tool_us
             Ok(Routed::Refused(result)) => return Resolved { outcome: Err(result), rename },
             Err(unrouted) => {
                 tool_use = unrouted;
+                // The answer to an unknown name lists every tool: a one-shot runtime loads them all first.
+                if engine.load_everything().await {
+                    continue;
+                }
                 break None;
             }
         }
@@ -63,6 +71,9 @@ pub(super) async fn resolve(engine: &Engine, task: &Arc<TaskShared>, mut tool_us
 /// The first name route that takes the tool use, asked in order; the tool use back when none does.
 async fn by_name(engine: &Engine, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> Result<Routed, ToolUse> {
     for route in &engine.services.name_routes {
+        if let Some(target) = route.target().filter(|_| route.claims(&tool_use.name)) {
+            engine.load_declaring(target).await;
+        }
         let applies =
             route.claims(&tool_use.name) && route.target().is_none_or(|target| engine.route(target).is_some());
         if applies {

@@ -12,6 +12,7 @@
 //! run), and a library built against another interface version, which is never closed (`abi_stable`'s global
 //! layout map may keep a reference into a library whose interface has more fields than the host's).
 
+use crate::registry::index::FileStamp;
 use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary};
 use abi_stable::std_types::{RResult, RStr};
 use std::fmt;
@@ -330,26 +331,50 @@ pub fn mapped() -> (u64, u64) {
 
 /// The content hash [`load`] gives a file (xxh3-128 of its bytes, hex), without loading it.
 pub fn content_hash(file: &Path) -> std::io::Result<String> {
-    copy_hashing(file, None)
+    copy_hashing(file, None).map(|(hash, _)| hash)
 }
 
 /// Loads one library: copy to a content-named shadow path, open, check the ABI, read the declarations.
 pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
-    let dir = shadow_dir().map_err(|message| LoadError::new(file, message))?;
+    load_read(file).0
+}
+
+/// [`load`], with what the declaration index records of the bytes it read: the file's stamp when it was
+/// opened and their content hash (`None` when they could not be read), whether or not the library loaded.
+pub(crate) fn load_read(file: &Path) -> (Result<LoadedPlugin, LoadError>, Option<(FileStamp, String)>) {
+    let dir = match shadow_dir() {
+        Ok(dir) => dir,
+        Err(message) => return (Err(LoadError::new(file, message)), None),
+    };
     // Copy to a temporary name while hashing (one pass, bounded memory), then rename to the content's name,
     // so a concurrent load of the same content never maps a half-written file.
     let copy = NEXT_COPY.fetch_add(1, Ordering::Relaxed);
     let partial = dir.join(format!("{copy}.partial"));
-    let hash = copy_hashing(file, Some(&partial)).map_err(|e| {
-        let _ = std::fs::remove_file(&partial);
-        LoadError::new(file, format!("cannot copy to the shadow directory {}: {e}", dir.display()))
-    })?;
-    let bytes = std::fs::metadata(&partial).map(|m| m.len()).unwrap_or(0);
+    let (hash, stamp) = match copy_hashing(file, Some(&partial)) {
+        Ok(read) => read,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            let reason = format!("cannot copy to the shadow directory {}: {e}", dir.display());
+            return (Err(LoadError::new(file, reason)), None);
+        }
+    };
+    let read = Some((stamp, hash.clone()));
+    let loaded = load_copy(file, dir, &partial, copy, hash);
+    if loaded.is_ok() {
+        // One line per library opened, so a one-shot call's loads can be counted (`RUST_LOG=toolshed=debug`).
+        tracing::debug!(file = %file.display(), "plugin library loaded");
+    }
+    (loaded, read)
+}
+
+/// The rest of [`load_read`], once the bytes are copied to `partial`.
+fn load_copy(file: &Path, dir: &Path, partial: &Path, copy: u64, hash: String) -> Result<LoadedPlugin, LoadError> {
+    let bytes = std::fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     // The copy number keeps two loads of the same content apart (two runtimes starting at once): each
     // removes its own name after opening it, which must not pull the file from under the other.
     let shadow = dir.join(format!("{}-{copy}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION));
-    std::fs::rename(&partial, &shadow)
+    std::fs::rename(partial, &shadow)
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
     // A library cut short (a copy or a build still being written) can map and then fault on its missing
     // pages, which kills the process: refuse it before the dynamic loader sees it.
@@ -398,10 +423,12 @@ fn finish(file: &Path, hash: String, module: PluginModRef, library: Arc<Library>
     Ok(LoadedPlugin { identity: Arc::new(identity), declaration, module, library })
 }
 
-/// Copies `from` to `to` (when given) and returns the xxh3-128 of the bytes, hex.
-fn copy_hashing(from: &Path, to: Option<&Path>) -> std::io::Result<String> {
+/// Copies `from` to `to` (when given) and returns the xxh3-128 of the bytes, hex, and the file's stamp as it
+/// was opened (a change while it is read changes its change time, so the stamp never vouches for other bytes).
+fn copy_hashing(from: &Path, to: Option<&Path>) -> std::io::Result<(String, FileStamp)> {
     use std::io::{Read, Write};
     let mut input = std::fs::File::open(from)?;
+    let stamp = FileStamp::of(&input.metadata()?);
     let mut output = to.map(std::fs::File::create).transpose()?;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 256 * 1024];
@@ -418,7 +445,7 @@ fn copy_hashing(from: &Path, to: Option<&Path>) -> std::io::Result<String> {
     if let Some(output) = &mut output {
         output.flush()?;
     }
-    Ok(format!("{:032x}", hasher.digest128()))
+    Ok((format!("{:032x}", hasher.digest128()), stamp))
 }
 
 /// Checks that an ELF file holds every segment and the section header table its header promises (the table

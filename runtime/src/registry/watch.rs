@@ -364,6 +364,28 @@ impl Reloader {
                 return failed(reason);
             }
         };
+        self.install_locked(state, plugin).await
+    }
+
+    /// Registers a library loaded by someone else (a one-shot runtime's on-demand load) as [`Reloader::apply`]
+    /// would have; the same content already serving is left alone.
+    pub async fn install(&self, plugin: LoadedPlugin) -> Vec<PluginEvent> {
+        let mut state = self.state.lock().await;
+        let file = plugin.identity.file.clone();
+        if state.serving.get(&file).is_some_and(|s| s.hash == plugin.identity.content_hash) {
+            return Vec::new();
+        }
+        let events = self.install_locked(&mut state, plugin).await;
+        for event in &events {
+            self.hub.emit(event);
+        }
+        events
+    }
+
+    /// Swaps a loaded library in: its handlers constructed, then the coordinator asked.
+    async fn install_locked(&self, state: &mut ReloadState, plugin: LoadedPlugin) -> Vec<PluginEvent> {
+        let file = &plugin.identity.file.clone();
+        let failed = |reason: String| vec![PluginEvent::Failed { file: file.to_owned(), reason }];
         self.adopt(&plugin);
         let hash = plugin.identity.content_hash.clone();
         let handlers = build_handlers(&plugin, &self.plugin_config);

@@ -26,6 +26,10 @@ pub(crate) trait ToolRunner: Send + Sync {
 
     /// The spec a loaded tool has for a model family.
     fn spec(&self, tool: &str, family: &str) -> Option<Spec>;
+
+    /// Loads, in a one-shot runtime, the libraries declaring these tools that are not loaded yet (before
+    /// their specs are read); nothing otherwise.
+    fn load_declaring(self: Arc<Self>, names: Vec<String>) -> BoxFuture<()>;
 }
 
 /// The runner behind a weak link, or the error a call gets while the runtime shuts down.

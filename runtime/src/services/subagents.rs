@@ -449,6 +449,8 @@ async fn run(plan: Arc<Plan>, prompt: String) -> SubagentOutcome {
 /// The conversation of one run: model turns and tool calls until attempt_completion or a failure.
 async fn converse(plan: &Plan, child: &Arc<TaskShared>, prompt: &str, stats: &mut Stats) -> Result<String, String> {
     let allowed = plan.allowed();
+    // A one-shot runtime (`toolshed call use_subagents`) has loaded only use_subagents so far.
+    Arc::clone(&plan.runner).load_declaring(allowed.clone()).await;
     let tools = tool_specs(plan, child, &allowed);
     let system_prompt = plan.system_prompt();
     let mut messages = vec![AgentMessage::User { text: vec![prompt.to_owned(), environment(&plan.parent)] }];
