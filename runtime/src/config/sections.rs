@@ -147,6 +147,16 @@ impl Profile {
         }
     }
 
+    /// The error for a call of a tool this profile does not serve, whoever made it (an MCP client, a plugin
+    /// through `tool.call`, a name route).
+    pub fn refusal(self, tool: &str) -> String {
+        format!(
+            "Tool `{tool}` belongs to Cline's own agent loop and is not served with `--profile {}`; \
+             run `toolshed serve --profile cline` (or set `[serve] profile = \"cline\"`) to serve it.",
+            self.name()
+        )
+    }
+
     /// Whether errors carry Cline's XML tool-use reminder (only a model that writes XML tool uses needs it).
     pub fn tool_use_reminder(self) -> bool {
         match self {
