@@ -4,9 +4,17 @@
 //! - The `mcp` profile was enforced only where serve answers `tools/call`: any other way into the task's
 //!   pipeline (a plugin's `tool.call`, a host calling `execute`) ran the hidden agent-loop tools, and the
 //!   unknown-tool error named them as available, inviting the model to call what is then refused.
+//! - Every `notifications/roots/list_changed` asked the client for its roots again, one after the other, and
+//!   calls waited behind them all: a client sending a flood and answering none held its calls for the flood
+//!   times `[serve] roots_timeout_ms`. Now the notices that came while the roots were being asked for cost
+//!   one more `roots/list`.
 
 use crate::util::*;
-use serde_json::json;
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
 use toolshed::config::Profile;
 use toolshed::{ResultStatus, TaskContext, ToolUse};
 
@@ -40,4 +48,103 @@ fn the_mcp_profile_refuses_agent_loop_tools_on_every_path_and_never_names_them()
     let cline = runtime.task(TaskContext::new(ws.path()));
     let text = block_on(cline.execute(ToolUse::new("c3", "nope", json!({})))).to_model_text();
     assert!(text.contains("attempt_completion"), "{text}");
+}
+
+/// The one generous bound every wait here has.
+const BOUND: Duration = Duration::from_secs(60);
+
+/// `toolshed serve` over stdio, spoken to line by line; killed when the test ends.
+struct Served {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<Value>,
+}
+
+impl Served {
+    /// Serves in `cwd` (no `--cwd`: the client's roots are the workspace) with `config` as the user's file.
+    fn start(home: &std::path::Path, cwd: &std::path::Path, config: &str) -> Self {
+        std::fs::create_dir_all(home.join(".toolshed")).unwrap();
+        std::fs::write(home.join(".toolshed/config.toml"), config).unwrap();
+        let mut child = Command::new(toolshed_bin())
+            .args(["--plugins", &plugins().display().to_string(), "serve", "--yes"])
+            .current_dir(cwd)
+            .env("HOME", home)
+            .env_remove("TOOLSHED_PLUGINS")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let value = serde_json::from_str(&line).unwrap_or_else(|_| json!({"unparsed": line}));
+                if tx.send(value).is_err() {
+                    return;
+                }
+            }
+        });
+        Self { child, stdin, lines }
+    }
+
+    fn send(&mut self, message: &Value) {
+        writeln!(self.stdin, "{message}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The next message from the server.
+    fn next(&self) -> Value {
+        match self.lines.recv_timeout(BOUND) {
+            Ok(message) => message,
+            Err(RecvTimeoutError::Timeout) => panic!("no message from the server within {BOUND:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the server closed its stdout"),
+        }
+    }
+
+    fn initialize(&mut self, capabilities: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": capabilities,
+            "clientInfo": {"name": "hostile", "version": "1"}}}));
+        let deadline = Instant::now() + BOUND;
+        while self.next()["id"] != json!(0) {
+            assert!(Instant::now() < deadline);
+        }
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_flood_of_roots_changes_asks_for_the_roots_once_more_not_once_each() {
+    let (ws, home) = (workspace(), workspace());
+    let mut server = Served::start(home.path(), ws.path(), "[serve]\nroots_timeout_ms = 100\n");
+    server.initialize(json!({"roots": {"listChanged": true}}));
+    // The first roots/list (after `initialized`) is never answered, nor any after it.
+    let first = server.next();
+    assert_eq!(first["method"], "roots/list", "{first}");
+    const FLOOD: usize = 40;
+    for _ in 0..FLOOD {
+        server.send(&json!({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"}));
+    }
+    server.send(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "list_files", "arguments": {"path": "."}}}));
+    let mut asked = 1;
+    let answer = loop {
+        let message = server.next();
+        if message["method"] == "roots/list" {
+            asked += 1;
+        } else if message["id"] == json!(1) {
+            break message;
+        }
+    };
+    assert!(answer["result"]["content"].is_array(), "{answer}");
+    assert!(asked <= 3, "{asked} roots/list requests for one list and {FLOOD} change notices");
 }

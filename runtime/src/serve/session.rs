@@ -28,6 +28,11 @@ pub(super) struct Session {
     /// Serialises making the task, so a call racing `initialized` waits for the roots instead of making a
     /// second task.
     making: tokio::sync::Mutex<()>,
+    /// `roots/list_changed` notifications received, and how many of them the last roots asked for cover: a
+    /// flood of them costs one `roots/list` (each may take `[serve] roots_timeout_ms`, with calls waiting),
+    /// not one each.
+    root_changes: AtomicU64,
+    roots_covered: AtomicU64,
     /// The HTTP session id, once a request carried it.
     http_id: OnceLock<String>,
 }
@@ -40,6 +45,8 @@ impl Session {
             current: Mutex::new(None),
             retired: Mutex::new(Vec::new()),
             making: tokio::sync::Mutex::new(()),
+            root_changes: AtomicU64::new(0),
+            roots_covered: AtomicU64::new(0),
             http_id: OnceLock::new(),
         })
     }
@@ -64,7 +71,13 @@ impl Session {
         if !self.shared.client_roots {
             return;
         }
+        let this = self.root_changes.fetch_add(1, Ordering::SeqCst) + 1;
         let _making = self.making.lock().await;
+        // Roots asked for after this notice came already tell what it announced.
+        if self.roots_covered.load(Ordering::SeqCst) >= this {
+            return;
+        }
+        self.roots_covered.store(self.root_changes.load(Ordering::SeqCst), Ordering::SeqCst);
         // Retired first: a call that comes while the new roots are asked for waits for them.
         let old = self.current.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(old) = old {
