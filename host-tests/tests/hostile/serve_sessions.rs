@@ -11,8 +11,8 @@
 
 use crate::util::*;
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::io::Write;
+use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use toolshed::config::Profile;
@@ -57,7 +57,7 @@ const BOUND: Duration = Duration::from_secs(60);
 struct Served {
     child: Child,
     stdin: ChildStdin,
-    lines: Receiver<Value>,
+    lines: Receiver<String>,
 }
 
 impl Served {
@@ -65,27 +65,13 @@ impl Served {
     fn start(home: &std::path::Path, cwd: &std::path::Path, config: &str) -> Self {
         std::fs::create_dir_all(home.join(".toolshed")).unwrap();
         std::fs::write(home.join(".toolshed/config.toml"), config).unwrap();
-        let mut child = Command::new(toolshed_bin())
-            .args(["--plugins", &plugins().display().to_string(), "serve", "--yes"])
-            .current_dir(cwd)
-            .env("HOME", home)
-            .env_remove("TOOLSHED_PLUGINS")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let value = serde_json::from_str(&line).unwrap_or_else(|_| json!({"unparsed": line}));
-                if tx.send(value).is_err() {
-                    return;
-                }
-            }
-        });
+        let (child, stdin, lines) = spawn_lines(
+            Command::new(toolshed_bin())
+                .args(["--plugins", &plugins().display().to_string(), "serve", "--yes"])
+                .current_dir(cwd)
+                .env("HOME", home)
+                .env_remove("TOOLSHED_PLUGINS"),
+        );
         Self { child, stdin, lines }
     }
 
@@ -97,7 +83,7 @@ impl Served {
     /// The next message from the server.
     fn next(&self) -> Value {
         match self.lines.recv_timeout(BOUND) {
-            Ok(message) => message,
+            Ok(line) => serde_json::from_str(&line).unwrap_or_else(|_| json!({"unparsed": line})),
             Err(RecvTimeoutError::Timeout) => panic!("no message from the server within {BOUND:?}"),
             Err(RecvTimeoutError::Disconnected) => panic!("the server closed its stdout"),
         }
