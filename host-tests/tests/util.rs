@@ -158,3 +158,9 @@ pub fn spawn_lines(
     });
     (child, stdin, lines)
 }
+
+/// Writes the user's configuration file under a private HOME.
+pub fn write_user_config(home: &Path, text: &str) {
+    std::fs::create_dir_all(home.join(".toolshed")).expect("creating ~/.toolshed");
+    std::fs::write(home.join(".toolshed/config.toml"), text).expect("writing ~/.toolshed/config.toml");
+}

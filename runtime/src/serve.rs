@@ -80,6 +80,8 @@ struct Shared {
     roots_timeout: Duration,
     progress: Option<Progress>,
     next_id: AtomicU64,
+    /// Sessions whose handler is alive, for `[serve] max_sessions`.
+    live_sessions: std::sync::atomic::AtomicUsize,
     /// Every session's client that finished initializing, to tell of tool list changes.
     clients: std::sync::Mutex<HashMap<u64, Peer<RoleServer>>>,
     http_sessions: session::HttpSessions,
@@ -269,6 +271,7 @@ pub async fn run(runtime: Arc<Runtime>, context: TaskContext, options: ServeOpti
         roots_timeout: Duration::from_millis(options.limits.roots_timeout_ms),
         progress: options.progress.clone(),
         next_id: AtomicU64::new(1),
+        live_sessions: std::sync::atomic::AtomicUsize::new(0),
         clients: std::sync::Mutex::new(HashMap::new()),
         http_sessions: std::sync::Mutex::new(HashMap::new()),
         http_calls: session::HttpCalls::default(),

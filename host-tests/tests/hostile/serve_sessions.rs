@@ -8,6 +8,9 @@
 //!   calls waited behind them all: a client sending a flood and answering none held its calls for the flood
 //!   times `[serve] roots_timeout_ms`. Now the notices that came while the roots were being asked for cost
 //!   one more `roots/list`.
+//! - HTTP sessions had no cap: each holds a task until `[serve] session_idle_ms` (30 minutes) without a
+//!   message, and a client with the token opening them in a loop grew the server by about 60 KiB each,
+//!   hundreds a second, until it ran out of memory. `[serve] max_sessions` bounds them; one more is 503.
 
 use crate::util::*;
 use serde_json::{json, Value};
@@ -63,8 +66,7 @@ struct Served {
 impl Served {
     /// Serves in `cwd` (no `--cwd`: the client's roots are the workspace) with `config` as the user's file.
     fn start(home: &std::path::Path, cwd: &std::path::Path, config: &str) -> Self {
-        std::fs::create_dir_all(home.join(".toolshed")).unwrap();
-        std::fs::write(home.join(".toolshed/config.toml"), config).unwrap();
+        write_user_config(home, config);
         let (child, stdin, lines) = spawn_lines(
             Command::new(toolshed_bin())
                 .args(["--plugins", &plugins().display().to_string(), "serve", "--yes"])
@@ -133,4 +135,38 @@ fn a_flood_of_roots_changes_asks_for_the_roots_once_more_not_once_each() {
     };
     assert!(answer["result"]["content"].is_array(), "{answer}");
     assert!(asked <= 3, "{asked} roots/list requests for one list and {FLOOD} change notices");
+}
+
+#[test]
+fn sessions_past_max_sessions_are_refused_until_one_ends() {
+    use crate::serve_sessions::{http_server, post, raw_session};
+    let (ws, home) = (workspace(), workspace());
+    write_user_config(home.path(), "[serve]\nmax_sessions = 2\n");
+    let cwd = ws.path().display().to_string();
+    let (_server, url) = http_server(home.path(), ws.path(), &["--cwd", &cwd]);
+    let authority = url.trim_start_matches("http://").trim_end_matches("/mcp").to_owned();
+    let first = raw_session(&authority);
+    let _second = raw_session(&authority);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+    .to_string();
+    let (_refused, head) = post(&authority, "POST", None, &init);
+    assert!(head.starts_with("HTTP/1.1 503"), "{head}");
+    assert!(head.to_ascii_lowercase().contains("retry-after: 1"), "{head}");
+    // The open sessions still answer.
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}).to_string();
+    let (_listed, head) = post(&authority, "POST", Some(&first), &list);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    // One ends: a new one opens (once the ended session's handler is gone).
+    let (_deleted, head) = post(&authority, "DELETE", Some(&first), "");
+    assert!(head.starts_with("HTTP/1.1 204"), "{head}");
+    let deadline = Instant::now() + BOUND;
+    loop {
+        let (_third, head) = post(&authority, "POST", None, &init);
+        if head.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(head.starts_with("HTTP/1.1 503") && Instant::now() < deadline, "{head}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

@@ -89,6 +89,10 @@ pub struct ServeConfig {
     /// How long a client's answer to `roots/list` is waited for before the session works in the current
     /// directory instead, in milliseconds.
     pub roots_timeout_ms: u64,
+    /// HTTP sessions open at once; a new one past them is answered 503 until one ends (`DELETE`, or
+    /// `session_idle_ms` without a message). Each holds a task until then, so a client opening sessions
+    /// in a loop would otherwise grow the server without bound.
+    pub max_sessions: u32,
 }
 
 impl Default for ServeConfig {
@@ -102,6 +106,7 @@ impl Default for ServeConfig {
             mcp_startup_ms: 5_000,
             session_idle_ms: 1_800_000,
             roots_timeout_ms: 5_000,
+            max_sessions: 256,
         }
     }
 }

@@ -39,6 +39,7 @@ pub(super) struct Session {
 
 impl Session {
     pub fn new(shared: &Arc<Shared>) -> Arc<Self> {
+        shared.live_sessions.fetch_add(1, Ordering::SeqCst);
         Arc::new(Self {
             number: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
             shared: Arc::clone(shared),
@@ -123,6 +124,7 @@ impl Drop for Session {
         // The handler owning the session is gone: stdio EOF, HTTP DELETE, the session's idle expiry, the
         // server stopping. Whatever is still running for it stops.
         self.end();
+        self.shared.live_sessions.fetch_sub(1, Ordering::SeqCst);
         self.shared.clients.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.number);
         if let Some(id) = self.http_id.get() {
             self.shared.http_sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
