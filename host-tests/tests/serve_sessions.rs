@@ -28,7 +28,7 @@ fn sleeper(pid_file: &Path) -> String {
 }
 
 /// Waits for a pid file and reads it.
-fn read_pid(pid_file: &Path) -> i32 {
+pub(crate) fn read_pid(pid_file: &Path) -> i32 {
     let deadline = Instant::now() + BOUND;
     loop {
         if let Some(pid) = std::fs::read_to_string(pid_file).ok().and_then(|s| s.trim().parse().ok()) {
@@ -40,7 +40,7 @@ fn read_pid(pid_file: &Path) -> i32 {
 }
 
 /// Whether `pid` is a live process (a zombie counts as gone).
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     !stat.is_empty() && !stat.contains(") Z ")
 }

@@ -11,6 +11,9 @@
 //! - HTTP sessions had no cap: each holds a task until `[serve] session_idle_ms` (30 minutes) without a
 //!   message, and a client with the token opening them in a loop grew the server by about 60 KiB each,
 //!   hundreds a second, until it ran out of memory. `[serve] max_sessions` bounds them; one more is 503.
+//! - A client reusing a JSON-RPC id still in flight left the first call out of reach: rmcp keeps one token
+//!   per id, the last, so `notifications/cancelled` stopped only the second call and the first one's
+//!   process ran on until the session ended. The session now keeps every call under its id.
 
 use crate::util::*;
 use serde_json::{json, Value};
@@ -167,6 +170,34 @@ fn sessions_past_max_sessions_are_refused_until_one_ends() {
             break;
         }
         assert!(head.starts_with("HTTP/1.1 503") && Instant::now() < deadline, "{head}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn cancelling_an_id_reused_while_in_flight_stops_every_call_under_it_and_no_other() {
+    use crate::serve_sessions::{alive, read_pid};
+    let (ws, home) = (workspace(), workspace());
+    let mut server = Served::start(home.path(), ws.path(), "");
+    server.initialize(json!({}));
+    let mut pids = Vec::new();
+    for (n, id) in [(1, 7), (2, 7), (3, 8)] {
+        let pid_file = ws.path().join(format!("{n}.pid"));
+        let command = format!("echo $$ > {}; exec sleep 31{n}", pid_file.display());
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "execute_command", "arguments": {"command": command, "requires_approval": false}}}));
+        pids.push(read_pid(&pid_file));
+    }
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}}));
+    let deadline = Instant::now() + BOUND;
+    while alive(pids[0]) || alive(pids[1]) {
+        assert!(Instant::now() < deadline, "a call under the cancelled id still runs: {pids:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(alive(pids[2]), "the call under another id was stopped too");
+    server.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 8}}));
+    while alive(pids[2]) {
+        assert!(Instant::now() < deadline, "the last call outlived its cancellation");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
