@@ -28,7 +28,7 @@ fn sleeper(pid_file: &Path) -> String {
 }
 
 /// Waits for a pid file and reads it.
-fn read_pid(pid_file: &Path) -> i32 {
+pub(crate) fn read_pid(pid_file: &Path) -> i32 {
     let deadline = Instant::now() + BOUND;
     loop {
         if let Some(pid) = std::fs::read_to_string(pid_file).ok().and_then(|s| s.trim().parse().ok()) {
@@ -40,7 +40,7 @@ fn read_pid(pid_file: &Path) -> i32 {
 }
 
 /// Whether `pid` is a live process (a zombie counts as gone).
-fn alive(pid: i32) -> bool {
+pub(crate) fn alive(pid: i32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     !stat.is_empty() && !stat.contains(") Z ")
 }
@@ -66,7 +66,7 @@ impl Drop for Reap {
 }
 
 /// A child killed when the test ends, however it ends.
-struct Killed(Child);
+pub(crate) struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
@@ -275,7 +275,7 @@ fn expect_json(output: (std::process::Output, Option<Value>)) -> Value {
 
 /// `toolshed serve --http` on a free port, with `extra` arguments before `serve`; its stderr after the
 /// address is collected into `log`.
-fn http_server(home: &Path, cwd: &Path, extra: &[&str]) -> (Killed, String) {
+pub(crate) fn http_server(home: &Path, cwd: &Path, extra: &[&str]) -> (Killed, String) {
     let (server, url, _log) = http_server_logged(home, cwd, extra);
     (server, url)
 }
@@ -411,7 +411,7 @@ fn two_http_sessions_have_their_own_task() {
 }
 
 /// One raw HTTP request to the MCP endpoint; returns the stream with the response head read, and the head.
-fn post(authority: &str, method: &str, session: Option<&str>, body: &str) -> (std::net::TcpStream, String) {
+pub(crate) fn post(authority: &str, method: &str, session: Option<&str>, body: &str) -> (std::net::TcpStream, String) {
     use std::io::Read;
     let mut stream = std::net::TcpStream::connect(authority).unwrap();
     let session =
@@ -437,7 +437,7 @@ fn post(authority: &str, method: &str, session: Option<&str>, body: &str) -> (st
 }
 
 /// An initialized HTTP session, spoken to raw; its id.
-fn raw_session(authority: &str) -> String {
+pub(crate) fn raw_session(authority: &str) -> String {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
     let (_init, head) = post(authority, "POST", None, &init.to_string());

@@ -137,3 +137,30 @@ pub fn read_json_request(stream: &std::net::TcpStream) -> Option<serde_json::Val
     reader.read_exact(&mut body).ok()?;
     serde_json::from_slice(&body).ok()
 }
+
+/// Starts `command` with piped stdin and stdout (stderr dropped) and reads its stdout line by line on a
+/// thread: the child, its stdin, and the lines as they come.
+pub fn spawn_lines(
+    command: &mut Command,
+) -> (std::process::Child, std::process::ChildStdin, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    let mut child =
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawning");
+    let (stdin, stdout) = (child.stdin.take().expect("stdin"), child.stdout.take().expect("stdout"));
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                return;
+            }
+        }
+    });
+    (child, stdin, lines)
+}
+
+/// Writes the user's configuration file under a private HOME.
+pub fn write_user_config(home: &Path, text: &str) {
+    std::fs::create_dir_all(home.join(".toolshed")).expect("creating ~/.toolshed");
+    std::fs::write(home.join(".toolshed/config.toml"), text).expect("writing ~/.toolshed/config.toml");
+}

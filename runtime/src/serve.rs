@@ -22,9 +22,9 @@ pub use progress::Progress;
 
 use crate::{Runtime, TaskContext, TaskHandle, ToolUse};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, Implementation, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
-    ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, CancelledNotificationParam, CompleteRequestParams, CompleteResult,
+    Implementation, InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ErrorData, Peer, ServerHandler, ServiceExt as _};
@@ -80,10 +80,12 @@ struct Shared {
     roots_timeout: Duration,
     progress: Option<Progress>,
     next_id: AtomicU64,
+    /// Sessions whose handler is alive, for `[serve] max_sessions`.
+    live_sessions: std::sync::atomic::AtomicUsize,
     /// Every session's client that finished initializing, to tell of tool list changes.
     clients: std::sync::Mutex<HashMap<u64, Peer<RoleServer>>>,
     http_sessions: session::HttpSessions,
-    http_calls: session::HttpCalls,
+    http_calls: session::Calls,
 }
 
 impl Shared {
@@ -158,6 +160,12 @@ impl ServerHandler for ToolshedServer {
         let _ = self.session.task(&context.peer).await;
     }
 
+    async fn on_cancelled(&self, notification: CancelledNotificationParam, _context: NotificationContext<RoleServer>) {
+        if let Some(id) = &notification.request_id {
+            self.session.calls.cancel("", &session::request_id(id));
+        }
+    }
+
     async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
         self.session.roots_changed(&context.peer).await;
     }
@@ -180,6 +188,8 @@ impl ServerHandler for ToolshedServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         self.session.seen_http(&context.extensions);
+        // Registered before anything is awaited, so a cancellation that comes while the task is made finds it.
+        let (mine, _mine) = self.session.calls.add((String::new(), session::request_id(&context.id)));
         let task = self.session.task(&context.peer).await;
         if let Some(refusal) = tools::refusal(&task, &request.name) {
             return Err(refusal);
@@ -201,6 +211,7 @@ impl ServerHandler for ToolshedServer {
         let result = tokio::select! {
             result = run => result,
             () = context.ct.cancelled() => return Ok(CallToolResponse::Complete(tools::cancelled())),
+            () = mine.cancelled() => return Ok(CallToolResponse::Complete(tools::cancelled())),
             () = async { match &gone { Some(gone) => gone.cancelled().await, None => std::future::pending().await } } => {
                 return Ok(CallToolResponse::Complete(tools::cancelled()));
             }
@@ -269,9 +280,10 @@ pub async fn run(runtime: Arc<Runtime>, context: TaskContext, options: ServeOpti
         roots_timeout: Duration::from_millis(options.limits.roots_timeout_ms),
         progress: options.progress.clone(),
         next_id: AtomicU64::new(1),
+        live_sessions: std::sync::atomic::AtomicUsize::new(0),
         clients: std::sync::Mutex::new(HashMap::new()),
         http_sessions: std::sync::Mutex::new(HashMap::new()),
-        http_calls: session::HttpCalls::default(),
+        http_calls: session::Calls::default(),
     });
     // The tool list follows hot reloads: every plugin event becomes `notifications/tools/list_changed` for
     // every client.

@@ -11,4 +11,5 @@ mod peers;
 mod peers_http;
 mod redteam;
 mod serve;
+mod serve_sessions;
 mod skills;

@@ -7,11 +7,11 @@
 //! fails with its own clear error long before its (60 s) timeout, the same process answers the next call,
 //! and the host's peak resident set stays under a generous bound.
 
-use crate::util::{plugins, read_json_request, toolshed_bin, workspace};
+use crate::util::{plugins, read_json_request, spawn_lines, toolshed_bin, workspace};
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, Command};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -141,30 +141,18 @@ impl Drop for Host {
 
 impl Host {
     fn start(home: &std::path::Path, cwd: &std::path::Path, config: &std::path::Path) -> Host {
-        let mut child = Command::new(toolshed_bin())
-            .arg("--plugins")
-            .arg(plugins())
-            .arg("--config")
-            .arg(config)
-            .arg("--cwd")
-            .arg(cwd)
-            .args(["serve", "--yes", "--profile", "cline"])
-            .env("HOME", home)
-            .env_remove("TOOLSHED_PLUGINS")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let (stdin, stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
+        let (child, stdin, lines) = spawn_lines(
+            Command::new(toolshed_bin())
+                .arg("--plugins")
+                .arg(plugins())
+                .arg("--config")
+                .arg(config)
+                .arg("--cwd")
+                .arg(cwd)
+                .args(["serve", "--yes", "--profile", "cline"])
+                .env("HOME", home)
+                .env_remove("TOOLSHED_PLUGINS"),
+        );
         let mut host = Host { child, stdin, lines, next_id: 1 };
         let hello = json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "peers", "version": "1"}});
         host.request("initialize", hello);

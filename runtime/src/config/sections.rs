@@ -89,6 +89,10 @@ pub struct ServeConfig {
     /// How long a client's answer to `roots/list` is waited for before the session works in the current
     /// directory instead, in milliseconds.
     pub roots_timeout_ms: u64,
+    /// HTTP sessions open at once; a new one past them is answered 503 until one ends (`DELETE`, or
+    /// `session_idle_ms` without a message). Each holds a task until then, so a client opening sessions
+    /// in a loop would otherwise grow the server without bound.
+    pub max_sessions: u32,
 }
 
 impl Default for ServeConfig {
@@ -102,6 +106,7 @@ impl Default for ServeConfig {
             mcp_startup_ms: 5_000,
             session_idle_ms: 1_800_000,
             roots_timeout_ms: 5_000,
+            max_sessions: 256,
         }
     }
 }
@@ -145,6 +150,16 @@ impl Profile {
             Profile::Cline => true,
             Profile::Mcp => !AGENT_LOOP_TOOLS.contains(&tool),
         }
+    }
+
+    /// The error for a call of a tool this profile does not serve, whoever made it (an MCP client, a plugin
+    /// through `tool.call`, a name route).
+    pub fn refusal(self, tool: &str) -> String {
+        format!(
+            "Tool `{tool}` belongs to Cline's own agent loop and is not served with `--profile {}`; \
+             run `toolshed serve --profile cline` (or set `[serve] profile = \"cline\"`) to serve it.",
+            self.name()
+        )
     }
 
     /// Whether errors carry Cline's XML tool-use reminder (only a model that writes XML tool uses needs it).

@@ -135,6 +135,8 @@ const ROWS: &[Row] = &[
     row("serve", "session_idle_ms", "", "999999999", "1800000", true),
     row("serve", "roots_timeout_ms", "", "5", "5", false),
     row("serve", "roots_timeout_ms", "", "99999999", "5000", true),
+    row("serve", "max_sessions", "", "4", "4", false),
+    row("serve", "max_sessions", "", "100000", "256", true),
     row("timeouts", "shutdown_ms", "", "5", "5", false),
     row("timeouts", "shutdown_ms", "", "99999999", "2000", true),
     row("timeouts", "list_files_ms", "", "5", "5", false),

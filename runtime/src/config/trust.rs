@@ -203,6 +203,7 @@ fn serve_section(s: &mut Section<'_>, base: &mut ServeConfig, ws: ServeConfig) {
         mcp_startup_ms,
         session_idle_ms,
         roots_timeout_ms,
+        max_sessions,
     } = ws;
     s.shrink("max_connections", &mut base.max_connections, max_connections);
     s.shrink("auth_timeout_ms", &mut base.auth_timeout_ms, auth_timeout_ms);
@@ -213,6 +214,7 @@ fn serve_section(s: &mut Section<'_>, base: &mut ServeConfig, ws: ServeConfig) {
     s.shrink("mcp_startup_ms", &mut base.mcp_startup_ms, mcp_startup_ms);
     s.shrink("session_idle_ms", &mut base.session_idle_ms, session_idle_ms);
     s.shrink("roots_timeout_ms", &mut base.roots_timeout_ms, roots_timeout_ms);
+    s.shrink("max_sessions", &mut base.max_sessions, max_sessions);
 }
 
 fn skills_section(s: &mut Section<'_>, base: &mut SkillsConfig, ws: SkillsConfig) {

@@ -62,6 +62,9 @@ pub(super) async fn resolve(engine: &Engine, task: &Arc<TaskShared>, mut tool_us
     };
     task.calls.fetch_add(1, Ordering::Relaxed);
     let outcome = match route {
+        // The profile holds for every call of the task, not only for what its host lists: a plugin's
+        // `tool.call` or a name route reaching a tool the profile hides is refused here too.
+        Some(route) if !task.profile.serves(&route.meta.name) => Err(not_served(task, &tool_use, &route.meta.name)),
         Some(route) => Ok((route, tool_use)),
         None => Err(unknown(engine, task, &tool_use)),
     };
@@ -113,9 +116,17 @@ pub(super) fn pin_streamed(engine: &Engine, task: &TaskShared, id: &str, name: &
     Some(route)
 }
 
-/// Cline's error for a tool that does not exist, naming the ones that do.
+/// The error for a tool the task's profile does not serve.
+fn not_served(task: &TaskShared, tool_use: &ToolUse, name: &str) -> ToolResult {
+    let text = messages::tool_error(&task.profile.refusal(name));
+    ToolResult::plain(tool_use, format!("[{}]", tool_use.name), ResultStatus::Error, text)
+}
+
+/// Cline's error for a tool that does not exist, naming the ones that do (and that the task's profile
+/// serves: a hidden tool named here would only be refused when called).
 fn unknown(engine: &Engine, task: &TaskShared, tool_use: &ToolUse) -> ToolResult {
     let mut names = engine.tool_names();
+    names.retain(|name| task.profile.serves(name));
     names.sort();
     let text = messages::tool_error(&format!(
         "Tool '{}' does not exist. Available tools: {}.",

@@ -2,7 +2,8 @@
 //! keep a flood from ending or starving the server (`[serve]`).
 //!
 //! A failed accept (`EMFILE` when descriptors run out) is logged and retried after a growing backoff; at most
-//! `max_connections` are served at once, and one more is answered 503 and closed; a connection that has sent
+//! `max_connections` are served at once, and one more is answered 503 and closed; at most `max_sessions` are
+//! open, and a request opening one more is answered 503; a connection that has sent
 //! no request with the token within `auth_timeout_ms` is closed; and a body over `max_body_bytes` is answered
 //! 413 (by its `Content-Length` before anything else, or once reading it passes the limit).
 
@@ -163,6 +164,20 @@ async fn answer(
         Err(e) => return plain(400, format!("cannot read the request body: {e}")),
     };
     let session = parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    // A request without a session id opens one (an `initialize`): refused while the most are open.
+    let open = shared.live_sessions.load(Ordering::SeqCst);
+    if session.is_none() && parts.method == hyper::Method::POST && open >= limits.max_sessions as usize {
+        let mut response = plain(
+            503,
+            format!(
+                "too many MCP sessions: the server's [serve] max_sessions ({}) are open; end one with DELETE \
+                 or wait until one has been idle for [serve] session_idle_ms",
+                limits.max_sessions
+            ),
+        );
+        response.headers_mut().insert(hyper::header::RETRY_AFTER, hyper::header::HeaderValue::from_static("1"));
+        return response;
+    }
     let deleting = parts.method == hyper::Method::DELETE;
     if deleting && let Some(session) = &session {
         end_session(shared, session);

@@ -1,15 +1,27 @@
 //! A client's `roots` as a session's workspace roots: `file://` URIs of existing directories, percent-decoded
-//! and canonicalized, the first the primary. Anything else a client sends is ignored (and logged at debug).
+//! and canonicalized, the first the primary, at most [`MAX_ROOTS`] of them. Anything else a client sends is
+//! ignored (and logged at debug): a path that is not UTF-8 (the workspace is text, and a lossy copy would name
+//! another directory), a name with control or line-separator characters or longer than [`MAX_NAME`] (the
+//! name is shown to the model, which must not read it as lines of its own) falls back to the directory's.
 // Roots are deprecated by a protocol revision after the ones the pinned clients speak; they still send them.
 #![allow(deprecated)]
 
 use rmcp::model::Root;
 use std::path::PathBuf;
 
+/// The most roots a session takes: every call carries them in its task info.
+pub(super) const MAX_ROOTS: usize = 64;
+/// The longest root name taken, in characters.
+pub(super) const MAX_NAME: usize = 128;
+
 /// The workspace roots `roots` name, as (name, canonical directory), in the client's order without repeats.
 pub(super) fn workspace_roots(roots: &[Root]) -> Vec<(String, PathBuf)> {
     let mut out: Vec<(String, PathBuf)> = Vec::new();
     for root in roots {
+        if out.len() == MAX_ROOTS {
+            tracing::debug!("ignoring the client's roots after the first {MAX_ROOTS}");
+            break;
+        }
         let Some(path) = directory(&root.uri) else {
             continue;
         };
@@ -20,7 +32,11 @@ pub(super) fn workspace_roots(roots: &[Root]) -> Vec<(String, PathBuf)> {
             .name
             .as_deref()
             .map(str::trim)
-            .filter(|name| !name.is_empty() && !name.contains(['\n', '\r']))
+            .filter(|name| {
+                !name.is_empty()
+                    && name.chars().count() <= MAX_NAME
+                    && !name.chars().any(|c| c.is_control() || matches!(c, '\u{2028}' | '\u{2029}'))
+            })
             .map_or_else(|| crate::workspace::root_name(&path), str::to_owned);
         out.push((name, path));
     }
@@ -44,6 +60,7 @@ fn directory(uri: &str) -> Option<PathBuf> {
         return ignored("not a local path");
     };
     match std::fs::canonicalize(&path) {
+        Ok(path) if path.to_str().is_none() => ignored("not a UTF-8 path"),
         Ok(path) if path.is_dir() => Some(path),
         Ok(_) => ignored("not a directory"),
         Err(_) => ignored("no such directory"),
@@ -79,5 +96,36 @@ mod tests {
         let paths: Vec<&PathBuf> = roots.iter().map(|(_, path)| path).collect();
         assert_eq!(paths, vec![&spaced.canonicalize().unwrap(), &base]);
         assert_eq!(roots[0].0, "mine");
+    }
+
+    #[test]
+    fn names_that_would_read_as_lines_paths_that_are_not_text_and_floods_are_not_taken() {
+        use std::os::unix::ffi::OsStrExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let uri = format!("file://{}", base.display());
+        let default = crate::workspace::root_name(&base);
+        for name in ["a\nb", "a\u{1b}[2Jb", "a\u{2028}b", "a\u{85}b", "a\tb", &"n".repeat(MAX_NAME + 1)] {
+            let roots = workspace_roots(&[root(&uri, Some(name))]);
+            assert_eq!(roots, vec![(default.clone(), base.clone())], "{name:?}");
+        }
+        // A directory whose name is not UTF-8: a lossy copy of its path would be another directory.
+        let raw = base.join(std::ffi::OsStr::from_bytes(b"x\xff"));
+        std::fs::create_dir(&raw).unwrap();
+        std::fs::create_dir(base.join("x\u{fffd}")).unwrap();
+        assert!(workspace_roots(&[root(&format!("{uri}/x%FF"), None)]).is_empty());
+        // NUL, `..` up to `/` through a symlink: the NUL is refused, the rest canonicalized.
+        assert!(workspace_roots(&[root(&format!("{uri}/x%00y"), None)]).is_empty());
+        std::os::unix::fs::symlink("/", base.join("up")).unwrap();
+        let up = workspace_roots(&[root(&format!("{uri}/up/tmp/.."), None)]);
+        assert_eq!(up.iter().map(|(_, p)| p.clone()).collect::<Vec<_>>(), vec![PathBuf::from("/")]);
+        let many: Vec<Root> = (0..MAX_ROOTS + 10)
+            .map(|i| {
+                let sub = base.join(format!("d{i}"));
+                std::fs::create_dir(&sub).unwrap();
+                root(&format!("file://{}", sub.display()), None)
+            })
+            .collect();
+        assert_eq!(workspace_roots(&many).len(), MAX_ROOTS);
     }
 }

@@ -28,19 +28,30 @@ pub(super) struct Session {
     /// Serialises making the task, so a call racing `initialized` waits for the roots instead of making a
     /// second task.
     making: tokio::sync::Mutex<()>,
+    /// `roots/list_changed` notifications received, and how many of them the last roots asked for cover: a
+    /// flood of them costs one `roots/list` (each may take `[serve] roots_timeout_ms`, with calls waiting),
+    /// not one each.
+    root_changes: AtomicU64,
+    roots_covered: AtomicU64,
     /// The HTTP session id, once a request carried it.
     http_id: OnceLock<String>,
+    /// The session's calls in flight by JSON-RPC id, for `notifications/cancelled`.
+    pub calls: Calls,
 }
 
 impl Session {
     pub fn new(shared: &Arc<Shared>) -> Arc<Self> {
+        shared.live_sessions.fetch_add(1, Ordering::SeqCst);
         Arc::new(Self {
             number: NEXT_SESSION.fetch_add(1, Ordering::Relaxed),
             shared: Arc::clone(shared),
             current: Mutex::new(None),
             retired: Mutex::new(Vec::new()),
             making: tokio::sync::Mutex::new(()),
+            root_changes: AtomicU64::new(0),
+            roots_covered: AtomicU64::new(0),
             http_id: OnceLock::new(),
+            calls: Calls::default(),
         })
     }
 
@@ -64,7 +75,13 @@ impl Session {
         if !self.shared.client_roots {
             return;
         }
+        let this = self.root_changes.fetch_add(1, Ordering::SeqCst) + 1;
         let _making = self.making.lock().await;
+        // Roots asked for after this notice came already tell what it announced.
+        if self.roots_covered.load(Ordering::SeqCst) >= this {
+            return;
+        }
+        self.roots_covered.store(self.root_changes.load(Ordering::SeqCst), Ordering::SeqCst);
         // Retired first: a call that comes while the new roots are asked for waits for them.
         let old = self.current.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(old) = old {
@@ -110,6 +127,7 @@ impl Drop for Session {
         // The handler owning the session is gone: stdio EOF, HTTP DELETE, the session's idle expiry, the
         // server stopping. Whatever is still running for it stops.
         self.end();
+        self.shared.live_sessions.fetch_sub(1, Ordering::SeqCst);
         self.shared.clients.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.number);
         if let Some(id) = self.http_id.get() {
             self.shared.http_sessions.lock().unwrap_or_else(PoisonError::into_inner).remove(id);
@@ -127,29 +145,40 @@ pub(super) fn session_header(extensions: &rmcp::model::Extensions) -> Option<Str
 /// The HTTP sessions by id, for `DELETE` to end one at once.
 pub(super) type HttpSessions = Mutex<HashMap<String, Weak<Session>>>;
 
-/// The `tools/call`s in flight over HTTP by (session id, JSON-RPC id), so a client that drops the
-/// connection waiting for an answer cancels its call.
+/// `tools/call`s in flight by (session, JSON-RPC id), each with the token that cancels it. Over HTTP the
+/// session is the `Mcp-Session-Id` (a client dropping the connection waiting for an answer cancels its
+/// call); within a session it is empty (`notifications/cancelled` cancels its call). A client reusing an id
+/// still in flight has both calls under it, so a cancellation of the id reaches both (rmcp's own token
+/// reaches only the last).
 #[derive(Default)]
-pub(super) struct HttpCalls(Mutex<HashMap<(String, String), Arc<CancelToken>>>);
+pub(super) struct Calls(Mutex<HashMap<CallKey, Vec<Arc<CancelToken>>>>);
 
-impl HttpCalls {
-    /// Registers the call `context` describes; `None` outside HTTP. The registration ends with the guard.
+/// (session, JSON-RPC id) of a call, see [`Calls`].
+type CallKey = (String, String);
+
+impl Calls {
+    /// Registers the HTTP call `context` describes; `None` outside HTTP. The registration ends with the guard.
     pub fn register<'a>(
         &'a self,
         context: &rmcp::service::RequestContext<RoleServer>,
     ) -> Option<(Arc<CancelToken>, CallEntry<'a>)> {
         let session = session_header(&context.extensions)?;
-        let key = (session, request_id(&context.id));
-        let token = Arc::new(CancelToken::default());
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).insert(key.clone(), Arc::clone(&token));
-        Some((token, CallEntry { calls: self, key }))
+        Some(self.add((session, request_id(&context.id))))
     }
 
-    /// Cancels the call `id` of `session`, if it is still running.
+    /// Registers a call under `key`.
+    pub fn add(&self, key: CallKey) -> (Arc<CancelToken>, CallEntry<'_>) {
+        let token = Arc::new(CancelToken::default());
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).entry(key.clone()).or_default().push(Arc::clone(&token));
+        (Arc::clone(&token), CallEntry { calls: self, key, token })
+    }
+
+    /// Cancels the calls `id` of `session` still running.
     pub fn cancel(&self, session: &str, id: &str) {
         let key = (session.to_owned(), id.to_owned());
-        if let Some(token) = self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&key) {
-            tracing::debug!("the client of call {id} went away: cancelling it");
+        let tokens = self.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&key).unwrap_or_default();
+        for token in tokens {
+            tracing::debug!("cancelling call {id}");
             token.cancel();
         }
     }
@@ -162,13 +191,21 @@ pub(super) fn request_id(id: &rmcp::model::RequestId) -> String {
 
 /// Unregisters a call when it ends.
 pub(super) struct CallEntry<'a> {
-    calls: &'a HttpCalls,
-    key: (String, String),
+    calls: &'a Calls,
+    key: CallKey,
+    token: Arc<CancelToken>,
 }
 
 impl Drop for CallEntry<'_> {
     fn drop(&mut self) {
-        self.calls.0.lock().unwrap_or_else(PoisonError::into_inner).remove(&self.key);
+        let mut calls = self.calls.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tokens) = calls.get_mut(&self.key) {
+            // Only this call's: another call under the same id stays cancellable.
+            tokens.retain(|token| !Arc::ptr_eq(token, &self.token));
+            if tokens.is_empty() {
+                calls.remove(&self.key);
+            }
+        }
     }
 }
 

@@ -38,16 +38,7 @@ pub(super) fn listed(task: &TaskHandle) -> Vec<Tool> {
 /// The refusal of a tool the task's profile does not serve, or `None` when it does.
 pub(super) fn refusal(task: &TaskHandle, name: &str) -> Option<ErrorData> {
     let profile = task.profile();
-    (!profile.serves(name)).then(|| {
-        ErrorData::invalid_params(
-            format!(
-                "Tool `{name}` belongs to Cline's own agent loop and is not served with `--profile {}`; \
-                 run `toolshed serve --profile cline` (or set `[serve] profile = \"cline\"`) to serve it.",
-                profile.name()
-            ),
-            None,
-        )
-    })
+    (!profile.serves(name)).then(|| ErrorData::invalid_params(profile.refusal(name), None))
 }
 
 /// A tool's title: its name made readable (`read_file` → `Read file`, `github__mcp__create_issue` →
