@@ -310,6 +310,23 @@ impl Declarations {
         self.names.get(name).map(PathBuf::as_path)
     }
 
+    /// Whether `declaration` names exactly what the index said `file` declares: no name more (a tool past the
+    /// index's caps, or one a library declares only sometimes, would register unplanned and could take a name
+    /// another library serves in a full load) and none fewer. Names no plugin may have never route, so they
+    /// do not count.
+    pub fn declares_exactly(&self, file: &Path, declaration: &PluginDeclaration) -> bool {
+        let planned: HashSet<&str> =
+            self.names.iter().filter(|(_, of)| of.as_path() == file).map(|(name, _)| name.as_str()).collect();
+        let declared: HashSet<&str> = declaration
+            .tools
+            .iter()
+            .flat_map(|tool| std::iter::once(&tool.name).chain(tool.aliases.iter().map(|alias| &alias.name)))
+            .filter(|name| check_plugin_tool_name(name).is_ok())
+            .map(String::as_str)
+            .collect();
+        planned == declared
+    }
+
     /// The content hash the index gave `file`.
     pub fn hash_of(&self, file: &Path) -> Option<&str> {
         self.hashes.get(file).map(String::as_str)
