@@ -292,7 +292,7 @@ fn stage(dir: &Path, candidate: &Candidate, partials: &mut Partials) -> Result<(
     if meta.len() > MAX_BYTES {
         return Err(format!("{} bytes, over the {MAX_BYTES}-byte limit for a library", meta.len()));
     }
-    let partial = dir.join(format!(".{}.partial-{}", candidate.name, std::process::id()));
+    let partial = dir.join(temporary_name("partial"));
     let mut to = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -373,6 +373,15 @@ fn warn_of_shared_tools(existing: &[Entry], placements: &[Placement]) {
     }
 }
 
+/// A hidden temporary name in the plugin directory, `.toolshed-N.KIND-PID`: short whatever the library's name
+/// (one near the file-name limit must still install and be removable), unique within this process by `N` and
+/// across processes by the pid, and in the shape [`clear_leftovers`] knows.
+fn temporary_name(kind: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(".toolshed-{n}.{kind}-{}", std::process::id())
+}
+
 /// Deletes the temporary files (`.NAME.partial-PID`, `.NAME.removing-PID`, this command's and `cargo xtask
 /// install`'s) that a process which has since died left in `dir`: they never load, but they are ours to clean.
 fn clear_leftovers(dir: &Path) {
@@ -427,7 +436,7 @@ fn remove(dir: &Path, name: &str) -> anyhow::Result<ExitCode> {
     for entry in chosen {
         let from = dir.join(&entry.file);
         // Renamed away first: the runtime sees the library whole until it is gone, never a file being deleted.
-        let away = dir.join(format!(".{}.removing-{}", entry.file.to_string_lossy(), std::process::id()));
+        let away = dir.join(temporary_name("removing"));
         std::fs::rename(&from, &away).with_context(|| format!("removing {}", from.display()))?;
         std::fs::remove_file(&away).with_context(|| format!("removing {}", away.display()))?;
         match &entry.plugin {

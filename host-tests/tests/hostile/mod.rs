@@ -10,5 +10,6 @@ mod output;
 mod peers;
 mod peers_http;
 mod redteam;
+mod rest;
 mod serve;
 mod skills;
