@@ -308,7 +308,7 @@ fn stage(dir: &Path, candidate: &Candidate, partials: &mut Partials) -> Result<(
     }
     let plugin = inspect(&partial).map_err(|why| format!("not a loadable Toolshed plugin: {why}"))?;
     if plugin.name.is_empty() || escape_line(&plugin.name) != plugin.name || plugin.name.contains('/') {
-        return Err(format!("its plugin name {:?} cannot be shown or typed", escape_line(&plugin.name)));
+        return Err(format!("its plugin name '{}' cannot be shown or typed", escape_line(&plugin.name)));
     }
     Ok((partial, plugin))
 }
@@ -408,7 +408,7 @@ fn clear_leftovers(dir: &Path) {
 
 fn remove(dir: &Path, name: &str) -> anyhow::Result<ExitCode> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." || escape_line(name) != name {
-        anyhow::bail!("{:?} is not a plugin or file name", escape_line(name));
+        anyhow::bail!("'{}' is not a plugin or file name", escape_line(name));
     }
     clear_leftovers(dir);
     let entries = installed(dir)?;
