@@ -1,11 +1,14 @@
-//! Breaks found by red-teaming issue 24's install path, one-shot index and loader, each kept as the test that
-//! failed.
+//! Breaks found by red-teaming issue 24's install path, one-shot index and loader, and MCP client, each kept as
+//! the test that failed.
 //!
 //! `toolshed plugins install|remove` named their temporary files after the library (`.NAME.partial-PID`), so a
 //! library whose name is near the file-name limit could not be installed, and one placed by hand could not be
 //! removed ("File name too long" about a file the user never named). The loader's shadow base in the shared
 //! temporary directory (`toolshed-shadow-$USER`, a name anyone can guess) was used whoever owned it, so another
 //! user who made it first could swap a checked copy for their own library before it was mapped.
+//!
+//! A server that sent `notifications/tools/list_changed` over and over without changing its list moved the
+//! hub's generation at every re-listing, and `serve` told each of its clients to list its tools again each time.
 
 use crate::util::*;
 use std::os::unix::fs::PermissionsExt as _;
@@ -56,4 +59,86 @@ fn a_shadow_base_someone_else_can_write_is_not_where_libraries_are_mapped_from()
     let private = home.path().join(".cache/toolshed/shadow");
     let mode = std::fs::metadata(&private).unwrap().permissions().mode();
     assert_eq!(mode & 0o077, 0, "the shadow copies went to the user's private cache: {mode:o}");
+}
+
+/// A server that says its tools changed when they did not: `chatter` sends `notifications/tools/list_changed`
+/// fifty times over the same list; `listed` answers how many `tools/list` it has answered; `grow` really adds
+/// a tool, and says so.
+const CHATTY: &str = r#"
+let tools = [
+  { name: 'chatter', description: 'Says the list changed.', inputSchema: { type: 'object' } },
+  { name: 'listed', description: 'Counts listings.', inputSchema: { type: 'object' } },
+  { name: 'grow', description: 'Adds a tool.', inputSchema: { type: 'object' } },
+];
+let lists = 0;
+const rl = require('readline').createInterface({ input: process.stdin });
+const write = (m) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
+const text = (id, text) => write({ id, result: { content: [{ type: 'text', text }] } });
+rl.on('line', (line) => {
+  const m = JSON.parse(line);
+  if (m.id === undefined) return;
+  if (m.method === 'initialize') {
+    write({ id: m.id, result: { protocolVersion: m.params.protocolVersion, capabilities: { tools: { listChanged: true } }, serverInfo: { name: 'chatty', version: '1.0.0' } } });
+  } else if (m.method === 'tools/list') {
+    lists += 1;
+    write({ id: m.id, result: { tools } });
+  } else if (m.method === 'tools/call' && m.params.name === 'chatter') {
+    text(m.id, 'chattered');
+    for (let i = 0; i < 50; i++) write({ method: 'notifications/tools/list_changed' });
+  } else if (m.method === 'tools/call' && m.params.name === 'listed') {
+    text(m.id, String(lists));
+  } else if (m.method === 'tools/call' && m.params.name === 'grow') {
+    tools = tools.concat([{ name: 'grown', description: 'Grown.', inputSchema: { type: 'object' } }]);
+    text(m.id, 'grew');
+    write({ method: 'notifications/tools/list_changed' });
+  } else {
+    write({ id: m.id, error: { code: -32601, message: 'Method not found' } });
+  }
+});
+"#;
+
+#[test]
+fn list_changed_over_an_unchanged_list_is_not_a_change() {
+    use serde_json::json;
+    let ws = workspace();
+    let script = ws.path().join("chatty.js");
+    std::fs::write(&script, CHATTY).unwrap();
+    let settings = ws.path().join("mcp.json");
+    let servers = json!({"mcpServers": {"chatty": {"command": "node", "args": [script.display().to_string()]}}});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    let mut config = toolshed::Config::default();
+    config.mcp.settings = Some(settings.clone());
+    let runtime = shipped().config(config).yes(true).build().unwrap();
+    block_on(runtime.mcp_settled());
+    let task = task_in(&runtime, ws.path());
+    let use_tool = |tool: &str| {
+        text(&call(&task, "use_mcp_tool", json!({"server_name": "chatty", "tool_name": tool, "arguments": "{}"})))
+    };
+    let tools = || -> usize {
+        let status = runtime.mcp_servers().unwrap();
+        status.servers.into_iter().find(|s| s.name == "chatty").map_or(0, |s| s.tools.len())
+    };
+    let mut changes = runtime.mcp_changes();
+    let start = *changes.borrow_and_update();
+    assert_eq!(use_tool("listed"), "1");
+    assert_eq!(use_tool("chatter"), "chattered");
+    // The flood is followed (at least one listing more), one generous bound, no timing asserted.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while use_tool("listed") == "1" {
+        assert!(std::time::Instant::now() < deadline, "the server's list_changed was never followed");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // A real change after it: the follower lands it after the flood's listings, so by the time the new tool
+    // is there every listing of the flood has landed too.
+    assert_eq!(use_tool("grow"), "grew");
+    block_on(async {
+        let wait = async {
+            while tools() != 4 {
+                changes.changed().await.expect("the hub is running");
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(60), wait).await.expect("the change arrives");
+    });
+    let end = *changes.borrow();
+    assert_eq!(end, start + 1, "only the real change moved the generation ({start} -> {end})");
 }
