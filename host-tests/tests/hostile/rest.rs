@@ -27,7 +27,7 @@ fn a_library_named_near_the_file_name_limit_installs_and_is_removed() {
     assert!(installed.status.success(), "{stderr}");
     let names: Vec<String> =
         std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert_eq!(names, [long.clone()], "the library, whole, and no temporary file");
+    assert_eq!(names, std::slice::from_ref(&long), "the library, whole, and no temporary file");
     let removed = run(&["plugins", "remove", &long]);
     assert!(removed.status.success(), "{}", String::from_utf8_lossy(&removed.stderr));
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
@@ -107,7 +107,7 @@ fn list_changed_over_an_unchanged_list_is_not_a_change() {
     let servers = json!({"mcpServers": {"chatty": {"command": "node", "args": [script.display().to_string()]}}});
     std::fs::write(&settings, servers.to_string()).unwrap();
     let mut config = toolshed::Config::default();
-    config.mcp.settings = Some(settings.clone());
+    config.mcp.settings = Some(settings);
     let runtime = shipped().config(config).yes(true).build().unwrap();
     block_on(runtime.mcp_settled());
     let task = task_in(&runtime, ws.path());
