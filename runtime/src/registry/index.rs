@@ -114,10 +114,17 @@ pub struct Index {
 /// Where the index lives: `$XDG_CACHE_HOME/toolshed/index.json` (an absolute `XDG_CACHE_HOME` only, as the XDG
 /// spec says), else `$HOME/.cache/toolshed/index.json`; `None` without either.
 pub fn default_path() -> Option<PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
+    cache_path(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
+}
+
+/// [`default_path`] from those two variables. A `HOME` that is empty or relative names no home: joined, it would
+/// put the index (and the shadow copies kept beside it) in the current directory, a workspace whose own
+/// `.cache/toolshed/index.json`, checked in, would then be read as the user's.
+fn cache_path(xdg_cache_home: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let cache = xdg_cache_home
         .map(PathBuf::from)
         .filter(|dir| dir.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))?;
+        .or_else(|| home.map(PathBuf::from).filter(|home| home.is_absolute()).map(|home| home.join(".cache")))?;
     Some(cache.join("toolshed").join("index.json"))
 }
 

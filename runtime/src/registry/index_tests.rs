@@ -177,3 +177,13 @@ fn a_library_declaring_more_than_the_index_planned_is_not_trusted() {
     assert!(!planned.declares_exactly(&b, &declaration(&[("execute_command", &[]), ("read_file", &[])])));
     assert!(!planned.declares_exactly(&b, &declaration(&[("other_tool", &[])])));
 }
+
+#[test]
+fn an_empty_or_relative_home_names_no_cache() {
+    let os = |s: &str| Some(std::ffi::OsString::from(s));
+    assert_eq!(cache_path(None, os("")), None);
+    assert_eq!(cache_path(None, os("relative/home")), None);
+    assert_eq!(cache_path(os("cache"), os("")), None, "a relative XDG_CACHE_HOME is ignored as before");
+    assert_eq!(cache_path(None, os("/home/u")), Some(PathBuf::from("/home/u/.cache/toolshed/index.json")));
+    assert_eq!(cache_path(os("/c"), os("/home/u")), Some(PathBuf::from("/c/toolshed/index.json")));
+}
