@@ -26,7 +26,8 @@ const MAX_BYTES: u64 = 1 << 30;
 pub fn run(plugins: &[PathBuf], command: &PluginsCommand) -> anyhow::Result<ExitCode> {
     let dir = match plugins {
         [dir] => dir.clone(),
-        [] => crate::setup::user_plugin_dir().context("no plugin directory: HOME is not set (pass --plugins DIR)")?,
+        [] => crate::setup::user_plugin_dir()
+            .context("no plugin directory: HOME is not set or not an absolute path (pass --plugins DIR)")?,
         _ => anyhow::bail!("`toolshed plugins` manages one directory: pass --plugins once"),
     };
     match command {

@@ -9,6 +9,9 @@
 //!
 //! A server that sent `notifications/tools/list_changed` over and over without changing its list moved the
 //! hub's generation at every re-listing, and `serve` told each of its clients to list its tools again each time.
+//!
+//! A relative `HOME` (`HOME=.`) resolved in the current directory: in a workspace, its `.toolshed/plugins` loaded
+//! as the user's plugins and its `.toolshed/config.toml` was read as the user's config, untrusted as it was.
 
 use crate::util::*;
 use std::os::unix::fs::PermissionsExt as _;
@@ -141,4 +144,21 @@ fn list_changed_over_an_unchanged_list_is_not_a_change() {
     });
     let end = *changes.borrow();
     assert_eq!(end, start + 1, "only the real change moved the generation ({start} -> {end})");
+}
+
+#[test]
+fn a_relative_home_does_not_make_the_workspace_the_users_home() {
+    // HOME=. in a workspace: its `.toolshed/plugins` and `.toolshed/config.toml` would be read as the user's,
+    // the config trusting the workspace and the plugins loading without that trust being the user's.
+    let ws = workspace();
+    let own = ws.path().join(".toolshed/plugins");
+    std::fs::create_dir_all(&own).unwrap();
+    std::fs::copy(plugins().join(lib("read_file")), own.join(lib("read_file"))).unwrap();
+    let trusted = format!("[plugins]\ntrusted_workspaces = [{:?}]\n", ws.path().display().to_string());
+    std::fs::write(ws.path().join(".toolshed/config.toml"), trusted).unwrap();
+    let output = toolshed(ws.path(), ws.path(), &["tools"], &[("HOME", ".")]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(!stdout.contains("read_file"), "the workspace's library loaded: {stdout}\n{stderr}");
+    assert!(!output.status.success(), "{stdout}\n{stderr}");
+    assert!(stderr.contains("not trusted") && stderr.contains("no plugins loaded"), "{stderr}");
 }
