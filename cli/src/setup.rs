@@ -79,7 +79,7 @@ fn plugin_dirs(given: &[PathBuf], configured: &[PathBuf]) -> Vec<PathBuf> {
 /// Where plugins are looked for when neither `--plugins` nor `$TOOLSHED_PLUGINS` names a directory, existing or
 /// not: `~/.toolshed/plugins`, then `lib/toolshed/plugins` beside the binary's `bin/` (`cargo xtask install
 /// --prefix P` puts the binary in `P/bin` and the plugins in `P/lib/toolshed/plugins`).
-fn default_plugin_dirs() -> Vec<PathBuf> {
+pub fn default_plugin_dirs() -> Vec<PathBuf> {
     // A relative `HOME` names no home: it would resolve in the workspace, whose `.toolshed/plugins` loads only
     // when the workspace is trusted.
     let home = std::env::var_os("HOME").filter(|home| Path::new(home).is_absolute());

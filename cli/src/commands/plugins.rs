@@ -30,11 +30,28 @@ pub fn run(plugins: &[PathBuf], command: &PluginsCommand) -> anyhow::Result<Exit
             .context("no plugin directory: HOME is not set or not an absolute path (pass --plugins DIR)")?,
         _ => anyhow::bail!("`toolshed plugins` manages one directory: pass --plugins once"),
     };
-    match command {
-        PluginsCommand::Install { path, force } => install(&dir, path, *force),
-        PluginsCommand::List { json } => list(&dir, *json),
-        PluginsCommand::Remove { name } => remove(&dir, name),
+    let code = match command {
+        PluginsCommand::Install { path, force } => return install(&dir, path, *force),
+        PluginsCommand::List { json } => list(&dir, *json)?,
+        PluginsCommand::Remove { name } => remove(&dir, name)?,
+    };
+    // `cargo xtask install --prefix P` puts the shipped plugins in `P/lib/toolshed/plugins`, which the binary
+    // loads but this command does not manage by default: a listing (or a failed removal) that said nothing of
+    // them would say the plugins the runtime loads are not there.
+    let said_nothing_there = matches!(command, PluginsCommand::List { .. }) || code != ExitCode::SUCCESS;
+    if said_nothing_there && plugins.is_empty() && std::env::var_os("TOOLSHED_PLUGINS").is_none() {
+        let managed = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        for other in crate::setup::default_plugin_dirs() {
+            if other.canonicalize().is_ok_and(|other| other != managed)
+                && crate::setup::any_library(std::slice::from_ref(&other))
+            {
+                let shown = escape_line(&other.display().to_string()).into_owned();
+                let word = if shown.contains(char::is_whitespace) { format!("'{shown}'") } else { shown.clone() };
+                err!("toolshed: {shown} holds plugin libraries too, which toolshed loads; pass --plugins {word} to list or remove them");
+            }
+        }
     }
+    Ok(code)
 }
 
 /// What a library declares.

@@ -12,6 +12,9 @@
 //!
 //! A relative `HOME` (`HOME=.`) resolved in the current directory: in a workspace, its `.toolshed/plugins` loaded
 //! as the user's plugins and its `.toolshed/config.toml` was read as the user's config, untrusted as it was.
+//!
+//! After `cargo xtask install --prefix P`, `toolshed plugins list` said "no plugins" and `remove` "installed: none"
+//! while the binary loaded the shipped set from `P/lib/toolshed/plugins`: they now name that directory.
 
 use crate::util::*;
 use std::os::unix::fs::PermissionsExt as _;
@@ -161,4 +164,35 @@ fn a_relative_home_does_not_make_the_workspace_the_users_home() {
     assert!(!stdout.contains("read_file"), "the workspace's library loaded: {stdout}\n{stderr}");
     assert!(!output.status.success(), "{stdout}\n{stderr}");
     assert!(stderr.contains("not trusted") && stderr.contains("no plugins loaded"), "{stderr}");
+}
+
+#[test]
+fn plugins_list_and_remove_point_at_the_prefix_plugins_the_binary_loads() {
+    // What `cargo xtask install --prefix P` lays out (the binary copied: it finds `P/lib` from its real path).
+    let home = workspace();
+    let prefix = workspace();
+    let (bin, lib_dir) = (prefix.path().join("bin"), prefix.path().join("lib/toolshed/plugins"));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&lib_dir).unwrap();
+    std::fs::copy(toolshed_bin(), bin.join("toolshed")).unwrap();
+    std::fs::copy(plugins().join(lib("read_file")), lib_dir.join(lib("read_file"))).unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(bin.join("toolshed"))
+            .args(args)
+            .current_dir(home.path())
+            .env("HOME", home.path())
+            .env_remove("TOOLSHED_PLUGINS")
+            .env_remove("XDG_CACHE_HOME")
+            .output()
+            .unwrap()
+    };
+    let tools = run(&["tools"]);
+    assert!(String::from_utf8_lossy(&tools.stdout).contains("read_file"), "the prefix's plugin loads");
+    let shown = lib_dir.display().to_string();
+    for args in [&["plugins", "list"][..], &["plugins", "remove", "read_file"]] {
+        let output = run(args);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains(&format!("pass --plugins {shown} to list or remove them")), "{args:?}: {stderr}");
+    }
+    assert!(lib_dir.join(lib("read_file")).is_file(), "nothing was removed from the prefix");
 }
