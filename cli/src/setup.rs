@@ -79,8 +79,10 @@ fn plugin_dirs(given: &[PathBuf], configured: &[PathBuf]) -> Vec<PathBuf> {
 /// Where plugins are looked for when neither `--plugins` nor `$TOOLSHED_PLUGINS` names a directory, existing or
 /// not: `~/.toolshed/plugins`, then `lib/toolshed/plugins` beside the binary's `bin/` (`cargo xtask install
 /// --prefix P` puts the binary in `P/bin` and the plugins in `P/lib/toolshed/plugins`).
-fn default_plugin_dirs() -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").filter(|home| !home.is_empty());
+pub fn default_plugin_dirs() -> Vec<PathBuf> {
+    // A relative `HOME` names no home: it would resolve in the workspace, whose `.toolshed/plugins` loads only
+    // when the workspace is trusted.
+    let home = std::env::var_os("HOME").filter(|home| Path::new(home).is_absolute());
     let mut dirs: Vec<PathBuf> = home.map(|home| Path::new(&home).join(".toolshed/plugins")).into_iter().collect();
     // The executable's real path (symbolic links resolved), so a link in another `bin/` finds its own install.
     if let Some(prefix) = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.to_owned())) {
@@ -95,7 +97,7 @@ pub fn user_plugin_dir() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("TOOLSHED_PLUGINS").filter(|dir| !dir.is_empty()) {
         return Some(PathBuf::from(dir));
     }
-    Some(Path::new(&std::env::var_os("HOME").filter(|home| !home.is_empty())?).join(".toolshed/plugins"))
+    Some(Path::new(&std::env::var_os("HOME").filter(|home| Path::new(home).is_absolute())?).join(".toolshed/plugins"))
 }
 
 /// Every directory a run looked in for plugins: the ones it used and, when no `--plugins` or
@@ -118,7 +120,7 @@ pub fn no_plugins(searched: &[PathBuf]) -> anyhow::Error {
 pub fn no_plugins_because(headline: &str, searched: &[PathBuf]) -> anyhow::Error {
     let mut text = format!("{headline}; looked in:");
     if searched.is_empty() {
-        text.push_str("\n  (no directory: HOME is not set)");
+        text.push_str("\n  (no directory: HOME is not set or not an absolute path)");
     }
     for dir in searched {
         let held = match std::fs::read_dir(dir) {

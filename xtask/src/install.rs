@@ -86,9 +86,25 @@ fn place(from: &Path, to: &Path) -> Result<()> {
     let dir = to.parent().context("a destination without a directory")?;
     let name = to.file_name().context("a destination without a file name")?.to_string_lossy();
     let partial = dir.join(format!(".{name}.partial-{}", std::process::id()));
-    let copied = std::fs::copy(from, &partial)
-        .and_then(|_| std::fs::File::open(&partial)?.sync_all())
-        .and_then(|()| std::fs::rename(&partial, to));
+    // Created new (never through a link or over a file someone left under that name in a shared prefix),
+    // with the source's permissions.
+    let created = (|| {
+        use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+        let mut source = std::fs::File::open(from)?;
+        let mode = source.metadata()?.permissions().mode() & 0o777;
+        let mut out = std::fs::OpenOptions::new().write(true).create_new(true).mode(mode).open(&partial)?;
+        // As `fs::copy` did: the source's mode, whatever the umask.
+        out.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        std::io::copy(&mut source, &mut out)?;
+        out.sync_all()
+    })();
+    let copied = match created {
+        // Our own name is taken: a file this install did not make is never written through or kept.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            return Err(e).with_context(|| format!("{} exists; remove it and install again", partial.display()))
+        }
+        other => other.and_then(|()| std::fs::rename(&partial, to)),
+    };
     if let Err(e) = copied {
         let _ = std::fs::remove_file(&partial);
         return Err(e).with_context(|| format!("installing {} as {}", from.display(), to.display()));
@@ -154,5 +170,23 @@ mod tests {
         assert_eq!(std::io::read_to_string(held).unwrap(), "old");
         let names: Vec<_> = std::fs::read_dir(&dest_dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names, ["libx.so"]);
+    }
+
+    #[test]
+    fn a_link_left_under_the_temporary_name_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = dir.path().join("new");
+        std::fs::write(&source, b"new bytes").unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, b"precious").unwrap();
+        let dest_dir = dir.path().join("dest");
+        std::fs::create_dir(&dest_dir).unwrap();
+        // Someone who can write in a shared prefix guesses the temporary name.
+        let planted = dest_dir.join(format!(".toolshed.partial-{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        let err = place(&source, &dest_dir.join("toolshed")).unwrap_err();
+        assert!(format!("{err:#}").contains("exists"), "{err:#}");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
+        assert!(!dest_dir.join("toolshed").exists());
     }
 }

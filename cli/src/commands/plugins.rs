@@ -26,14 +26,32 @@ const MAX_BYTES: u64 = 1 << 30;
 pub fn run(plugins: &[PathBuf], command: &PluginsCommand) -> anyhow::Result<ExitCode> {
     let dir = match plugins {
         [dir] => dir.clone(),
-        [] => crate::setup::user_plugin_dir().context("no plugin directory: HOME is not set (pass --plugins DIR)")?,
+        [] => crate::setup::user_plugin_dir()
+            .context("no plugin directory: HOME is not set or not an absolute path (pass --plugins DIR)")?,
         _ => anyhow::bail!("`toolshed plugins` manages one directory: pass --plugins once"),
     };
-    match command {
-        PluginsCommand::Install { path, force } => install(&dir, path, *force),
-        PluginsCommand::List { json } => list(&dir, *json),
-        PluginsCommand::Remove { name } => remove(&dir, name),
+    let code = match command {
+        PluginsCommand::Install { path, force } => return install(&dir, path, *force),
+        PluginsCommand::List { json } => list(&dir, *json)?,
+        PluginsCommand::Remove { name } => remove(&dir, name)?,
+    };
+    // `cargo xtask install --prefix P` puts the shipped plugins in `P/lib/toolshed/plugins`, which the binary
+    // loads but this command does not manage by default: a listing (or a failed removal) that said nothing of
+    // them would say the plugins the runtime loads are not there.
+    let said_nothing_there = matches!(command, PluginsCommand::List { .. }) || code != ExitCode::SUCCESS;
+    if said_nothing_there && plugins.is_empty() && std::env::var_os("TOOLSHED_PLUGINS").is_none() {
+        let managed = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+        for other in crate::setup::default_plugin_dirs() {
+            if other.canonicalize().is_ok_and(|other| other != managed)
+                && crate::setup::any_library(std::slice::from_ref(&other))
+            {
+                let shown = escape_line(&other.display().to_string()).into_owned();
+                let word = if shown.contains(char::is_whitespace) { format!("'{shown}'") } else { shown.clone() };
+                err!("toolshed: {shown} holds plugin libraries too, which toolshed loads; pass --plugins {word} to list or remove them");
+            }
+        }
     }
+    Ok(code)
 }
 
 /// What a library declares.
@@ -292,7 +310,7 @@ fn stage(dir: &Path, candidate: &Candidate, partials: &mut Partials) -> Result<(
     if meta.len() > MAX_BYTES {
         return Err(format!("{} bytes, over the {MAX_BYTES}-byte limit for a library", meta.len()));
     }
-    let partial = dir.join(format!(".{}.partial-{}", candidate.name, std::process::id()));
+    let partial = dir.join(temporary_name("partial"));
     let mut to = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -308,7 +326,7 @@ fn stage(dir: &Path, candidate: &Candidate, partials: &mut Partials) -> Result<(
     }
     let plugin = inspect(&partial).map_err(|why| format!("not a loadable Toolshed plugin: {why}"))?;
     if plugin.name.is_empty() || escape_line(&plugin.name) != plugin.name || plugin.name.contains('/') {
-        return Err(format!("its plugin name {:?} cannot be shown or typed", escape_line(&plugin.name)));
+        return Err(format!("its plugin name '{}' cannot be shown or typed", escape_line(&plugin.name)));
     }
     Ok((partial, plugin))
 }
@@ -373,6 +391,15 @@ fn warn_of_shared_tools(existing: &[Entry], placements: &[Placement]) {
     }
 }
 
+/// A hidden temporary name in the plugin directory, `.toolshed-N.KIND-PID`: short whatever the library's name
+/// (one near the file-name limit must still install and be removable), unique within this process by `N` and
+/// across processes by the pid, and in the shape [`clear_leftovers`] knows.
+fn temporary_name(kind: &str) -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!(".toolshed-{n}.{kind}-{}", std::process::id())
+}
+
 /// Deletes the temporary files (`.NAME.partial-PID`, `.NAME.removing-PID`, this command's and `cargo xtask
 /// install`'s) that a process which has since died left in `dir`: they never load, but they are ours to clean.
 fn clear_leftovers(dir: &Path) {
@@ -399,7 +426,7 @@ fn clear_leftovers(dir: &Path) {
 
 fn remove(dir: &Path, name: &str) -> anyhow::Result<ExitCode> {
     if name.is_empty() || name.contains('/') || name == "." || name == ".." || escape_line(name) != name {
-        anyhow::bail!("{:?} is not a plugin or file name", escape_line(name));
+        anyhow::bail!("'{}' is not a plugin or file name", escape_line(name));
     }
     clear_leftovers(dir);
     let entries = installed(dir)?;
@@ -427,7 +454,7 @@ fn remove(dir: &Path, name: &str) -> anyhow::Result<ExitCode> {
     for entry in chosen {
         let from = dir.join(&entry.file);
         // Renamed away first: the runtime sees the library whole until it is gone, never a file being deleted.
-        let away = dir.join(format!(".{}.removing-{}", entry.file.to_string_lossy(), std::process::id()));
+        let away = dir.join(temporary_name("removing"));
         std::fs::rename(&from, &away).with_context(|| format!("removing {}", from.display()))?;
         std::fs::remove_file(&away).with_context(|| format!("removing {}", away.display()))?;
         match &entry.plugin {

@@ -10,6 +10,7 @@ mod output;
 mod peers;
 mod peers_http;
 mod redteam;
+mod rest;
 mod serve;
 mod serve_sessions;
 mod skills;

@@ -33,40 +33,48 @@ pub fn json_error(error: &serde_json::Error) -> String {
 }
 
 /// `text` with every serde type phrase (`struct FooArgs`, `enum Mode`, `variant Outcome::Success`) put in
-/// JSON's words. Quoted spans (the model's own strings, as serde quotes them) are left alone, and only a
-/// capitalised name counts as a type name, so prose that happens to say "struct" is kept.
+/// JSON's words. The spans where serde echoes the input back are left alone: a string as serde quotes it
+/// (`"…"`, with `\"` and `\\` escaped inside, so an escaped quote does not end it) and a name in backticks
+/// (`` unknown variant `…` ``, `` unknown field `…` ``). Only a capitalised name counts as a type name, so
+/// prose that happens to say "struct" is kept.
 pub fn without_type_names(text: &str) -> String {
-    let text = text.replace("did not match any variant of untagged enum", "did not match any of the accepted shapes;");
+    const UNTAGGED: &str = "did not match any variant of untagged enum ";
     let mut out = String::with_capacity(text.len());
-    let mut rest = text.as_str();
-    let mut quoted = false;
+    let mut rest = text;
+    let (mut quoted, mut ticked) = (false, false);
     while let Some(c) = rest.chars().next() {
-        if c == '"' {
-            quoted = !quoted;
+        let echoed = quoted || ticked;
+        if !echoed && out.chars().next_back().is_none_or(|p| !p.is_alphanumeric() && p != '_') {
+            if let Some(after) = rest.strip_prefix(UNTAGGED) {
+                out.push_str("did not match any of the accepted shapes");
+                rest = &after[type_name_len(after)..];
+                continue;
+            }
+            if let Some((name_len, words)) = type_phrase(rest) {
+                out.push_str(words);
+                rest = &rest[name_len..];
+                continue;
+            }
         }
-        let at_word = !quoted && out.chars().next_back().is_none_or(|p| !p.is_alphanumeric() && p != '_');
-        if at_word && let Some((name_len, words)) = type_phrase(rest) {
-            out.push_str(words);
-            rest = &rest[name_len..];
-            continue;
+        match c {
+            // Inside a quoted string a backslash escapes the next character, which is copied with it.
+            '\\' if quoted => {
+                out.push(c);
+                rest = &rest[1..];
+                if let Some(next) = rest.chars().next() {
+                    out.push(next);
+                    rest = &rest[next.len_utf8()..];
+                }
+                continue;
+            }
+            '"' if !ticked => quoted = !quoted,
+            '`' if !quoted => ticked = !ticked,
+            _ => {}
         }
         out.push(c);
         rest = &rest[c.len_utf8()..];
     }
-    // The untagged case above leaves its own type name behind it; drop the dangling `; Name`.
-    match out.find("accepted shapes; ") {
-        Some(at) => {
-            let after = &out[at + "accepted shapes; ".len()..];
-            let name_len = type_name_len(after);
-            if name_len > 0 {
-                let tail = after[name_len..].to_owned();
-                out.truncate(at + "accepted shapes".len());
-                out.push_str(&tail);
-            }
-            out
-        }
-        None => out,
-    }
+    out
 }
 
 /// The length of a serde type phrase at the start of `text` (keyword and type name), and its replacement.
@@ -149,6 +157,37 @@ mod tests {
         assert_eq!(
             without_type_names("unknown variant of enum Outcome::Success"),
             "unknown variant of one of the accepted values"
+        );
+    }
+
+    #[test]
+    fn the_input_serde_echoes_back_is_kept_whole() {
+        // The model's own variant or field name, in backticks.
+        assert_eq!(
+            error::<FooRequest>("{\"server\": \"s\", \"mode\": \"struct Foo\"}"),
+            "unknown variant `struct Foo`, expected `fast` or `slow`"
+        );
+        assert_eq!(
+            without_type_names("unknown field `enum Mode`, expected struct Bar"),
+            "unknown field `enum Mode`, expected a JSON object"
+        );
+        // A quoted string holding an escaped quote stays one string.
+        assert_eq!(
+            error::<FooRequest>(r#""say \"struct Foo\" twice""#),
+            "invalid type: string \"say \\\"struct Foo\\\" twice\", expected a JSON object"
+        );
+        assert_eq!(
+            error::<FooRequest>(r#""ends in a backslash \\ then struct Foo""#),
+            "invalid type: string \"ends in a backslash \\\\ then struct Foo\", expected a JSON object"
+        );
+        // The untagged phrase is rewritten only where serde puts it, not inside the model's string.
+        assert_eq!(
+            without_type_names("invalid type: string \"accepted shapes; Kept\", expected struct Bar"),
+            "invalid type: string \"accepted shapes; Kept\", expected a JSON object"
+        );
+        assert_eq!(
+            without_type_names("data did not match any variant of untagged enum Either at the top"),
+            "data did not match any of the accepted shapes at the top"
         );
     }
 }

@@ -30,10 +30,12 @@ impl Default for ConfigLoader {
 
 impl ConfigLoader {
     /// A loader with the user file `$HOME/.toolshed/config.toml` (none when
-    /// `$HOME` is unset), no `--config` file, no workspace, and the process
+    /// `$HOME` is unset or not absolute), no `--config` file, no workspace, and the process
     /// environment.
     pub fn new() -> Self {
-        let home = std::env::var_os("HOME").filter(|home| !home.is_empty()).map(PathBuf::from);
+        // A relative `HOME` would resolve in the current directory: a workspace's own `.toolshed/config.toml`
+        // read as the user's (which decides what the workspace is trusted with).
+        let home = std::env::var_os("HOME").map(PathBuf::from).filter(|home| home.is_absolute());
         let user_file = home.as_ref().map(|home| home.join(".toolshed").join("config.toml"));
         Self { user_file, config_file: None, workspace: None, env: Vec::new(), home }.env(std::env::vars())
     }

@@ -114,10 +114,17 @@ pub struct Index {
 /// Where the index lives: `$XDG_CACHE_HOME/toolshed/index.json` (an absolute `XDG_CACHE_HOME` only, as the XDG
 /// spec says), else `$HOME/.cache/toolshed/index.json`; `None` without either.
 pub fn default_path() -> Option<PathBuf> {
-    let cache = std::env::var_os("XDG_CACHE_HOME")
+    cache_path(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
+}
+
+/// [`default_path`] from those two variables. A `HOME` that is empty or relative names no home: joined, it would
+/// put the index (and the shadow copies kept beside it) in the current directory, a workspace whose own
+/// `.cache/toolshed/index.json`, checked in, would then be read as the user's.
+fn cache_path(xdg_cache_home: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> Option<PathBuf> {
+    let cache = xdg_cache_home
         .map(PathBuf::from)
         .filter(|dir| dir.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))?;
+        .or_else(|| home.map(PathBuf::from).filter(|home| home.is_absolute()).map(|home| home.join(".cache")))?;
     Some(cache.join("toolshed").join("index.json"))
 }
 
@@ -308,6 +315,23 @@ impl Declarations {
     /// The file that declares `name`.
     pub fn file_of(&self, name: &str) -> Option<&Path> {
         self.names.get(name).map(PathBuf::as_path)
+    }
+
+    /// Whether `declaration` names exactly what the index said `file` declares: no name more (a tool past the
+    /// index's caps, or one a library declares only sometimes, would register unplanned and could take a name
+    /// another library serves in a full load) and none fewer. Names no plugin may have never route, so they
+    /// do not count.
+    pub fn declares_exactly(&self, file: &Path, declaration: &PluginDeclaration) -> bool {
+        let planned: HashSet<&str> =
+            self.names.iter().filter(|(_, of)| of.as_path() == file).map(|(name, _)| name.as_str()).collect();
+        let declared: HashSet<&str> = declaration
+            .tools
+            .iter()
+            .flat_map(|tool| std::iter::once(&tool.name).chain(tool.aliases.iter().map(|alias| &alias.name)))
+            .filter(|name| check_plugin_tool_name(name).is_ok())
+            .map(String::as_str)
+            .collect();
+        planned == declared
     }
 
     /// The content hash the index gave `file`.

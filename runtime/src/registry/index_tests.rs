@@ -150,3 +150,40 @@ fn names_no_plugin_may_have_are_not_recorded() {
     index.write(&path).unwrap();
     assert!(Index::read(&path).is_ok());
 }
+
+#[test]
+fn a_library_declaring_more_than_the_index_planned_is_not_trusted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("liba.so"), dir.path().join("libb.so"));
+    std::fs::write(&a, b"a").unwrap();
+    std::fs::write(&b, b"b").unwrap();
+    // Library A declares more tools than the index keeps, the last one a name library B serves (and, first
+    // in discovery order, wins in a full load). The index never sees A's `execute_command`.
+    let many: Vec<String> = (0..MAX_TOOLS).map(|i| format!("tool_{i}")).collect();
+    let mut tools: Vec<(&str, &[&str])> = many.iter().map(|name| (name.as_str(), &[][..])).collect();
+    tools.push(("execute_command", &[]));
+    let wide = declaration(&tools);
+    let mut index = Index::default();
+    index.record(&b, FileStamp::read(&b).unwrap(), HASH_B, Some(&declaration(&[("execute_command", &[])])));
+    index.record(&a, FileStamp::read(&a).unwrap(), HASH_A, Some(&wide));
+    let planned = plan(&index, &[b.clone(), a.clone()]).unwrap();
+    assert_eq!(planned.file_of("execute_command"), Some(b.as_path()));
+    assert_eq!(planned.file_of("tool_0"), Some(a.as_path()));
+    // Loaded for `tool_0`, A must not be taken as what the index said: it would register B's tool.
+    assert!(!planned.declares_exactly(&a, &wide));
+    // A library whose declarations changed under the same bytes (it declares by its environment) neither.
+    let narrow = declaration(&[("execute_command", &[])]);
+    assert!(planned.declares_exactly(&b, &narrow));
+    assert!(!planned.declares_exactly(&b, &declaration(&[("execute_command", &[]), ("read_file", &[])])));
+    assert!(!planned.declares_exactly(&b, &declaration(&[("other_tool", &[])])));
+}
+
+#[test]
+fn an_empty_or_relative_home_names_no_cache() {
+    let os = |s: &str| Some(std::ffi::OsString::from(s));
+    assert_eq!(cache_path(None, os("")), None);
+    assert_eq!(cache_path(None, os("relative/home")), None);
+    assert_eq!(cache_path(os("cache"), os("")), None, "a relative XDG_CACHE_HOME is ignored as before");
+    assert_eq!(cache_path(None, os("/home/u")), Some(PathBuf::from("/home/u/.cache/toolshed/index.json")));
+    assert_eq!(cache_path(os("/c"), os("/home/u")), Some(PathBuf::from("/c/toolshed/index.json")));
+}

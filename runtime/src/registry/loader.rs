@@ -230,10 +230,63 @@ fn shadow_base() -> PathBuf {
 
 /// This process's shadow directory, made on first use.
 pub fn shadow_dir() -> Result<&'static Path, String> {
-    match SHADOW.get_or_init(|| make_shadow_dir(&shadow_base())) {
+    match SHADOW.get_or_init(|| shadow_in(&shadow_base(), private_shadow_base().as_deref())) {
         Ok(shadow) => Ok(&shadow.dir),
         Err(message) => Err(message.clone()),
     }
+}
+
+/// The shadow directory under `base` when `base` is this user's alone, else under `fallback` (in the user's
+/// cache): `base` sits in the shared temporary directory under a name anyone can guess, and whoever can write
+/// in it could swap a checked copy for their own library between its rename and the dynamic loader opening it.
+fn shadow_in(base: &Path, fallback: Option<&Path>) -> Result<ShadowDir, String> {
+    let why = match private_base(base) {
+        Ok(()) => return make_shadow_dir(base),
+        Err(why) => why,
+    };
+    let Some(fallback) = fallback else {
+        return Err(format!("the shadow directory {} is not safe to use: {why}; set TMPDIR", base.display()));
+    };
+    tracing::warn!("not using the shadow directory {}: {why}; using {}", base.display(), fallback.display());
+    if let Some(parent) = fallback.parent() {
+        use std::os::unix::fs::DirBuilderExt as _;
+        let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
+    }
+    private_base(fallback).map_err(|also| {
+        format!(
+            "neither shadow directory is safe to use: {} is {why}, {} is {also}",
+            base.display(),
+            fallback.display()
+        )
+    })?;
+    make_shadow_dir(fallback)
+}
+
+/// The shadow base used when the shared one is not this user's alone: `shadow` in the user's cache directory.
+fn private_shadow_base() -> Option<PathBuf> {
+    Some(crate::registry::index::default_path()?.parent()?.join("shadow"))
+}
+
+/// Creates `base` (mode 0700) if it is missing, and checks it is a directory, not a link, owned by this user
+/// and writable by nobody else.
+fn private_base(base: &Path) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+    match std::fs::DirBuilder::new().mode(0o700).create(base) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(format!("cannot create it: {e}")),
+    }
+    let meta = std::fs::symlink_metadata(base).map_err(|e| format!("cannot read it: {e}"))?;
+    if !meta.is_dir() {
+        return Err("not a directory".to_owned());
+    }
+    if meta.uid() != nix::unistd::geteuid().as_raw() {
+        return Err(format!("owned by uid {}, not by this user", meta.uid()));
+    }
+    if meta.mode() & 0o022 != 0 {
+        return Err(format!("writable by others (mode {:o})", meta.mode() & 0o7777));
+    }
+    Ok(())
 }
 
 fn make_shadow_dir(base: &Path) -> Result<ShadowDir, String> {
@@ -647,6 +700,36 @@ mod tests {
         assert!(mine.dir.exists(), "our own directory stays: its lock is held");
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn a_shadow_base_others_can_write_or_a_link_is_not_used() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let temp = tempfile::tempdir().unwrap();
+        // Another user's base would be refused by owner; one anyone can write is refused by mode, a link
+        // (to a directory someone else controls) as a link.
+        let open = temp.path().join("toolshed-shadow-open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let linked = temp.path().join("toolshed-shadow-linked");
+        std::os::unix::fs::symlink(&open, &linked).unwrap();
+        let fallback = temp.path().join("cache/toolshed/shadow");
+        for base in [&open, &linked] {
+            assert!(private_base(base).is_err(), "{} was accepted", base.display());
+            let shadow = shadow_in(base, Some(&fallback)).unwrap();
+            assert_eq!(shadow.dir, fallback.join(std::process::id().to_string()));
+            let mode = std::fs::metadata(&fallback).unwrap().permissions().mode();
+            assert_eq!(mode & 0o077, 0, "the fallback is private: {mode:o}");
+            drop(shadow);
+        }
+        assert_eq!(std::fs::read_dir(&open).unwrap().count(), 0, "nothing was made in the open base");
+        let refused = shadow_in(&open, None).err().unwrap();
+        assert!(refused.contains("writable by others"), "{refused}");
+        // A missing base is made private, and used.
+        let fresh = temp.path().join("toolshed-shadow-fresh");
+        let shadow = shadow_in(&fresh, None).unwrap();
+        assert_eq!(shadow.dir, fresh.join(std::process::id().to_string()));
+        assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o077, 0);
     }
 
     #[test]

@@ -148,7 +148,7 @@ impl Pending {
     }
 
     /// Whether a library opened for `wanted` is what the index said: the same content hash, and its own
-    /// declarations name every one of them.
+    /// declarations name every one of them and exactly the names the index planned for it.
     fn verify(&self, plugin: &LoadedPlugin, wanted: &[&String]) -> bool {
         let file = &plugin.identity.file;
         let expected = self.declarations.hash_of(file);
@@ -163,11 +163,16 @@ impl Pending {
                 .iter()
                 .any(|tool| tool.name == *name || tool.aliases.iter().any(|alias| alias.name == *name))
         };
-        let all = wanted.iter().all(|name| declares(name));
-        if !all {
+        if !wanted.iter().all(|name| declares(name)) {
             tracing::debug!(file = %file.display(), "the declaration index is wrong: the library does not declare {wanted:?}");
+            return false;
         }
-        all
+        // A name the index did not plan would register from this library without the others being asked.
+        if !self.declarations.declares_exactly(file, &plugin.declaration) {
+            tracing::debug!(file = %file.display(), "the library declares other names than the index says");
+            return false;
+        }
+        true
     }
 
     /// Loads every file not opened yet; the plugins in discovery order, with those already loaded.

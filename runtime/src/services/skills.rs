@@ -29,7 +29,7 @@ impl SkillDirs {
     pub fn new(config: &crate::config::Config) -> Self {
         let user = match &config.skills.dirs {
             Some(dirs) => dirs.clone(),
-            None => match std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+            None => match std::env::var_os("HOME").filter(|h| Path::new(h).is_absolute()) {
                 Some(home) => {
                     let home = PathBuf::from(home);
                     vec![home.join(".cline").join("skills"), home.join(".agents").join("skills")]

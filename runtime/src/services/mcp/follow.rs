@@ -3,6 +3,8 @@
 //! (within the hub's listing caps) and lands the new list while the connection is still the server's. A
 //! server that sends a storm of notifications costs one listing per kind at a time, never a queue of them;
 //! the task ends with the connection, when rmcp drops the handler and with it the wake-up sender.
+//! A re-listing that finds the list it had is no change: the hub's generation (which `serve` forwards to its
+//! clients as their own `list_changed`) moves only when a list did.
 //! Prompts are not cached by the hub, so their changes need nothing.
 
 use super::hub::{list_resources, list_tools, Inner};
@@ -70,13 +72,13 @@ pub(super) async fn follow(
     while changes.wake.recv().await.is_some() {
         if changes.pending.tools.swap(false, Ordering::AcqRel) {
             let listed = list_tools(&peer, limits, &fault).await;
-            if !land(&hub, &name, generation, listed, |lists, tools| lists.tools = tools) {
+            if !land(&hub, &name, generation, listed, |lists, tools| replaced(&mut lists.tools, tools)) {
                 return;
             }
         }
         if changes.pending.resources.swap(false, Ordering::AcqRel) {
             let listed = list_resources(&peer, limits, &fault).await;
-            if !land(&hub, &name, generation, listed, |lists, resources| lists.resources = resources) {
+            if !land(&hub, &name, generation, listed, |lists, resources| replaced(&mut lists.resources, resources)) {
                 return;
             }
         }
@@ -89,7 +91,7 @@ fn land(
     name: &str,
     generation: u64,
     listed: Result<Vec<serde_json::Value>, String>,
-    set: impl FnOnce(&mut super::hub::Lists, Vec<serde_json::Value>),
+    set: impl FnOnce(&mut super::hub::Lists, Vec<serde_json::Value>) -> bool,
 ) -> bool {
     let Some(hub) = hub.upgrade() else { return false };
     match listed {
@@ -99,4 +101,11 @@ fn land(
         }
     }
     true
+}
+
+/// Puts `new` in `list`; whether it differs from what was there.
+fn replaced(list: &mut Vec<serde_json::Value>, new: Vec<serde_json::Value>) -> bool {
+    let changed = *list != new;
+    *list = new;
+    changed
 }

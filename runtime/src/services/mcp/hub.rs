@@ -65,9 +65,9 @@ impl Connection {
         self.lists().tools.clone()
     }
 
-    /// Replaces the tool or resource list (a re-listing after `list_changed`).
-    pub(super) fn set(&self, update: impl FnOnce(&mut Lists)) {
-        update(&mut self.lists());
+    /// Replaces the tool or resource list (a re-listing after `list_changed`); whether it changed.
+    pub(super) fn set(&self, update: impl FnOnce(&mut Lists) -> bool) -> bool {
+        update(&mut self.lists())
     }
 
     /// A failed request in words: the transport's reason when it closed the connection (a message rmcp
@@ -350,13 +350,19 @@ impl Inner {
         self.limits
     }
 
-    /// Lands a re-listing of `name`'s tools or resources while `generation` is still its connection.
-    pub(super) fn relisted(&self, name: &str, generation: u64, update: impl FnOnce(&mut Lists)) {
+    /// Lands a re-listing of `name`'s tools or resources while `generation` is still its connection. Only a
+    /// list that differs from the one it replaces is a change: a server that says `list_changed` over and over
+    /// with the same list must not make every client of `serve` list its tools again each time.
+    pub(super) fn relisted(&self, name: &str, generation: u64, update: impl FnOnce(&mut Lists) -> bool) {
         let state = self.lock();
         let Some(server) = state.servers.get(name).filter(|s| s.generation == generation) else { return };
         let Status::Connected(connection) = &server.status else { return };
-        connection.set(update);
+        let changed = connection.set(update);
         drop(state);
+        if !changed {
+            tracing::debug!(server = %name, "MCP server said its list changed; listed again, it had not");
+            return;
+        }
         tracing::debug!(server = %name, "MCP server's list changed; listed again");
         self.bump();
     }
