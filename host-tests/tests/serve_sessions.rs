@@ -402,6 +402,11 @@ fn two_http_sessions_have_their_own_task() {
     // Each session counts its own reads: A's third is its third, B's second its second.
     assert!(field("a3").starts_with("[DUPLICATE READ] You have already read 'a.txt' 3 times"), "{out}");
     assert!(field("b2").starts_with("[File already read]"), "{out}");
+    // So does Cline's loop detection, and its warning reaches the client with the result: A repeated the
+    // same call three times, B twice.
+    let repeated = "Tool [read_file] has been called 3 times consecutively with identical arguments";
+    assert!(field("a3").contains(repeated), "{out}");
+    assert!(!field("b2").contains("consecutively"), "{out}");
     assert_eq!(out["resources"], 0);
     assert_eq!(out["prompts"], 0);
     drop(server);
