@@ -2,7 +2,7 @@
 //! `cargo xtask test` into a virtualenv), over stdio and streamable HTTP; and the HTTP guard (token, start-up
 //! refusal without one).
 
-use crate::util::{plugins, served_authority, stderr, toolshed, toolshed_bin, workspace};
+use crate::util::{plugins, served_authority, stderr, toolshed, toolshed_bin, workspace, Killed};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -107,16 +107,6 @@ fn python_client_over_stdio() {
     check(&result);
 }
 
-/// Kills the server when the test ends, however it ends.
-struct Server(std::process::Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn python_client_over_http_with_the_token_and_refusals_without() {
     let ws = workspace();
@@ -140,7 +130,7 @@ fn python_client_over_http_with_the_token_and_refusals_without() {
         .spawn()
         .unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let server = Server(child);
+    let server = Killed(child);
     let authority = served_authority(&mut lines);
 
     // Without the token, and with a foreign browser Origin: refused before MCP sees anything.

@@ -3,7 +3,7 @@
 //! roots as the workspace; SIGTERM to `serve --http` with its children gone; and, under all of them, the
 //! runtime cancelling a call whose future is dropped.
 
-use crate::util::{plugins, served_authority, shipped, task_in, toolshed_bin, workspace};
+use crate::util::{plugins, served_authority, shipped, task_in, toolshed_bin, workspace, Killed};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -62,16 +62,6 @@ impl Drop for Reap {
         if alive(self.0) {
             let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.0), nix::sys::signal::Signal::SIGKILL);
         }
-    }
-}
-
-/// A child killed when the test ends, however it ends.
-pub(crate) struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 

@@ -164,3 +164,14 @@ pub fn write_user_config(home: &Path, text: &str) {
     std::fs::create_dir_all(home.join(".toolshed")).expect("creating ~/.toolshed");
     std::fs::write(home.join(".toolshed/config.toml"), text).expect("writing ~/.toolshed/config.toml");
 }
+
+/// A child killed and reaped when the test ends, however it ends (a failed assertion included), so no test
+/// leaves a server running.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
