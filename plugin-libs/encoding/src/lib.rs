@@ -274,7 +274,9 @@ pub fn sniff(sample: &[u8], complete: bool) -> Sniff {
 /// Reads up to [`SNIFF_LEN`] bytes from the start of `reader`, for [`sniff`]: the bytes and whether they are
 /// all there is.
 pub fn read_sample<R: Read>(reader: R) -> std::io::Result<(Vec<u8>, bool)> {
-    let mut sample = Vec::with_capacity(SNIFF_LEN.min(8 * 1024));
+    // The whole capacity at once: a file that fits takes one read and the read that finds its end, the same
+    // reads a searcher would make of it.
+    let mut sample = Vec::with_capacity(SNIFF_LEN + 1);
     reader.take(SNIFF_LEN as u64 + 1).read_to_end(&mut sample)?;
     let complete = sample.len() <= SNIFF_LEN;
     sample.truncate(SNIFF_LEN);
@@ -400,6 +402,19 @@ mod tests {
         assert_eq!(utf8.decode_exact(b"ok \xff"), Err(DecodeError::Malformed { encoding: "UTF-8", offset: 3 }));
         let sjis = TextEncoding { encoding: encoding_rs::SHIFT_JIS, bom: false };
         assert_eq!(sjis.decode_exact(b"ab\x81"), Err(DecodeError::Malformed { encoding: "Shift_JIS", offset: 2 }));
+    }
+
+    #[test]
+    fn an_encoding_that_would_not_give_the_same_bytes_back_is_refused() {
+        // GB18030's four-byte form of a character GBK lacks: GBK decodes it (its decoder is GB18030's) but
+        // cannot encode it again, so an edit would change bytes outside itself.
+        let bytes = encoding_rs::GB18030.encode("中文文本，这是一个测试。\u{C0}\n").0;
+        let Sniff::Text(found) = sniff(&bytes, true) else { panic!() };
+        assert_eq!(found.name(), "GBK");
+        assert_eq!(found.decode_exact(&bytes), Err(DecodeError::NotReversible { encoding: "GBK" }));
+        // ISO-2022-JP (stateful) is never guessed.
+        let jis = encoding_rs::ISO_2022_JP.encode("日本語のテキスト\n").0;
+        assert!(!matches!(sniff(&jis, true), Sniff::Text(found) if found.name() == "ISO-2022-JP"));
     }
 
     #[test]
