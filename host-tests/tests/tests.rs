@@ -9,6 +9,7 @@ mod conversation;
 mod documents;
 mod edit;
 mod embedding;
+mod encodings;
 mod execute_command;
 mod hostile;
 mod install;
