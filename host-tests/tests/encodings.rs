@@ -65,8 +65,10 @@ fn read_file_streams_a_large_legacy_file_by_line() {
     let runtime = shipped().build().unwrap();
     let ws = workspace();
     // 4 MB, far past the 64 KiB the encoding is decided on, accented on every line.
-    let body: Vec<u8> = (1..=100_000u32).flat_map(|i| format!("ligne {i:06} \u{0} caf\u{0}\n").into_bytes()).collect();
-    let body: Vec<u8> = body.into_iter().map(|b| if b == 0 { 0xE9 } else { b }).collect();
+    let body: Vec<u8> = (1..=100_000u32)
+        .flat_map(|i| format!("ligne {i:06} \u{0} caf\u{0}\n").into_bytes())
+        .map(|b| if b == 0 { 0xE9 } else { b })
+        .collect();
     std::fs::write(ws.path().join("big.txt"), &body).unwrap();
     let task = task_in(&runtime, ws.path());
     assert_eq!(
@@ -204,7 +206,8 @@ fn an_edit_never_writes_replacement_characters_over_bytes_that_do_not_decode() {
     let after = bytes(&root.join("cut.txt"));
     match result.status {
         ResultStatus::Success => {
-            let mut expected = encoding_rs::SHIFT_JIS.encode("日本語のテキストです。よろしく。\nASCII LINE\n").0.into_owned();
+            let mut expected =
+                encoding_rs::SHIFT_JIS.encode("日本語のテキストです。よろしく。\nASCII LINE\n").0.into_owned();
             expected.push(0x81);
             assert_eq!(after, expected);
         }

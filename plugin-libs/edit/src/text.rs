@@ -120,7 +120,10 @@ mod tests {
             latin.encode("ok\n→").unwrap_err(),
             "the file is encoded in windows-1252, which has no '→' (U+2192, line 2 of the new text). The file was left unchanged: write that character another way (for example as an escape sequence the file's language understands), or leave it out"
         );
-        assert_eq!(TextFile::decode(b"\xff\x00binary").unwrap_err(), "it is not a text file (binary files are not edited)");
+        assert_eq!(
+            TextFile::decode(b"\xff\x00binary").unwrap_err(),
+            "it is not a text file (binary files are not edited)"
+        );
         // A mark, then an odd byte: the text would lose it.
         assert!(TextFile::decode(&[0xFF, 0xFE, 0x41]).is_err());
         // Valid UTF-8 at the start, an invalid byte past the sample: refused, not replaced.

@@ -146,12 +146,13 @@ impl ApplyPatch {
                 Action::Add { content, .. } => {
                     // An added file that exists is overwritten (as Cline and codex do), keeping its mark.
                     let file = match source.exists {
-                        true => read_text(&source, action.path(), &mut hasher)
-                            .unwrap_or(TextFile::utf8(String::new())),
+                        true => read_text(&source, action.path(), &mut hasher).unwrap_or(TextFile::utf8(String::new())),
                         false => TextFile::utf8(String::new()),
                     };
                     Planned {
-                        bytes: Some(file.encode(content).map_err(|e| mistake(failure(&format!("{}: {e}.", action.path()))))?),
+                        bytes: Some(
+                            file.encode(content).map_err(|e| mistake(failure(&format!("{}: {e}.", action.path()))))?,
+                        ),
                         text: Some(content.clone()),
                         destination: None,
                         source,

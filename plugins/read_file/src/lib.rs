@@ -288,12 +288,9 @@ fn read_text(
     file.seek(SeekFrom::Start(found.bom_len() as u64)).map_err(io_error)?;
     let file = Cancellable { inner: file, host };
     // UTF-8 streams as it is (the window decodes it); anything else is transcoded to UTF-8 on the way.
-    let window = if found.is_utf8() {
-        read_window(file, range)
-    } else {
-        read_window(found.decoding_reader(file), range)
-    }
-    .map_err(io_error)?;
+    let window =
+        if found.is_utf8() { read_window(file, range) } else { read_window(found.decoding_reader(file), range) }
+            .map_err(io_error)?;
     Ok(window.render(range))
 }
 

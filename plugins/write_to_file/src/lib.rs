@@ -320,9 +320,9 @@ impl WriteToFile {
             }
         };
         // The file's own encoding (a new file, or one that was not text, is written in UTF-8).
-        let bytes = file
-            .encode(&written)
-            .map_err(|reason| Refusal::mistake(messages::cannot_write(name.verb(), &rel_path, &format!("{reason}."))))?;
+        let bytes = file.encode(&written).map_err(|reason| {
+            Refusal::mistake(messages::cannot_write(name.verb(), &rel_path, &format!("{reason}.")))
+        })?;
         Ok(Plan { name, rel_path, target, before, bytes, written })
     }
 }
