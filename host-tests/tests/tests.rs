@@ -10,6 +10,7 @@ mod conversation;
 mod documents;
 mod edit;
 mod embedding;
+mod encodings;
 mod execute_command;
 mod hostile;
 mod install;

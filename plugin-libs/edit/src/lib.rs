@@ -1,5 +1,5 @@
 //! File access shared by the edit tools (write_to_file and its aliases, apply_patch): where a model-given path
-//! really leads ([`target`]), text with its byte-order mark kept aside ([`text`]), and the one write path every
+//! really leads ([`target`]), text in its own encoding ([`text`]), and the one write path every
 //! edit takes ([`transaction`]). A write goes through a temporary file in the same directory and a rename, so
 //! no reader ever sees a half-written file and a failure changes nothing — unless the rename would change the
 //! file in more than its bytes (its owner or group, another hard link, an ACL or other extended attribute,
@@ -15,5 +15,6 @@ pub mod text;
 pub mod transaction;
 
 pub use target::{locate, read, Target, TargetError, MAX_EDIT_BYTES};
-pub use text::{final_content, is_js_space, Bom, LineEndings, TextFile};
+pub use text::{final_content, is_js_space, LineEndings, TextFile};
+pub use toolshed_encoding::TextEncoding;
 pub use transaction::{Change, Transaction};

@@ -1,5 +1,7 @@
-//! Text as the edit tools read and write it: UTF-8 or UTF-16 with its byte-order mark kept aside, the line
-//! break style a file uses, and JavaScript's whitespace, with which Cline trims and compares.
+//! Text as the edit tools read and write it: decoded from and encoded back into the file's own encoding, the
+//! line break style a file uses, and JavaScript's whitespace, with which Cline trims and compares.
+
+use toolshed_encoding::{sniff_bytes, DecodeError, Sniff, TextEncoding};
 
 /// JavaScript's whitespace for `trim`/`trimEnd`: Cline compares and trims text with it.
 pub fn is_js_space(c: char) -> bool {
@@ -18,67 +20,44 @@ pub fn final_content(saved: &str) -> String {
     format!("{}{eol}", normalised.trim_end_matches(is_js_space))
 }
 
-/// A byte-order mark a text file starts with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Bom {
-    /// `EF BB BF`.
-    Utf8,
-    /// `FF FE`.
-    Utf16Le,
-    /// `FE FF`.
-    Utf16Be,
-}
-
-/// A text file's content without its byte-order mark, which is kept aside to be written back.
+/// A text file's content in its own encoding, which is kept aside to write the edited text back in: UTF-8,
+/// UTF-16 or a legacy encoding (toolshed-encoding decides, as read_file and search_files do), with or without
+/// a byte-order mark.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TextFile {
-    /// The mark the file started with.
-    pub bom: Option<Bom>,
-    /// The decoded text, line endings untouched.
+    /// The file's encoding and whether it has a mark.
+    pub encoding: TextEncoding,
+    /// The decoded text (without the mark), line endings untouched.
     pub text: String,
 }
 
 impl TextFile {
-    /// Decodes a file's bytes: UTF-8, or UTF-16 when a byte-order mark says so. Anything else is refused
-    /// rather than rewritten in another encoding.
-    pub fn decode(bytes: &[u8]) -> Result<TextFile, String> {
-        let (bom, body) = match bytes {
-            [0xEF, 0xBB, 0xBF, rest @ ..] => (Some(Bom::Utf8), rest),
-            [0xFF, 0xFE, rest @ ..] => (Some(Bom::Utf16Le), rest),
-            [0xFE, 0xFF, rest @ ..] => (Some(Bom::Utf16Be), rest),
-            _ => (None, bytes),
-        };
-        let text = match bom {
-            Some(Bom::Utf16Le) | Some(Bom::Utf16Be) => {
-                if body.len() % 2 != 0 {
-                    return Err("it is not valid UTF-16 text".to_owned());
-                }
-                let units = body.chunks_exact(2).map(|pair| match bom {
-                    Some(Bom::Utf16Be) => u16::from_be_bytes([pair[0], pair[1]]),
-                    _ => u16::from_le_bytes([pair[0], pair[1]]),
-                });
-                char::decode_utf16(units)
-                    .collect::<Result<String, _>>()
-                    .map_err(|_| "it is not valid UTF-16 text".to_owned())?
-            }
-            Some(Bom::Utf8) | None => String::from_utf8(body.to_vec())
-                .map_err(|_| "it is not UTF-8 text (binary files and other encodings are not edited)".to_owned())?,
-        };
-        Ok(TextFile { bom, text })
+    /// A new file's text: UTF-8 without a mark.
+    pub fn utf8(text: String) -> TextFile {
+        TextFile { encoding: TextEncoding::UTF8, text }
     }
 
-    /// The bytes of `text` in this file's encoding, with its byte-order mark.
-    pub fn encode(&self, text: &str) -> Vec<u8> {
-        match self.bom {
-            None => text.as_bytes().to_vec(),
-            Some(Bom::Utf8) => [&[0xEF, 0xBB, 0xBF][..], text.as_bytes()].concat(),
-            Some(Bom::Utf16Le) => {
-                [0xFF, 0xFE].into_iter().chain(text.encode_utf16().flat_map(u16::to_le_bytes)).collect()
-            }
-            Some(Bom::Utf16Be) => {
-                [0xFE, 0xFF].into_iter().chain(text.encode_utf16().flat_map(u16::to_be_bytes)).collect()
-            }
-        }
+    /// Decodes a file's bytes in the encoding its start shows. Refused: a file that is not text, and one whose
+    /// bytes would not come back unchanged when its text is written back (invalid sequences, which would be
+    /// replaced by U+FFFD; an encoding with two spellings of a character), since an edit must not change the
+    /// bytes outside it.
+    pub fn decode(bytes: &[u8]) -> Result<TextFile, String> {
+        let encoding = match sniff_bytes(bytes) {
+            Sniff::Text(encoding) => encoding,
+            Sniff::Binary => return Err(format!("{} (binary files are not edited)", DecodeError::Binary)),
+        };
+        let text = encoding.decode_exact(bytes).map_err(|e| e.to_string())?;
+        Ok(TextFile { encoding, text })
+    }
+
+    /// The bytes of `text` in this file's encoding, with its byte-order mark, or, when the encoding has no
+    /// bytes for one of its characters, why the file cannot be written.
+    pub fn encode(&self, text: &str) -> Result<Vec<u8>, String> {
+        self.encoding.encode(text).map_err(|unmappable| {
+            format!(
+                "{unmappable}. The file was left unchanged: write that character another way (for example as an escape sequence the file's language understands), or leave it out"
+            )
+        })
     }
 }
 
@@ -122,19 +101,38 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     #[test]
-    fn text_files_keep_their_marks() {
+    fn text_files_keep_their_encoding() {
         for bytes in [
             b"\xEF\xBB\xBFa\r\nb".to_vec(),
             [0xFF, 0xFE].into_iter().chain("a\r\nb".encode_utf16().flat_map(u16::to_le_bytes)).collect(),
             [0xFE, 0xFF].into_iter().chain("a\r\nb".encode_utf16().flat_map(u16::to_be_bytes)).collect(),
+            "a\r\nb".encode_utf16().flat_map(u16::to_le_bytes).collect(),
             b"a\r\nb".to_vec(),
         ] {
             let file = TextFile::decode(&bytes).unwrap();
             assert_eq!(file.text, "a\r\nb");
-            assert_eq!(file.encode(&file.text), bytes);
+            assert_eq!(file.encode(&file.text).unwrap(), bytes);
         }
-        assert!(TextFile::decode(b"\xff\x00binary").is_err());
+        let latin = TextFile::decode(b"d\xe9j\xe0 vu\n").unwrap();
+        assert_eq!((latin.encoding.name(), latin.text.as_str()), ("windows-1252", "déjà vu\n"));
+        assert_eq!(latin.encode("voil\u{e0} \u{20ac}").unwrap(), b"voil\xe0 \x80");
+        assert_eq!(
+            latin.encode("ok\n→").unwrap_err(),
+            "the file is encoded in windows-1252, which has no '→' (U+2192, line 2 of the new text). The file was left unchanged: write that character another way (for example as an escape sequence the file's language understands), or leave it out"
+        );
+        assert_eq!(
+            TextFile::decode(b"\xff\x00binary").unwrap_err(),
+            "it is not a text file (binary files are not edited)"
+        );
+        // A mark, then an odd byte: the text would lose it.
         assert!(TextFile::decode(&[0xFF, 0xFE, 0x41]).is_err());
+        // Valid UTF-8 at the start, an invalid byte past the sample: refused, not replaced.
+        let mut late = vec![b'a'; toolshed_encoding::SNIFF_LEN + 10];
+        late.push(0xE9);
+        assert_eq!(
+            TextFile::decode(&late).unwrap_err(),
+            format!("it does not decode cleanly as UTF-8 (invalid bytes at offset {}), and writing it back would destroy the bytes that do not decode", toolshed_encoding::SNIFF_LEN + 10)
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ pub fn update(bytes: &[u8], chunks: &[Chunk]) -> Result<(Vec<u8>, u32), String> 
     let file = TextFile::decode(bytes)?;
     let (text, fuzz) =
         crate::apply::apply(&file.text, chunks, &|| false, &mut { u64::MAX }).map_err(|e| format!("{e:?}"))?;
-    Ok((file.encode(&text), fuzz))
+    Ok((file.encode(&text)?, fuzz))
 }
 
 /// A file's text as the tool matches chunks against it (byte-order mark dropped, line breaks kept).

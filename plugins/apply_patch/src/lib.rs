@@ -146,12 +146,13 @@ impl ApplyPatch {
                 Action::Add { content, .. } => {
                     // An added file that exists is overwritten (as Cline and codex do), keeping its mark.
                     let file = match source.exists {
-                        true => read_text(&source, action.path(), &mut hasher)
-                            .unwrap_or(TextFile { bom: None, text: String::new() }),
-                        false => TextFile { bom: None, text: String::new() },
+                        true => read_text(&source, action.path(), &mut hasher).unwrap_or(TextFile::utf8(String::new())),
+                        false => TextFile::utf8(String::new()),
                     };
                     Planned {
-                        bytes: Some(file.encode(content)),
+                        bytes: Some(
+                            file.encode(content).map_err(|e| mistake(failure(&format!("{}: {e}.", action.path()))))?,
+                        ),
                         text: Some(content.clone()),
                         destination: None,
                         source,
@@ -193,7 +194,8 @@ impl ApplyPatch {
                         Some(to) => Some(locate(host, to, call).map_err(|e| mistake(failure(&e)))?),
                         None => None,
                     };
-                    Planned { bytes: Some(file.encode(&text)), text: Some(text), destination, source, action }
+                    let bytes = file.encode(&text).map_err(|e| mistake(failure(&format!("{path}: {e}."))))?;
+                    Planned { bytes: Some(bytes), text: Some(text), destination, source, action }
                 }
             };
             files.push(planned);

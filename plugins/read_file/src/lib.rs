@@ -17,16 +17,15 @@
 #![deny(missing_docs)]
 
 mod documents;
-mod encoding;
 mod image;
 mod window;
 
-use encoding::{looks_binary, Bom, Utf16Reader, SNIFF_LEN};
 use serde::Deserialize;
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 use std::time::UNIX_EPOCH;
+use toolshed_encoding::{read_sample, sniff, Sniff, TextEncoding};
 use toolshed_plugin_api::sdk::{lenient_int, lenient_string, IsolatedError, OpenError};
 use toolshed_plugin_api::{
     capability, export_plugin, log_level, result, services, Block, Failure, HostClient, Outcome, ParamSpec, Prepared,
@@ -268,7 +267,9 @@ impl ReadFile {
     }
 }
 
-/// Reads and renders the window `range` of a text file, refusing binary files that have an extension.
+/// Reads and renders the window `range` of a text file in its own encoding, refusing binary files that have an
+/// extension. The encoding is decided on the file's first bytes (toolshed-encoding, shared with the edit and
+/// search tools, so all three see the same text); the rest is decoded as it streams through the window.
 fn read_text(
     mut file: File,
     path: &Path,
@@ -277,23 +278,19 @@ fn read_text(
     host: &HostClient<'_>,
 ) -> Result<String, String> {
     let io_error = |e: io::Error| format!("{}: {e}", path.display());
-    let mut sample = Vec::with_capacity(SNIFF_LEN);
-    (&mut file).take(SNIFF_LEN as u64).read_to_end(&mut sample).map_err(io_error)?;
-    let bom = Bom::detect(&sample);
-    // Cline decodes extension-less binaries as UTF-8 all the same, so only files with an extension are refused.
-    if let (None, Some(extension)) = (bom, extension)
-        && looks_binary(&sample)
-    {
-        return Err(format!("Cannot read text for file type: {extension}"));
-    }
-    file.seek(SeekFrom::Start(bom.map_or(0, Bom::len))).map_err(io_error)?;
+    let (sample, complete) = read_sample(&mut file).map_err(io_error)?;
+    let found = match (sniff(&sample, complete), extension) {
+        (Sniff::Text(found), _) => found,
+        (Sniff::Binary, Some(extension)) => return Err(format!("Cannot read text for file type: {extension}")),
+        // Cline decodes extension-less binaries as UTF-8 all the same, so only files with an extension are refused.
+        (Sniff::Binary, None) => TextEncoding::UTF8,
+    };
+    file.seek(SeekFrom::Start(found.bom_len() as u64)).map_err(io_error)?;
     let file = Cancellable { inner: file, host };
-    let window = match bom {
-        Some(Bom::Utf16Le) => read_window(Utf16Reader::new(file, false), range),
-        Some(Bom::Utf16Be) => read_window(Utf16Reader::new(file, true), range),
-        Some(Bom::Utf8) | None => read_window(file, range),
-    }
-    .map_err(io_error)?;
+    // UTF-8 streams as it is (the window decodes it); anything else is transcoded to UTF-8 on the way.
+    let window =
+        if found.is_utf8() { read_window(file, range) } else { read_window(found.decoding_reader(file), range) }
+            .map_err(io_error)?;
     Ok(window.render(range))
 }
 
@@ -578,6 +575,25 @@ mod tests {
         let expected = result::text("1 | first\n2 | second\n\n(File has 2 lines total.)");
         assert_eq!(execute(&host, json!({ "path": "utf8.txt" })), expected);
         assert_eq!(execute(&host, json!({ "path": "utf16.txt" })), expected);
+        Ok(())
+    }
+
+    #[test]
+    fn legacy_encodings_are_decoded() -> io::Result<()> {
+        let dir = workspace()?;
+        std::fs::write(dir.path().join("fr.txt"), b"Le caf\xe9 co\xfbte \x80 2,\r\nm\xeame l'\xe9t\xe9.\r\n")?;
+        let mut utf16 = Vec::new();
+        utf16.extend("première\nligne".encode_utf16().flat_map(u16::to_be_bytes));
+        std::fs::write(dir.path().join("be.txt"), utf16)?;
+        let host = fake_host(dir.path(), &[]).without::<services::ReadCacheRecord>();
+        assert_eq!(
+            execute(&host, json!({ "path": "fr.txt" })),
+            result::text("1 | Le café coûte € 2,\n2 | même l'été.\n\n(File has 2 lines total.)")
+        );
+        assert_eq!(
+            execute(&host, json!({ "path": "be.txt" })),
+            result::text("1 | première\n2 | ligne\n\n(File has 2 lines total.)")
+        );
         Ok(())
     }
 

@@ -1,7 +1,7 @@
 //! The search engine: ripgrep's crates linked in. The `ignore` crate walks with ripgrep's default filters,
 //! and `grep-searcher` with a `grep-regex` matcher searches each file with one line of context, incrementally
 //! in 64 KiB buffers (never a whole file in memory), giving up on a file at its first NUL byte as ripgrep
-//! does for files it finds by walking.
+//! does for files it finds by walking. A file in a legacy encoding is searched in its decoded text.
 //!
 //! Results are the first `limit` matches in sorted-walk order (by file name within each directory, which is
 //! `rg --sort path`'s order, and `Path`'s own order), whatever the threads' timing, in two phases:
@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
+use toolshed_encoding::Sniff;
 
 /// How long the calling thread searches alone before it starts worker threads. Starting threads and waking
 /// them costs tens of microseconds each on these machines; a search that ends within this budget (a small
@@ -515,7 +516,16 @@ fn searcher() -> Searcher {
         .build()
 }
 
-/// Searches one file, keeping at most `limit` matches (more could never be shown).
+/// Searches one file, keeping at most `limit` matches (more could never be shown), in the text of its own
+/// encoding.
+///
+/// The file's first [`SNIFF_LEN`](toolshed_encoding::SNIFF_LEN) bytes are read once: they decide the encoding
+/// (toolshed-encoding, as read_file and the edits decide it, so a search sees the text they see) and are then
+/// searched as the start of the file. A file that fits in them (most do) is searched as that slice, with the
+/// same reads as before; UTF-8, binary files and files with a byte-order mark (grep-searcher's own BOM
+/// sniffing transcodes UTF-16) are searched as bytes, exactly as before. Only a file in a legacy encoding, or in
+/// UTF-16 without a mark, goes through a decoding reader, so a regex with `é` finds it in a Latin-1 file and its
+/// lines are shown decoded.
 fn search_file(
     searcher: &mut Searcher,
     matcher: &RegexMatcher,
@@ -523,9 +533,24 @@ fn search_file(
     limit: usize,
     should_stop: &dyn Fn() -> bool,
 ) -> io::Result<Vec<Hit>> {
-    let file = File::open(path)?;
+    let mut file = File::open(path)?;
     let mut sink = Collect { limit, hits: Vec::new(), before: Vec::new() };
-    searcher.search_reader(matcher, Interruptible { inner: file, should_stop }, &mut sink)?;
+    let (sample, complete) = toolshed_encoding::read_sample(&mut file)?;
+    let legacy = match toolshed_encoding::sniff(&sample, complete) {
+        Sniff::Text(found) if !found.is_utf8() && !found.has_bom() => Some(found),
+        Sniff::Text(_) | Sniff::Binary => None,
+    };
+    match (legacy, complete) {
+        (None, true) => searcher.search_slice(matcher, &sample, &mut sink)?,
+        (None, false) => {
+            let reader = io::Cursor::new(sample).chain(file);
+            searcher.search_reader(matcher, Interruptible { inner: reader, should_stop }, &mut sink)?
+        }
+        (Some(found), _) => {
+            let reader = Interruptible { inner: io::Cursor::new(sample).chain(file), should_stop };
+            searcher.search_reader(matcher, found.decoding_reader(reader), &mut sink)?
+        }
+    }
     Ok(sink.hits)
 }
 
@@ -803,13 +828,27 @@ mod tests {
     }
 
     #[test]
-    fn long_lines_are_cut_and_invalid_utf8_is_replaced() {
+    fn long_lines_are_cut_and_bytes_that_are_not_utf8_are_decoded() {
         let long = format!("needle {}\n", "x".repeat(MAX_LINE_BYTES * 2));
         let dir = tree(&[("a.txt", &long)]);
         std::fs::write(dir.path().join("b.txt"), b"needle \xff\xfe end  \r\n").unwrap();
         let found = run(dir.path(), "needle", None, 300, 1);
         assert_eq!(found.files[0].hits[0].text.len(), MAX_LINE_BYTES);
-        assert_eq!(found.files[1].hits[0].text, "needle \u{fffd}\u{fffd} end");
+        // Not UTF-8: chardetng's guess for two stray high bytes (read_file shows the same text).
+        assert_eq!(found.files[1].hits[0].text, "needle \u{ff}\u{15f} end");
+    }
+
+    #[test]
+    fn legacy_encodings_are_searched_decoded() {
+        let dir = tree(&[("utf8.txt", "un caf\u{e9} noir\n")]);
+        std::fs::write(dir.path().join("latin1.txt"), b"ligne un\nun caf\xe9 cr\xe8me\nfin\n").unwrap();
+        let le: Vec<u8> = "other\ncaf\u{e9} au lait\n".encode_utf16().flat_map(u16::to_le_bytes).collect();
+        std::fs::write(dir.path().join("utf16.txt"), le).unwrap();
+        let found = run(dir.path(), "caf\u{e9}", None, 300, 1);
+        assert_eq!(places(dir.path(), &found), ["latin1.txt:2", "utf16.txt:2", "utf8.txt:1"]);
+        assert_eq!(found.files[0].hits[0].text, "un caf\u{e9} cr\u{e8}me");
+        assert_eq!(found.files[0].hits[0].before, ["ligne un"]);
+        assert_eq!(found.files[1].hits[0].text, "caf\u{e9} au lait");
     }
 
     #[test]

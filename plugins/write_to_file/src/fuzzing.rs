@@ -6,8 +6,8 @@ use toolshed_plugin_api::TaskInfo;
 
 pub use crate::diff::{apply, is_any_marker, parse, DiffError, Edit};
 
-/// `replace_in_file`'s computation on a file's bytes, without the file system: decode (byte-order mark,
-/// UTF-8 or UTF-16), the CRLF working text, the diff as the model family's fixes leave it, the blocks
+/// `replace_in_file`'s computation on a file's bytes, without the file system: decode (the file's own
+/// encoding), the CRLF working text, the diff as the model family's fixes leave it, the blocks
 /// located, the edits applied, the line breaks and the mark restored. `Err` is the tool's error text.
 pub fn replace_in_file(bytes: &[u8], diff: &str, model_family: &str) -> Result<Vec<u8>, String> {
     let file = TextFile::decode(bytes)?;
@@ -15,7 +15,7 @@ pub fn replace_in_file(bytes: &[u8], diff: &str, model_family: &str) -> Result<V
     let diff = crate::prepared_diff(diff, "fuzz.txt", &task);
     let (working, style) = crate::working_text(&file);
     let edits = crate::diff::parse(&diff, &working, true).map_err(|error| error.message)?;
-    Ok(file.encode(&crate::edited_text(&working, style, &edits)))
+    file.encode(&crate::edited_text(&working, style, &edits))
 }
 
 /// The file's text as the diff sees it (byte-order mark dropped, CRLF as LF when every break is CRLF), or

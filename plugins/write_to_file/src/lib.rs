@@ -9,7 +9,8 @@
 //!
 //! Names, parameters, result texts and error texts are Cline's. Where Cline can lose work we keep the format
 //! and fix the behaviour: every write goes to a temporary file in the same directory and is renamed into
-//! place, keeping the file's permissions, byte-order mark and CRLF line endings; a failed edit leaves the
+//! place, keeping the file's permissions, encoding (legacy ones included), byte-order mark and CRLF line
+//! endings; a failed edit leaves the
 //! file byte for byte as it was; the path is checked against the workspace and `.clineignore` after symbolic
 //! links are resolved; read-only files are refused; a diff that would drop or garble an edit is an error;
 //! an empty `content` writes an empty file (Cline prints `undefined`). Streamed tool uses report progress to
@@ -197,7 +198,7 @@ fn working_text(file: &TextFile) -> (String, LineEndings) {
 /// Reads the target as text, or an empty text when it does not exist yet.
 fn read_text(target: &Target, name: Name, rel_path: &str) -> Result<(TextFile, Option<u64>), Refusal> {
     if !target.exists {
-        return Ok((TextFile { bom: None, text: String::new() }, None));
+        return Ok((TextFile::utf8(String::new()), None));
     }
     let bytes =
         edit_io::read(&target.real).map_err(|e| Refusal::error(messages::cannot_write(name.verb(), rel_path, &e)))?;
@@ -282,7 +283,7 @@ impl WriteToFile {
             Name::Write | Name::NewRule if target.exists => {
                 let bytes = edit_io::read(&target.real)
                     .map_err(|e| Refusal::error(messages::cannot_write(name.verb(), &rel_path, &e)))?;
-                Ok((TextFile { bom: None, text: String::new() }, Some(hash(&bytes))))
+                Ok((TextFile::utf8(String::new()), Some(hash(&bytes))))
             }
             _ => Err(refusal),
         })?;
@@ -318,7 +319,10 @@ impl WriteToFile {
                 edited_text(&working, style, &edits)
             }
         };
-        let bytes = file.encode(&written);
+        // The file's own encoding (a new file, or one that was not text, is written in UTF-8).
+        let bytes = file.encode(&written).map_err(|reason| {
+            Refusal::mistake(messages::cannot_write(name.verb(), &rel_path, &format!("{reason}.")))
+        })?;
         Ok(Plan { name, rel_path, target, before, bytes, written })
     }
 }
