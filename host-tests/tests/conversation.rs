@@ -194,7 +194,7 @@ fn attempt_completion_takes_a_response_as_its_result() {
     let ws = workspace();
     let events: Arc<Mutex<Vec<UiEvent>>> = Arc::default();
     let sink = Arc::clone(&events);
-    let host = Scripted::answering(vec![Some(UserReply::accepted()); 3]);
+    let host = Scripted::answering(vec![Some(UserReply::accepted()); 4]);
     let runtime = shipped()
         .yes(true)
         .interaction(host)
@@ -205,6 +205,8 @@ fn attempt_completion_takes_a_response_as_its_result() {
         (serde_json::json!({"response": "Built it"}), "Built it"),
         (serde_json::json!({"result": "", "response": "From response"}), "From response"),
         (serde_json::json!({"result": "Mine", "response": "Not this"}), "Mine"),
+        // A native call's number is a string to Cline (`"5"`), so it is copied too.
+        (serde_json::json!({"response": 5}), "5"),
     ] {
         let task = runtime.task(TaskContext::new(ws.path()));
         let result = call(&task, "attempt_completion", input.clone());
@@ -214,7 +216,7 @@ fn attempt_completion_takes_a_response_as_its_result() {
         assert_eq!(events.last().map(|e| (e.kind.as_str(), e.text.as_str())), Some(("task_completed", shown)));
     }
     let missing = toolshed_plugin_api::result::missing_parameter_text("result");
-    for input in [serde_json::json!({"response": ""}), serde_json::json!({"response": 5}), serde_json::json!({})] {
+    for input in [serde_json::json!({"response": ""}), serde_json::json!({"response": null}), serde_json::json!({})] {
         let task = runtime.task(TaskContext::new(ws.path()));
         let result = call(&task, "attempt_completion", input.clone());
         assert!(text(&result).contains(&missing), "{input}: {}", text(&result));

@@ -150,6 +150,8 @@ fn plan_mode_refuses_a_file_edit_before_its_parameters_and_act_mode_respond_chec
         tool_error("The act_mode_respond tool is only available in ACT MODE. You are currently in PLAN MODE. Please use the appropriate tool for your current mode.")
     );
     task.set_mode(Mode::Act);
+    // The call before was act_mode_respond (its failure too, as in Cline): another tool first.
+    assert_eq!(call(&task, "list_files", json!({"path": "."})).status, ResultStatus::Success);
     assert_eq!(text(&call(&task, "act_mode_respond", json!({"response": ""}))), missing("response"));
 }
 

@@ -85,9 +85,10 @@ pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse)
     Ok(Valid { input, description, signature: sig })
 }
 
-/// Copies each alias's string into its parameter when the parameter is absent, null or empty (JavaScript's
-/// `!block.params.result` on Cline's string parameters), the alias staying, as Cline's
-/// `canonicalizeAttemptCompletionParams` does before any handler runs.
+/// Copies each alias's value into its parameter when the parameter is absent, null or empty (JavaScript's
+/// `!block.params.result` on Cline's string parameters) and the alias has one, the alias staying, as Cline's
+/// `canonicalizeAttemptCompletionParams` does before any handler runs. Cline's `typeof response === "string"`
+/// holds for any value a call carries (a native call's values are stringified first); a null is absent here.
 pub(crate) fn apply_aliases(aliases: &std::collections::BTreeMap<String, String>, input: &mut Value) {
     let Value::Object(map) = input else { return };
     for (alias, param) in aliases {
@@ -96,9 +97,9 @@ pub(crate) fn apply_aliases(aliases: &std::collections::BTreeMap<String, String>
             Some(Value::String(s)) => s.is_empty(),
             Some(_) => false,
         };
-        if let (true, Some(Value::String(value))) = (unset, map.get(alias)) {
+        if let (true, Some(value)) = (unset, map.get(alias).filter(|v| !v.is_null())) {
             let value = value.clone();
-            map.insert(param.clone(), Value::String(value));
+            map.insert(param.clone(), value);
         }
     }
 }
@@ -258,9 +259,10 @@ mod tests {
             (json!({"response": "done", "result": ""}), json!({"response": "done", "result": "done"})),
             (json!({"response": "done", "result": null}), json!({"response": "done", "result": "done"})),
             (json!({"response": "", "result": null}), json!({"response": "", "result": ""})),
-            // A result that is there wins; an alias that is not a string is not copied.
+            // A result that is there wins; any value but null is copied (Cline stringifies it first).
             (json!({"response": "done", "result": "mine"}), json!({"response": "done", "result": "mine"})),
-            (json!({"response": 5}), json!({"response": 5})),
+            (json!({"response": 5}), json!({"response": 5, "result": 5})),
+            (json!({"response": null}), json!({"response": null})),
             (json!("text"), json!("text")),
         ];
         for (mut input, expected) in cases {
