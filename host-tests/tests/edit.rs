@@ -281,5 +281,9 @@ fn empty_content_writes_an_empty_file_and_an_empty_diff_gets_clines_message() {
     assert_eq!(bytes(&ws.path().join("keep.txt")), b"x\n");
     // Absent is still missing, with Cline's own guidance.
     let absent = call(&task, "write_to_file", json!({"path": "x.txt"}));
-    assert!(text(&absent).contains("Failed to write to 'x.txt': The 'content' parameter was empty."), "{}", text(&absent));
+    assert!(
+        text(&absent).contains("Failed to write to 'x.txt': The 'content' parameter was empty."),
+        "{}",
+        text(&absent)
+    );
 }

@@ -527,7 +527,8 @@ fn unknown_and_disabled_servers_read_as_cline_words_them_per_tool() {
     std::fs::write(&settings, servers.to_string()).unwrap();
     let runtime = runtime_with(&settings, true, |_| {});
     let task = task_in(&runtime, ws.path());
-    let tool_error = |text: &str| format!("The tool execution failed with the following error:\n<error>\n{text}\n</error>");
+    let tool_error =
+        |text: &str| format!("The tool execution failed with the following error:\n<error>\n{text}\n</error>");
 
     // use_mcp_tool: the handler's plain string, no toolError wrapper, not the model's mistake.
     let unknown = use_tool(&task, "nope", "echo", "{}");

@@ -101,7 +101,9 @@ fn replace_in_file_without_a_diff_gets_its_own_text() {
     std::fs::write(ws.path().join("a.txt"), "alpha\n").unwrap();
     let task = task_in(&runtime, ws.path());
     let expected = "Failed to edit 'a.txt': The 'diff' parameter was empty.\n\nThe diff parameter must contain SEARCH/REPLACE blocks in this format:\n<<<<<<< SEARCH\nexact lines to find\n=======\nreplacement lines\n>>>>>>> REPLACE\n\nRules:\n- The SEARCH block must match existing file content exactly (including whitespace and indentation)\n- You can include multiple SEARCH/REPLACE blocks in a single diff parameter\n- If you're unsure of the exact content, use read_file first to see the current file";
-    for input in [json!({"path": "a.txt"}), json!({"path": "a.txt", "diff": null}), json!({"path": "a.txt", "diff": ""})] {
+    for input in
+        [json!({"path": "a.txt"}), json!({"path": "a.txt", "diff": null}), json!({"path": "a.txt", "diff": ""})]
+    {
         assert_eq!(text(&call(&task, "replace_in_file", input.clone())), tool_error(expected), "{input}");
     }
     for message in [
@@ -226,9 +228,11 @@ fn execute_command_reads_its_timeout_as_javascripts_parse_int() {
     let ws = workspace();
     let task = task_in(&runtime, ws.path());
     // `"1s"` is 1: the command is stopped at one second (a 30-second sleep otherwise).
-    let result = call(&task, "execute_command", json!({"command": "sleep 30", "requires_approval": false, "timeout": "1s"}));
+    let result =
+        call(&task, "execute_command", json!({"command": "sleep 30", "requires_approval": false, "timeout": "1s"}));
     assert_eq!(text(&result), "Command execution timed out after 1 seconds. ");
     // `"0x5"` is 0, not positive: no timeout, the command runs to its end.
-    let result = call(&task, "execute_command", json!({"command": "echo ok", "requires_approval": false, "timeout": "0x5"}));
+    let result =
+        call(&task, "execute_command", json!({"command": "echo ok", "requires_approval": false, "timeout": "0x5"}));
     assert_eq!(text(&result), "Command executed successfully (exit code 0).\nOutput:\nok");
 }
