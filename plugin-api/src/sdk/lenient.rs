@@ -33,9 +33,9 @@ fn stringified_int(f: f64) -> Option<i64> {
 }
 
 /// JavaScript's `Number.parseInt(text, 10)` where its answer is a number, `None` where it is `NaN`: leading
-/// white space (JavaScript's: Unicode spaces, line terminators, the byte-order mark, not U+0085) skipped, an optional
-/// sign, then the longest run of ASCII digits; no digits is `NaN`. A value past `i64` saturates (JavaScript
-/// would answer an imprecise float).
+/// white space (JavaScript's: Unicode spaces, line terminators, the byte-order mark, not U+0085) skipped, an
+/// optional sign, then the longest run of ASCII digits; no digits is `NaN`. A value past `i64` saturates
+/// (JavaScript would answer an imprecise float).
 pub fn parse_int(text: &str) -> Option<i64> {
     let rest = text.trim_start_matches(|c: char| (c.is_whitespace() && c != '\u{85}') || c == '\u{FEFF}');
     let (negative, rest) = match rest.as_bytes().first() {

@@ -8,6 +8,8 @@
 //! - Error-like lines inside an output cut are lifted into the result (see [`output`]).
 //! - The model's `timeout` applies whenever it is given; Cline's default timeouts apply where Cline applies
 //!   them (YOLO mode and subagent runs).
+//! - A blank `command` (white space alone, which only a native call can send) gets Cline's empty-command
+//!   text; Cline's `!command` lets it through to the shell.
 
 #![deny(missing_docs)]
 
