@@ -71,7 +71,7 @@ pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse)
         let text = messages::plan_mode_refusal(&tool_use.name);
         return Err(Box::new(Invalid { result: error(tool_use, description, &text), signature: None, mistake: false }));
     }
-    let unchecked = (!route.meta.checks_parameters).then_some(route.meta.required.as_slice()).unwrap_or_default();
+    let unchecked: &[(String, bool)] = if route.meta.checks_parameters { &[] } else { &route.meta.required };
     if let Some((param, _)) =
         unchecked.iter().find(|(name, allow_empty)| is_missing(input.get(name.as_str()), *allow_empty))
     {
