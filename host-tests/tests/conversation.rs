@@ -182,8 +182,46 @@ fn attempt_completion_completes_or_returns_feedback() {
     assert!(kinds.contains(&("completion_result", "Built it, with a test")), "{kinds:?}");
     assert_eq!(kinds.last(), Some(&("task_completed", "Built it, with a test")));
 
-    let result = call(&task, "attempt_completion", serde_json::json!({"result": "  "}));
+    // Cline's `!result`: an empty result is missing (blank text is a value natively; XML trims it to empty).
+    let result = call(&task, "attempt_completion", serde_json::json!({"result": ""}));
     assert!(text(&result).contains("Missing value for required parameter 'result'."));
+}
+
+/// Cline's executor copies a string `response` into a missing or empty `result` before anything else
+/// (`canonicalizeAttemptCompletionParams`); a result that is there wins.
+#[test]
+fn attempt_completion_takes_a_response_as_its_result() {
+    let ws = workspace();
+    let events: Arc<Mutex<Vec<UiEvent>>> = Arc::default();
+    let sink = Arc::clone(&events);
+    let host = Scripted::answering(vec![Some(UserReply::accepted()); 4]);
+    let runtime = shipped()
+        .yes(true)
+        .interaction(host)
+        .on_event(move |event| sink.lock().unwrap().push(event.clone()))
+        .build()
+        .unwrap();
+    for (input, shown) in [
+        (serde_json::json!({"response": "Built it"}), "Built it"),
+        (serde_json::json!({"result": "", "response": "From response"}), "From response"),
+        (serde_json::json!({"result": "Mine", "response": "Not this"}), "Mine"),
+        // A native call's number is a string to Cline (`"5"`), so it is copied too.
+        (serde_json::json!({"response": 5}), "5"),
+    ] {
+        let task = runtime.task(TaskContext::new(ws.path()));
+        let result = call(&task, "attempt_completion", input.clone());
+        assert_eq!(text(&result), "[attempt_completion] Result: Done", "{input}");
+        assert!(task.is_completed(), "{input}");
+        let events = events.lock().unwrap();
+        assert_eq!(events.last().map(|e| (e.kind.as_str(), e.text.as_str())), Some(("task_completed", shown)));
+    }
+    let missing = toolshed_plugin_api::result::missing_parameter_text("result");
+    for input in [serde_json::json!({"response": ""}), serde_json::json!({"response": null}), serde_json::json!({})] {
+        let task = runtime.task(TaskContext::new(ws.path()));
+        let result = call(&task, "attempt_completion", input.clone());
+        assert!(text(&result).contains(&missing), "{input}: {}", text(&result));
+        assert!(!task.is_completed());
+    }
 }
 
 #[test]

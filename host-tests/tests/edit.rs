@@ -105,7 +105,7 @@ fn bad_input_is_a_clear_error_and_the_file_is_untouched() {
     let block = |search: &str| format!("------- SEARCH\n{search}\n=======\nchanged\n+++++++ REPLACE");
     let victim = outside.path().join("victim.txt");
     let cases: Vec<(Value, &str, PathBuf)> = vec![
-        (json!({"path": "a.txt"}), "Missing value for required parameter 'diff'", root.join("a.txt")),
+        (json!({"path": "a.txt"}), "Failed to edit 'a.txt': The 'diff' parameter was empty.", root.join("a.txt")),
         (
             json!({"path": "a.txt", "diff": "------- SEARCH\nalpha\n+++++++ REPLACE"}),
             "...is malformatted.",
@@ -279,7 +279,11 @@ fn empty_content_writes_an_empty_file_and_an_empty_diff_gets_clines_message() {
     assert_eq!(empty_diff.status, toolshed::ResultStatus::Error);
     assert!(!text(&empty_diff).contains("Missing value for required parameter"), "{}", text(&empty_diff));
     assert_eq!(bytes(&ws.path().join("keep.txt")), b"x\n");
-    // Absent is still missing.
+    // Absent is still missing, with Cline's own guidance.
     let absent = call(&task, "write_to_file", json!({"path": "x.txt"}));
-    assert!(text(&absent).contains("Missing value for required parameter 'content'"), "{}", text(&absent));
+    assert!(
+        text(&absent).contains("Failed to write to 'x.txt': The 'content' parameter was empty."),
+        "{}",
+        text(&absent)
+    );
 }

@@ -516,3 +516,56 @@ fn serve_reports_is_error_and_forwards_the_servers_list_changed() {
     assert!(result["fail"]["text"].as_str().unwrap().contains("Error:\nit failed"), "{result}");
     assert_eq!(result["changed"], true, "{result}");
 }
+
+/// Issue 25, class 3: Cline's texts for a server the MCP tools cannot use, and the order of their own checks.
+#[test]
+fn unknown_and_disabled_servers_read_as_cline_words_them_per_tool() {
+    let ws = workspace();
+    let settings = ws.path().join("mcp.json");
+    let servers =
+        json!({"mcpServers": {"everything": everything(json!({})), "off": everything(json!({"disabled": true}))}});
+    std::fs::write(&settings, servers.to_string()).unwrap();
+    let runtime = runtime_with(&settings, true, |_| {});
+    let task = task_in(&runtime, ws.path());
+    let tool_error =
+        |text: &str| format!("The tool execution failed with the following error:\n<error>\n{text}\n</error>");
+
+    // use_mcp_tool: the handler's plain string, no toolError wrapper, not the model's mistake.
+    let unknown = use_tool(&task, "nope", "echo", "{}");
+    assert_eq!(
+        unknown.to_model_text(),
+        "[use_mcp_tool for 'nope'] Result:\nError executing MCP tool: No connection found for server: nope. Please make sure to use MCP servers available under 'Connected MCP Servers'."
+    );
+    assert!(unknown.is_error());
+    let disabled = use_tool(&task, "off", "echo", "{}");
+    assert_eq!(
+        disabled.to_model_text(),
+        "[use_mcp_tool for 'off'] Result:\nError executing MCP tool: Server \"off\" is disabled and cannot be used"
+    );
+    assert_eq!(task.consecutive_mistakes(), 0);
+    // access_mcp_resource: McpHub's `readResource` texts, without the suffix, inside the executor's toolError.
+    let unknown = call(&task, "access_mcp_resource", json!({"server_name": "nope", "uri": "demo://a"}));
+    assert_eq!(text(&unknown), tool_error("Error executing access_mcp_resource: No connection found for server: nope"));
+    let disabled = call(&task, "access_mcp_resource", json!({"server_name": "off", "uri": "demo://a"}));
+    assert_eq!(text(&disabled), tool_error("Error executing access_mcp_resource: Server \"off\" is disabled"));
+
+    // The handlers' own checks, in Cline's order: server_name, tool_name (or uri), then the arguments' JSON.
+    let missing = |param: &str| tool_error(&toolshed_plugin_api::result::missing_parameter_text(param));
+    for (tool, input, param) in [
+        ("use_mcp_tool", json!({"tool_name": "echo", "arguments": "{bad"}), "server_name"),
+        ("use_mcp_tool", json!({"server_name": "", "tool_name": "echo"}), "server_name"),
+        ("use_mcp_tool", json!({"server_name": "everything", "arguments": "{bad"}), "tool_name"),
+        ("access_mcp_resource", json!({"uri": "demo://a"}), "server_name"),
+        ("access_mcp_resource", json!({"server_name": "everything", "uri": null}), "uri"),
+    ] {
+        assert_eq!(text(&call(&task, tool, input.clone())), missing(param), "{tool} {input}");
+    }
+    let blank = use_tool(&task, "everything", "echo", "  ");
+    assert_eq!(
+        text(&blank),
+        tool_error("Invalid JSON argument used with everything for echo. Please retry with a properly formatted JSON argument.")
+    );
+    // Without arguments, the tool is called with `{}`, as Cline's hub sends.
+    let bare = call(&task, "use_mcp_tool", json!({"server_name": "everything", "tool_name": "get-tiny-image"}));
+    assert!(!bare.is_error(), "{bare:?}");
+}

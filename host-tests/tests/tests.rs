@@ -32,4 +32,5 @@ mod serve_listing;
 mod serve_sessions;
 mod subagents;
 mod timeouts;
+mod validation_order;
 mod web;

@@ -92,6 +92,8 @@ pub fn declare(name: &str, description: &str, params: &[(&str, bool, &str)]) -> 
         capabilities: Vec::new(),
         display: None,
         specs: [("generic".to_owned(), spec)].into_iter().collect(),
+        checks_parameters: false,
+        param_aliases: std::collections::BTreeMap::new(),
     }
 }
 

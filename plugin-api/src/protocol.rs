@@ -33,6 +33,17 @@ pub struct ToolDeclaration {
     pub display: Option<String>,
     /// Specs per model family (`generic` is the fallback).
     pub specs: BTreeMap<String, ToolSpec>,
+    /// The handler checks its parameters itself, in its own order and with its own texts, as each of Cline's
+    /// handlers does, so the runtime's generic required-parameter check gives way: in Cline a gate such as
+    /// web_fetch's comes before the parameters, and execute_command has its own text for an empty `command`.
+    /// Absent (false): the runtime refuses a call missing a required parameter before the tool sees it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub checks_parameters: bool,
+    /// Parameters the model may send under another name, alias → parameter: when the parameter is absent,
+    /// null or empty and the alias holds a string, the runtime copies the alias's value to it before any
+    /// check, the alias staying (Cline's `canonicalizeAttemptCompletionParams`: `response` → `result`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub param_aliases: BTreeMap<String, String>,
 }
 
 /// A second name for a tool's handler.

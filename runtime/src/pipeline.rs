@@ -2,7 +2,8 @@
 //!
 //! 1. **resolve** ([`resolve`]): the name to its tool's route, through the services' name routes for names no
 //!    plugin has (`{server}__mcp__{tool}`, `use_subagent_<name>`);
-//! 2. **validate** ([`validate`]): the input parsed once and checked (an object, required parameters, PLAN mode);
+//! 2. **validate** ([`validate`]): the input parsed once and checked (an object, the declared parameter aliases,
+//!    PLAN mode, then the required parameters unless the tool checks its own);
 //! 3. **prepare**: the tool's own validation, on its actor, answering `proceed`, an approval request or an error;
 //! 4. **authorize** ([`authorize`]): the approval policy, the PreToolUse hooks and, when either says so, the user;
 //! 5. **execute**: the tool's work; when nobody has to be asked it runs in the same job as `prepare`;

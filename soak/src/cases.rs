@@ -130,6 +130,10 @@ const ERROR_PATTERNS: &[(Kind, &str)] = &[
     (Kind::Boundary, "the tool's actor has stopped"),
     (Kind::Boundary, "unreadable answer from"),
     (Kind::MissingParameter, "Missing value for required parameter"),
+    // The tools' own texts, which Cline's handlers give instead (execute_command, write_to_file, replace_in_file;
+    // condense and use_skill).
+    (Kind::MissingParameter, "parameter was empty"),
+    (Kind::MissingParameter, "Missing required parameter"),
     (Kind::CommandNotPermitted, "blocked by CLINE_COMMAND_PERMISSIONS"),
     (Kind::Clineignore, ".clineignore"),
     (Kind::OutsideWorkspace, "which is outside the workspace"),

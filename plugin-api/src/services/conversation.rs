@@ -90,6 +90,10 @@ pub struct TaskSettings {
     /// The tool called before this call in the task.
     #[serde(default)]
     pub last_tool: Option<String>,
+    /// The task's consecutive mistakes before this call (Cline's `consecutiveMistakeCount`), which some of
+    /// Cline's texts count with (write_to_file's missing `content`).
+    #[serde(default)]
+    pub consecutive_mistakes: u32,
 }
 
 /// Request of [`TaskSetMode`].

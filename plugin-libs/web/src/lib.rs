@@ -66,6 +66,8 @@ impl WebTool {
             ]
             .into_iter()
             .collect(),
+            checks_parameters: true,
+            param_aliases: Default::default(),
         }
     }
 

@@ -65,6 +65,7 @@ impl Tool for AccessMcpResource {
             context_requirements: vec!["mcp".to_owned()],
         };
         let mut declaration = toolshed_plugin_api::declare("access_mcp_resource", DESCRIPTION, &[]);
+        declaration.checks_parameters = true;
         declaration.capabilities = vec![capability::NETWORK.to_owned()];
         declaration.display = Some("[{tool} for '{server_name}']".to_owned());
         declaration.specs = [("generic".to_owned(), spec)].into_iter().collect();
@@ -76,6 +77,9 @@ impl Tool for AccessMcpResource {
     }
 
     fn prepare(&self, call: &ToolCall<AccessMcpResourceArgs>, _host: &HostClient<'_>) -> Result<Prepared, Failure> {
+        if let Some(missing) = missing(&call.input) {
+            return Ok(result::refuse(result::missing_parameter_text(missing)));
+        }
         let (server, uri) = names(&call.input);
         Ok(result::approval(
             "mcp",
@@ -86,6 +90,9 @@ impl Tool for AccessMcpResource {
     }
 
     fn execute(&self, call: &ToolCall<AccessMcpResourceArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
+        if let Some(missing) = missing(&call.input) {
+            return Ok(result::missing_parameter(missing));
+        }
         let (server, uri) = names(&call.input);
         if !host.offers::<services::McpReadResource>() {
             return Ok(result::error(
@@ -97,6 +104,14 @@ impl Tool for AccessMcpResource {
             Err(e) => result::error(format!("Error executing access_mcp_resource: {}", e.message)),
         })
     }
+}
+
+/// The first required parameter without a value, as Cline's `!server_name` and `!uri` find it.
+fn missing(args: &AccessMcpResourceArgs) -> Option<&'static str> {
+    let unset = |value: &Option<String>| value.as_deref().is_none_or(str::is_empty);
+    [("server_name", &args.server_name), ("uri", &args.uri)]
+        .into_iter()
+        .find_map(|(name, value)| unset(value).then_some(name))
 }
 
 fn names(args: &AccessMcpResourceArgs) -> (&str, &str) {

@@ -30,6 +30,7 @@ impl Tool for ActModeRespond {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("act_mode_respond", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
         for spec in declaration.specs.values_mut() {
             spec.context_requirements = vec!["mode:act".to_owned()];
         }

@@ -286,6 +286,8 @@ impl Tool for ApplyPatch {
             // Cline offers the tool to the GPT-5 families only; `generic` is the fallback the runtime reads the
             // required parameters from, and prompt variants decide which families list the tool.
             specs: ["generic", "gpt-5", "gpt-5-native"].into_iter().map(|f| (f.to_owned(), spec.clone())).collect(),
+            checks_parameters: true,
+            param_aliases: Default::default(),
         }
     }
 

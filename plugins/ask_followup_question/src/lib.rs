@@ -60,6 +60,7 @@ impl Tool for AskFollowupQuestion {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("ask_followup_question", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
         declaration.display = Some("[{tool} for '{question}']".to_owned());
         for spec in declaration.specs.values_mut() {
             // Hidden from the prompt in YOLO mode, as Cline hides it.

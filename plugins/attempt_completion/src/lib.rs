@@ -60,7 +60,11 @@ impl Tool for AttemptCompletion {
     type Args = AttemptCompletionArgs;
 
     fn declaration() -> ToolDeclaration {
-        toolshed_plugin_api::declare("attempt_completion", spec::DESCRIPTION, spec::PARAMS)
+        let mut declaration = toolshed_plugin_api::declare("attempt_completion", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
+        // Cline's executor copies `response` into a missing `result` before anything else looks at the call.
+        declaration.param_aliases.insert("response".to_owned(), "result".to_owned());
+        declaration
     }
 
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {
@@ -69,7 +73,9 @@ impl Tool for AttemptCompletion {
 
     fn execute(&self, call: &ToolCall<AttemptCompletionArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let input = &call.input;
-        let Some(result_text) = input.result.as_deref().or(input.response.as_deref()).filter(|r| !r.is_empty()) else {
+        let Some(result_text) =
+            input.result.as_deref().filter(|r| !r.is_empty()).or(input.response.as_deref()).filter(|r| !r.is_empty())
+        else {
             return Ok(result::missing_parameter("result"));
         };
         let settings = match host.task_settings(&call.task) {

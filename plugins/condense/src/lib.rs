@@ -6,7 +6,7 @@ use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
 use toolshed_plugin_api::services::{self, TaskTextRequest};
 use toolshed_plugin_api::{
-    export_plugin, result, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
+    export_plugin, result, Block, Failure, HostClient, Outcome, Tool, ToolCall, ToolDeclaration, ToolInit,
 };
 
 mod spec;
@@ -28,7 +28,9 @@ impl Tool for Condense {
     type Args = CondenseArgs;
 
     fn declaration() -> ToolDeclaration {
-        toolshed_plugin_api::declare("condense", spec::DESCRIPTION, spec::PARAMS)
+        let mut declaration = toolshed_plugin_api::declare("condense", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
+        declaration
     }
 
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {
@@ -37,7 +39,10 @@ impl Tool for Condense {
 
     fn execute(&self, call: &ToolCall<CondenseArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(context) = call.input.context.as_deref().filter(|c| !c.is_empty()) else {
-            return Ok(result::missing_parameter("context"));
+            // Cline's CondenseHandler returns this plain string, without the `toolError` wrapper.
+            return Ok(result::failed_blocks(vec![Block::Text {
+                text: "Missing required parameter: context".to_owned(),
+            }]));
         };
         let request = TaskTextRequest { text: context.to_owned() };
         let answer = match host.task_action::<services::TaskCondense>(&request) {

@@ -8,6 +8,8 @@
 //! - Error-like lines inside an output cut are lifted into the result (see [`output`]).
 //! - The model's `timeout` applies whenever it is given; Cline's default timeouts apply where Cline applies
 //!   them (YOLO mode and subagent runs).
+//! - A blank `command` (white space alone, which only a native call can send) gets Cline's empty-command
+//!   text; Cline's `!command` lets it through to the shell.
 
 #![deny(missing_docs)]
 
@@ -121,6 +123,8 @@ impl Tool for ExecuteCommand {
             capabilities: vec![capability::RUNS_COMMANDS.to_owned()],
             display: Some("[{tool} for '{command}']".to_owned()),
             specs: [("generic".to_owned(), spec)].into_iter().collect(),
+            checks_parameters: true,
+            param_aliases: Default::default(),
         }
     }
 
@@ -129,10 +133,21 @@ impl Tool for ExecuteCommand {
     }
 
     fn prepare(&self, call: &ToolCall<ExecuteCommandArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
+        // Cline's order: the command, then `requires_approval`, then the permission and `.clineignore` gates.
         let command = match command_of(call) {
             Ok(command) => command,
-            Err(refusal) => return Ok(refusal),
+            Err(refusal) => {
+                host.say(
+                    "error",
+                    "Cline tried to use execute_command without value for required parameter 'command'. Retrying...",
+                    false,
+                );
+                return Ok(refusal);
+            }
         };
+        if !approval_given(call) {
+            return Ok(result::refuse(result::missing_parameter_text("requires_approval")));
+        }
         let settings = settings(host);
         // Every check below looks at what `execute` will run, where it will run it: the command after its
         // `@root:` prefix is taken off, in that root.
@@ -161,6 +176,9 @@ impl Tool for ExecuteCommand {
             Ok(command) => command,
             Err(_) => return Ok(result::mistake(EMPTY_COMMAND)),
         };
+        if !approval_given(call) {
+            return Ok(result::missing_parameter("requires_approval"));
+        }
         let settings = settings(host);
         let (command, cwd) = split_root_prefix(&command, call, &self.patterns);
         let timeout = timeout_for(&command, call, &settings, &self.patterns);
@@ -171,6 +189,11 @@ impl Tool for ExecuteCommand {
         let _ = host.forget_reads(Vec::new());
         Ok(outcome)
     }
+}
+
+/// Whether `requires_approval` has a value: Cline's `!requiresApprovalRaw` (absent or empty; `false` is one).
+fn approval_given(call: &ToolCall<ExecuteCommandArgs>) -> bool {
+    call.input.requires_approval.as_deref().is_some_and(|value| !value.is_empty())
 }
 
 /// The command after Cline's checks and clean-ups, or `prepare`'s refusal.

@@ -203,7 +203,9 @@ impl Collector {
                     .path
                     .as_ref()
                     .map_or("no log file (it could not be created)".to_owned(), |p| p.display().to_string());
-                text.push_str(&format!("\n... ({skipped} lines written to {place}) ...\n"));
+                // Cline's marker is a line of its own that starts and ends with a newline, joined to the kept
+                // lines with newlines: a blank line on each side.
+                text.push_str(&format!("\n\n... ({skipped} lines written to {place}) ...\n\n"));
                 text.push_str(&lifted);
                 text.push_str(&Vec::from(spill.tail).join("\n"));
                 Collected { text: text.trim().to_owned(), log: spill.path }
@@ -313,7 +315,7 @@ mod tests {
         let log = out.log.clone().unwrap();
         assert_eq!(std::fs::read_to_string(&log).unwrap(), numbered(5000));
         let expect = format!(
-            "{}\n... (4800 lines written to {}) ...\n{}",
+            "{}\n\n... (4800 lines written to {}) ...\n\n{}",
             (1..=100).map(|i| i.to_string()).collect::<Vec<_>>().join("\n"),
             log.display(),
             (4901..=5000).map(|i| i.to_string()).collect::<Vec<_>>().join("\n")

@@ -30,6 +30,7 @@ impl Tool for GenerateExplanation {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("generate_explanation", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
         declaration.display = Some("[{tool} for '{title}']".to_owned());
         declaration
     }

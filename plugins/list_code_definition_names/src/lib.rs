@@ -148,6 +148,8 @@ impl Tool for ListCodeDefinitionNames {
             ]
             .into_iter()
             .collect(),
+            checks_parameters: true,
+            param_aliases: Default::default(),
         }
     }
 

@@ -96,6 +96,8 @@ impl Tool for ListFiles {
             ]
             .into_iter()
             .collect(),
+            checks_parameters: true,
+            param_aliases: Default::default(),
         }
     }
 
@@ -165,7 +167,7 @@ fn render(
 }
 
 fn missing_path() -> String {
-    "Missing value for required parameter 'path'.".to_owned()
+    result::missing_parameter_text("path")
 }
 
 /// A refusal in `prepare` that is the environment's fault, not the model's.
@@ -301,7 +303,7 @@ mod tests {
             )
         );
         let prepared = host.prepare(&ListFiles, &call(serde_json::json!({})));
-        assert_eq!(prepared, result::refuse("Missing value for required parameter 'path'."));
+        assert_eq!(prepared, result::refuse(result::missing_parameter_text("path")));
     }
 
     #[test]

@@ -26,6 +26,7 @@ impl Tool for NewTask {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("new_task", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
         declaration.display = Some("[{tool} for creating a new task]".to_owned());
         for spec in declaration.specs.values_mut() {
             spec.context_requirements = vec!["!yolo".to_owned()];

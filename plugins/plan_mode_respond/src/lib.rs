@@ -42,6 +42,7 @@ impl Tool for PlanModeRespond {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("plan_mode_respond", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
         for spec in declaration.specs.values_mut() {
             spec.context_requirements = vec!["mode:plan".to_owned()];
             for param in &mut spec.parameters {

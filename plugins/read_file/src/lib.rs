@@ -112,6 +112,8 @@ impl Tool for ReadFile {
             capabilities: vec![capability::READ_ONLY.to_owned()],
             display: Some("[{tool} for '{path}']".to_owned()),
             specs: [("generic".to_owned(), spec)].into_iter().collect(),
+            checks_parameters: true,
+            param_aliases: Default::default(),
         }
     }
 

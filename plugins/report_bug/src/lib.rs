@@ -33,7 +33,9 @@ impl Tool for ReportBug {
     type Args = ReportBugArgs;
 
     fn declaration() -> ToolDeclaration {
-        toolshed_plugin_api::declare("report_bug", spec::DESCRIPTION, spec::PARAMS)
+        let mut declaration = toolshed_plugin_api::declare("report_bug", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
+        declaration
     }
 
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {

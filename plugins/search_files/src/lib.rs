@@ -147,6 +147,8 @@ impl Tool for SearchFiles {
                 .into_iter()
                 .map(|family| (family.to_owned(), spec.clone()))
                 .collect(),
+            checks_parameters: true,
+            param_aliases: Default::default(),
         }
     }
 
@@ -206,10 +208,10 @@ pub fn walk_files(root: &Path, threads: usize) -> Vec<PathBuf> {
 /// one is refused before anyone is asked to approve the search.
 fn check(input: &SearchFilesArgs) -> Result<Checked<'_>, ToolError> {
     let Some(path) = input.path() else {
-        return Err(mistake("Missing value for required parameter 'path'."));
+        return Err(mistake(result::missing_parameter_text("path")));
     };
     let Some(regex) = input.regex() else {
-        return Err(mistake("Missing value for required parameter 'regex'."));
+        return Err(mistake(result::missing_parameter_text("regex")));
     };
     let matcher = search::matcher(regex)
         .map_err(|e| mistake(format!("The regex '{regex}' is not valid Rust regex syntax:\n{e}")))?;
@@ -552,14 +554,8 @@ mod tests {
         assert!(newline.message.contains("is not allowed in a regex"), "{}", newline.message);
         let bad_glob = refusal(prepare(serde_json::json!({"path": ".", "regex": "x", "file_pattern": "[a"})));
         assert!(bad_glob.message.starts_with("The file_pattern '[a' is not a valid glob: "), "{}", bad_glob.message);
-        assert_eq!(
-            refusal(prepare(serde_json::json!({"regex": "x"}))).message,
-            "Missing value for required parameter 'path'."
-        );
-        assert_eq!(
-            refusal(prepare(serde_json::json!({"path": "."}))).message,
-            "Missing value for required parameter 'regex'."
-        );
+        assert_eq!(refusal(prepare(serde_json::json!({"regex": "x"}))).message, result::missing_parameter_text("path"));
+        assert_eq!(refusal(prepare(serde_json::json!({"path": "."}))).message, result::missing_parameter_text("regex"));
         let missing = refusal(prepare(serde_json::json!({"path": "nope", "regex": "x"})));
         assert_eq!(
             missing.message,

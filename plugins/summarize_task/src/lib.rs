@@ -35,7 +35,9 @@ impl Tool for SummarizeTask {
     type Args = SummarizeTaskArgs;
 
     fn declaration() -> ToolDeclaration {
-        toolshed_plugin_api::declare("summarize_task", spec::DESCRIPTION, spec::PARAMS)
+        let mut declaration = toolshed_plugin_api::declare("summarize_task", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
+        declaration
     }
 
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {

@@ -13,8 +13,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use toolshed_plugin_api::sdk::lenient_string;
 use toolshed_plugin_api::{
-    capability, export_plugin, result, services, Block, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, Tool,
-    ToolCall, ToolDeclaration, ToolInit, ToolSpec,
+    capability, export_plugin, result, services, Block, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk,
+    ServiceErrorKind, Tool, ToolCall, ToolDeclaration, ToolInit, ToolSpec,
 };
 
 /// The input, as the model sends it.
@@ -52,10 +52,10 @@ pub fn invalid_arguments(server: &str, tool: &str) -> String {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InvalidArguments;
 
-/// Parses the `arguments` string: absent is none (the hub sends `{}`), anything but a JSON object is
-/// Cline's invalid-argument error.
+/// Parses the `arguments` string: absent or empty is none (the hub sends `{}`; Cline's `if (mcp_arguments)`),
+/// anything but a JSON object (white space alone included) is Cline's invalid-argument error.
 pub fn parse_arguments(arguments: Option<&str>) -> Result<Option<Map<String, Value>>, InvalidArguments> {
-    match arguments.map(str::trim) {
+    match arguments {
         None | Some("") => Ok(None),
         Some(text) => match serde_json::from_str::<Value>(text) {
             Ok(Value::Object(map)) => Ok(Some(map)),
@@ -136,8 +136,8 @@ impl Tool for UseMcpTool {
     fn declaration() -> ToolDeclaration {
         let parameters = PARAMETERS
             .iter()
-            // Cline's spec marks `arguments` required too, but its handler calls without it; the runtime
-            // enforces what the spec requires, so here only the names are.
+            // Cline's spec marks `arguments` required too, but its handler calls without it: here only the
+            // names are (the handler checks them itself, in Cline's order).
             .map(|&(name, description, usage)| ParamSpec::new(name, name != "arguments", description).usage(usage))
             .collect();
         let spec = ToolSpec {
@@ -148,6 +148,7 @@ impl Tool for UseMcpTool {
             context_requirements: vec!["mcp".to_owned()],
         };
         let mut declaration = toolshed_plugin_api::declare("use_mcp_tool", DESCRIPTION, &[]);
+        declaration.checks_parameters = true;
         declaration.capabilities = vec![capability::NETWORK.to_owned()];
         declaration.display = Some("[{tool} for '{server_name}']".to_owned());
         declaration.specs = [("generic".to_owned(), spec)].into_iter().collect();
@@ -159,6 +160,10 @@ impl Tool for UseMcpTool {
     }
 
     fn prepare(&self, call: &ToolCall<UseMcpToolArgs>, host: &HostClient<'_>) -> Result<Prepared, Failure> {
+        // Cline's order: `server_name`, `tool_name`, then the arguments' JSON.
+        if let Some(missing) = missing(&call.input) {
+            return Ok(result::refuse(result::missing_parameter_text(missing)));
+        }
         let (server, tool) = names(&call.input);
         if parse_arguments(call.input.arguments.as_deref()).is_err() {
             host.say("error", &format!("Cline tried to use {tool} with an invalid JSON argument. Retrying..."), false);
@@ -173,6 +178,9 @@ impl Tool for UseMcpTool {
     }
 
     fn execute(&self, call: &ToolCall<UseMcpToolArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
+        if let Some(missing) = missing(&call.input) {
+            return Ok(result::missing_parameter(missing));
+        }
         let (server, tool) = names(&call.input);
         let Ok(arguments) = parse_arguments(call.input.arguments.as_deref()) else {
             return Ok(result::mistake(invalid_arguments(server, tool)));
@@ -183,9 +191,24 @@ impl Tool for UseMcpTool {
         Ok(match host.mcp_call_tool(server, tool, arguments) {
             Ok(value) if is_error(&value) => result::failed_blocks(format_result(&value, call.task.supports_images)),
             Ok(value) => result::blocks(format_result(&value, call.task.supports_images)),
-            Err(e) => result::error(format!("Error executing MCP tool: {}", e.message)),
+            Err(e) if e.kind == ServiceErrorKind::Cancelled => {
+                result::error(format!("Error executing MCP tool: {}", e.message))
+            }
+            // Cline's handler returns this as its result, a plain string without the `toolError` wrapper
+            // (the hub's `No connection found for server: …`, `Server "…" is disabled and cannot be used`).
+            Err(e) => {
+                result::failed_blocks(vec![Block::Text { text: format!("Error executing MCP tool: {}", e.message) }])
+            }
         })
     }
+}
+
+/// The first required parameter without a value, as Cline's `!server_name` and `!tool_name` find it.
+fn missing(args: &UseMcpToolArgs) -> Option<&'static str> {
+    let unset = |value: &Option<String>| value.as_deref().is_none_or(str::is_empty);
+    [("server_name", &args.server_name), ("tool_name", &args.tool_name)]
+        .into_iter()
+        .find_map(|(name, value)| unset(value).then_some(name))
 }
 
 fn names(args: &UseMcpToolArgs) -> (&str, &str) {
@@ -262,6 +285,8 @@ mod tests {
         assert_eq!(parse_arguments(Some("{\"a\": 1}")).unwrap().unwrap()["a"], json!(1));
         assert_eq!(parse_arguments(Some("{a: 1}")), Err(InvalidArguments));
         assert_eq!(parse_arguments(Some("[1]")), Err(InvalidArguments));
+        assert_eq!(parse_arguments(Some("")), Ok(None));
+        assert_eq!(parse_arguments(Some("  ")), Err(InvalidArguments));
         assert_eq!(
             invalid_arguments("s", "t"),
             "Invalid JSON argument used with s for t. Please retry with a properly formatted JSON argument."

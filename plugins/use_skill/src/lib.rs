@@ -34,6 +34,7 @@ impl Tool for UseSkill {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("use_skill", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
         declaration.display = Some("[{tool}{?skill_name: for \"{skill_name}\"}]".to_owned());
         for spec in declaration.specs.values_mut() {
             // Offered when the host says skills are available, as Cline's `context.skills.length > 0`.
@@ -48,9 +49,10 @@ impl Tool for UseSkill {
 
     fn execute(&self, call: &ToolCall<UseSkillArgs>, host: &HostClient<'_>) -> Result<Outcome, Failure> {
         let Some(name) = call.input.skill_name.as_deref().filter(|n| !n.is_empty()) else {
-            return Ok(result::mistake(
-                "Error: Missing required parameter 'skill_name'. Please provide the name of the skill to activate.",
-            ));
+            // Cline's UseSkillToolHandler returns this plain string, without the `toolError` wrapper.
+            let text =
+                "Error: Missing required parameter 'skill_name'. Please provide the name of the skill to activate.";
+            return Ok(result::failed_blocks(vec![toolshed_plugin_api::Block::Text { text: text.to_owned() }]));
         };
         let list: SkillList = match host.call::<services::SkillsList>(&services::Empty {}) {
             Ok(list) => list,

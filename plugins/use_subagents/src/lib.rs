@@ -116,7 +116,9 @@ pub fn summary(outcomes: &[SubagentOutcome]) -> String {
 fn check(input: &Map<String, Value>) -> Result<Vec<String>, Prepared> {
     let prompts = collect_prompts(input);
     if prompts.is_empty() {
-        return Err(result::refuse(result::missing_parameter_text("prompt_1")));
+        // A configured agent's tool takes one `prompt`, as Cline names it.
+        let name = if agent(input).is_some() { "prompt" } else { "prompt_1" };
+        return Err(result::refuse(result::missing_parameter_text(name)));
     }
     if prompts.len() > MAX_PROMPTS && agent(input).is_none() {
         return Err(result::refuse(format!(
@@ -132,6 +134,7 @@ impl Tool for UseSubagents {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("use_subagents", spec::DESCRIPTION, spec::PARAMS);
+        declaration.checks_parameters = true;
         declaration.display = Some("[subagents]".to_owned());
         // Cline counts it among its read-only tools: the subagents' own calls go through the policy.
         declaration.capabilities = vec![toolshed_plugin_api::capability::READ_ONLY.to_owned()];

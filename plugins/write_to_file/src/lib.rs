@@ -144,8 +144,6 @@ impl Refusal {
     }
 }
 
-const MISSING_CONTENT_KEY: &str = "write_to_file:missing_content";
-
 /// The approval record of a file that did not exist yet.
 const NO_FILE: &str = "none";
 
@@ -242,11 +240,17 @@ impl WriteToFile {
                 return Err(Refusal::mistake(messages::missing_diff(&rel_path)));
             }
             Name::Write if input.content.is_none() => {
-                let failures = if report { bump_missing_content(host) } else { 1 };
+                // Cline counts with the task's consecutive mistakes, this one included.
+                let failures = host.task_settings(&call.task).map_or(0, |s| s.consecutive_mistakes).saturating_add(1);
                 if report {
+                    let next = if failures >= 2 {
+                        "This has happened multiple times — Cline will try a different approach."
+                    } else {
+                        "Retrying..."
+                    };
                     host.say(
                         "error",
-                        &format!("Cline tried to use write_to_file for '{rel_path}' without value for required parameter 'content'. Retrying..."),
+                        &format!("Cline tried to use write_to_file for '{rel_path}' without value for required parameter 'content'. {next}"),
                         false,
                     );
                 }
@@ -327,14 +331,6 @@ impl WriteToFile {
     }
 }
 
-/// Counts a consecutive `write_to_file` without `content`, for Cline's escalating guidance.
-fn bump_missing_content(host: &HostClient<'_>) -> u32 {
-    let previous = host.state_get(MISSING_CONTENT_KEY).ok().flatten().and_then(|v| v.as_u64()).unwrap_or(0);
-    let count = u32::try_from(previous).unwrap_or(u32::MAX).saturating_add(1);
-    let _ = host.state_set(MISSING_CONTENT_KEY, Some(count.into()));
-    count
-}
-
 impl Tool for WriteToFile {
     type Args = WriteToFileArgs;
 
@@ -390,7 +386,6 @@ impl Tool for WriteToFile {
         if let Err(e) = host.forget_reads(plan.target.cache_paths()) {
             host.log(log_level::WARN, &format!("read_cache.forget: {e}"));
         }
-        let _ = host.state_set(MISSING_CONTENT_KEY, None);
         Ok(result::text(messages::saved(&plan.rel_path, &messages::final_content(&plan.written))))
     }
 

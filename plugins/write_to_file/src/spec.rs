@@ -106,6 +106,8 @@ pub fn declaration() -> ToolDeclaration {
         capabilities: vec![capability::WRITES_FILES.to_owned(), capability::COMMITS_WRITES.to_owned()],
         display: Some(DISPLAY.to_owned()),
         specs: write.into_iter().collect(),
+        checks_parameters: true,
+        param_aliases: Default::default(),
     }
 }
 

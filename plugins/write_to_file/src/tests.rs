@@ -6,7 +6,7 @@ use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
-use toolshed_plugin_api::services::{ReadCacheForget, Say};
+use toolshed_plugin_api::services::{ReadCacheForget, Say, TaskSettings, TaskSettingsService};
 use toolshed_plugin_api::testing;
 
 /// The SDK's fake host over one workspace root (`.clineignore`-style blocked prefixes, task state, recorded
@@ -14,12 +14,33 @@ use toolshed_plugin_api::testing;
 pub(crate) struct FakeHost {
     pub root: PathBuf,
     host: testing::FakeHost,
+    /// The task's consecutive mistakes, counted as the runtime counts them (a mistake adds one, a success
+    /// resets), reported through `task.settings`.
+    mistakes: std::sync::Arc<std::sync::atomic::AtomicU32>,
 }
 
 impl FakeHost {
     pub fn new(root: &Path) -> Self {
         let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_owned());
-        Self { host: testing::FakeHost::workspace(&root), root }
+        let mistakes = std::sync::Arc::<std::sync::atomic::AtomicU32>::default();
+        let count = std::sync::Arc::clone(&mistakes);
+        let host = testing::FakeHost::workspace(&root).on::<TaskSettingsService>(move |_| {
+            let consecutive_mistakes = count.load(std::sync::atomic::Ordering::Relaxed);
+            Ok(TaskSettings { mode: "act".to_owned(), consecutive_mistakes, ..TaskSettings::default() })
+        });
+        Self { host, root, mistakes }
+    }
+
+    /// Counts a call's outcome as the runtime does.
+    fn count<T>(&self, result: &Result<T, (String, bool)>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        match result {
+            Ok(_) => self.mistakes.store(0, Relaxed),
+            Err((_, true)) => {
+                self.mistakes.fetch_add(1, Relaxed);
+            }
+            Err((_, false)) => {}
+        }
     }
 
     /// Blocks paths under these prefixes, as `.clineignore` would.
@@ -58,19 +79,20 @@ impl FakeHost {
 
     pub fn run_as(&self, tool: &str, input: Value, family: &str) -> Result<String, String> {
         let call = self.call(tool, input, family);
-        match self.host.prepare(&WriteToFile, &call) {
-            Prepared::Approval(_) => {}
-            Prepared::Error(e) => return Err(e.message),
-            Prepared::Proceed => panic!("file writes must ask for approval"),
-        }
-        match self.host.execute(&WriteToFile, &call) {
-            Outcome::Success { blocks, .. } => match blocks.as_slice() {
-                [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
-                other => panic!("unexpected blocks {other:?}"),
+        let result = match self.host.prepare(&WriteToFile, &call) {
+            Prepared::Approval(_) => match self.host.execute(&WriteToFile, &call) {
+                Outcome::Success { blocks, .. } => match blocks.as_slice() {
+                    [toolshed_plugin_api::Block::Text { text }] => Ok(text.clone()),
+                    other => panic!("unexpected blocks {other:?}"),
+                },
+                Outcome::Error(e) => Err((e.message, e.mistake)),
+                Outcome::Denied => Err(("denied".to_owned(), false)),
             },
-            Outcome::Error(e) => Err(e.message),
-            Outcome::Denied => Err("denied".to_owned()),
-        }
+            Prepared::Error(e) => Err((e.message, e.mistake)),
+            Prepared::Proceed => panic!("file writes must ask for approval"),
+        };
+        self.count(&result);
+        result.map_err(|(message, _)| message)
     }
 
     pub fn partial(&self, tool: &str, input: Value) {
@@ -140,6 +162,10 @@ fn missing_content_guidance_grows_firmer() {
     host.run("write_to_file", json!({ "path": "a.txt", "content": "x" })).unwrap();
     let again = host.run("write_to_file", json!({ "path": "a.txt" })).unwrap_err();
     assert!(again.contains("Suggestions:"), "{again}");
+    // Cline counts the task's consecutive mistakes, whichever tool made the earlier ones.
+    host.run("replace_in_file", json!({ "path": "a.txt", "diff": "" })).unwrap_err();
+    let after_other = host.run("write_to_file", json!({ "path": "a.txt" })).unwrap_err();
+    assert!(after_other.contains("CRITICAL: You have failed to write this file 3 times in a row."), "{after_other}");
     assert!(!host.root.join("a.txt").exists() || std::fs::read_to_string(host.root.join("a.txt")).unwrap() == "x");
 }
 

@@ -1,6 +1,11 @@
-//! The validate stage: a tool use's input parsed and checked as Cline checks it before the tool sees it (a JSON
-//! object, the required parameters present, no file modification in PLAN mode), and the texts derived from
-//! it: the result header from the tool's display template and the loop-detection signature.
+//! The validate stage: a tool use's input parsed and checked as Cline checks it before the tool sees it, and
+//! the texts derived from it: the result header from the tool's display template and the loop-detection
+//! signature.
+//!
+//! The order is Cline's executor's: the declared parameter aliases first (`canonicalizeAttemptCompletionParams`),
+//! then the strict PLAN-mode refusal of file modifications, and only then the required parameters, which a
+//! tool that checks its own ([`ToolMeta::checks_parameters`](crate::registry::coordinator::ToolMeta)) checks
+//! itself: Cline has no generic check, each handler checks its parameters in its own order, some after a gate.
 
 use crate::messages;
 use crate::registry::coordinator::Route;
@@ -45,6 +50,8 @@ pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse)
             }
         },
     };
+    let mut input = input;
+    apply_aliases(&route.meta.param_aliases, &mut input);
     let description = describe(route.meta.display.as_deref(), &tool_use.name, &input);
     let sig = signature(&input);
     if !input.is_object() {
@@ -59,8 +66,14 @@ pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse)
             mistake: true,
         }));
     }
+    // Cline's executor refuses a file modification in PLAN mode before the handler looks at any parameter.
+    if task.mode() == Mode::Plan && route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES) {
+        let text = messages::plan_mode_refusal(&tool_use.name);
+        return Err(Box::new(Invalid { result: error(tool_use, description, &text), signature: None, mistake: false }));
+    }
+    let unchecked: &[(String, bool)] = if route.meta.checks_parameters { &[] } else { &route.meta.required };
     if let Some((param, _)) =
-        route.meta.required.iter().find(|(name, allow_empty)| is_missing(input.get(name.as_str()), *allow_empty))
+        unchecked.iter().find(|(name, allow_empty)| is_missing(input.get(name.as_str()), *allow_empty))
     {
         let text = messages::missing_parameter(param);
         return Err(Box::new(Invalid {
@@ -69,11 +82,26 @@ pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse)
             mistake: true,
         }));
     }
-    if task.mode() == Mode::Plan && route.meta.capabilities.iter().any(|c| c == capability::WRITES_FILES) {
-        let text = messages::plan_mode_refusal(&tool_use.name);
-        return Err(Box::new(Invalid { result: error(tool_use, description, &text), signature: None, mistake: false }));
-    }
     Ok(Valid { input, description, signature: sig })
+}
+
+/// Copies each alias's value into its parameter when the parameter is absent, null or empty (JavaScript's
+/// `!block.params.result` on Cline's string parameters) and the alias has one, the alias staying, as Cline's
+/// `canonicalizeAttemptCompletionParams` does before any handler runs. Cline's `typeof response === "string"`
+/// holds for any value a call carries (a native call's values are stringified first); a null is absent here.
+pub(crate) fn apply_aliases(aliases: &std::collections::BTreeMap<String, String>, input: &mut Value) {
+    let Value::Object(map) = input else { return };
+    for (alias, param) in aliases {
+        let unset = match map.get(param) {
+            None | Some(Value::Null) => true,
+            Some(Value::String(s)) => s.is_empty(),
+            Some(_) => false,
+        };
+        if let (true, Some(value)) = (unset, map.get(alias).filter(|v| !v.is_null())) {
+            let value = value.clone();
+            map.insert(param.clone(), value);
+        }
+    }
 }
 
 fn error(tool_use: &ToolUse, description: String, text: &str) -> ToolResult {
@@ -221,6 +249,26 @@ mod tests {
         let either = Some("[{tool} for '{path|absolutePath}']");
         assert_eq!(describe(either, "write_to_file", &json!({"absolutePath": "/a"})), "[write_to_file for '/a']");
         assert_eq!(describe(Some("[{tool} {n}] {"), "x", &json!({"n": 3})), "[x 3] {");
+    }
+
+    #[test]
+    fn aliases_fill_an_unset_parameter_as_cline_does() {
+        let aliases = [("response".to_owned(), "result".to_owned())].into_iter().collect();
+        let cases = [
+            (json!({"response": "done"}), json!({"response": "done", "result": "done"})),
+            (json!({"response": "done", "result": ""}), json!({"response": "done", "result": "done"})),
+            (json!({"response": "done", "result": null}), json!({"response": "done", "result": "done"})),
+            (json!({"response": "", "result": null}), json!({"response": "", "result": ""})),
+            // A result that is there wins; any value but null is copied (Cline stringifies it first).
+            (json!({"response": "done", "result": "mine"}), json!({"response": "done", "result": "mine"})),
+            (json!({"response": 5}), json!({"response": 5, "result": 5})),
+            (json!({"response": null}), json!({"response": null})),
+            (json!("text"), json!("text")),
+        ];
+        for (mut input, expected) in cases {
+            apply_aliases(&aliases, &mut input);
+            assert_eq!(input, expected);
+        }
     }
 
     #[test]

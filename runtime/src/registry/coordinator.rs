@@ -32,6 +32,10 @@ pub struct ToolMeta {
     pub specs: BTreeMap<String, ToolSpec>,
     /// Required parameters, from the generic spec, each with whether an empty string counts as a value.
     pub required: Vec<(String, bool)>,
+    /// The tool checks its parameters itself: the runtime's required-parameter check gives way.
+    pub checks_parameters: bool,
+    /// Parameter aliases, alias → parameter, applied before any check.
+    pub param_aliases: BTreeMap<String, String>,
     /// The plugin that serves it.
     pub plugin: Arc<PluginIdentity>,
 }
@@ -312,6 +316,8 @@ impl Coordinator {
                     display: display.clone(),
                     capabilities: decl.capabilities.clone(),
                     required: required_params(specs),
+                    checks_parameters: decl.checks_parameters,
+                    param_aliases: decl.param_aliases.clone(),
                     specs: specs.clone(),
                     plugin: Arc::clone(&plugin.identity),
                 }),

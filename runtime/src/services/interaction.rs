@@ -183,6 +183,7 @@ impl InteractionHost {
             double_check_completion: self.tasks.double_check_completion,
             initial_task,
             last_tool,
+            consecutive_mistakes: task.mistakes.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 

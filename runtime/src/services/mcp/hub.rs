@@ -87,6 +87,13 @@ impl Connection {
     }
 }
 
+/// What a connection is wanted for: Cline's texts for a server it cannot use differ by request.
+#[derive(Clone, Copy)]
+enum Request {
+    CallTool,
+    ReadResource,
+}
+
 enum Status {
     Disabled,
     Connecting,
@@ -201,7 +208,7 @@ impl McpHub {
         let (inner, server, tool) = (Arc::clone(&self.inner), server.to_owned(), tool.to_owned());
         self.block(
             async move {
-                let (connection, timeout, generation) = inner.connection(&server).await?;
+                let (connection, timeout, generation) = inner.connection(&server, Request::CallTool).await?;
                 let tools = connection.tools();
                 if !tools.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(tool.as_str())) {
                     let names: Vec<&str> = tools.iter().filter_map(|t| t.get("name").and_then(Value::as_str)).collect();
@@ -229,7 +236,7 @@ impl McpHub {
         let (inner, server, uri) = (Arc::clone(&self.inner), server.to_owned(), uri.to_owned());
         self.block(
             async move {
-                let (connection, timeout, generation) = inner.connection(&server).await?;
+                let (connection, timeout, generation) = inner.connection(&server, Request::ReadResource).await?;
                 let params = ReadResourceRequestParams::new(uri);
                 match tokio::time::timeout(timeout, connection.client.read_resource(params)).await {
                     Err(_) => Err("MCP error -32001: Request timed out".to_owned()),
@@ -521,17 +528,25 @@ impl Inner {
         let _ = tokio::time::timeout(self.startup_timeout + Duration::from_millis(100), wait).await;
     }
 
-    /// A connected server, its call timeout and generation, or Cline's error for it. A server whose
-    /// connection ended is started again first.
-    async fn connection(self: &Arc<Self>, name: &str) -> Result<(Arc<Connection>, Duration, u64), String> {
+    /// A connected server, its call timeout and generation, or Cline's error for it (McpHub's `callTool` and
+    /// `readResource` word an unknown and a disabled server differently). A server whose connection ended
+    /// is started again first.
+    async fn connection(
+        self: &Arc<Self>,
+        name: &str,
+        request: Request,
+    ) -> Result<(Arc<Connection>, Duration, u64), String> {
         self.settled(Some(name)).await;
         self.restart_crashed(name);
         self.settled(Some(name)).await;
         let state = self.lock();
         let not_found = || {
-            format!(
+            match request {
+            Request::CallTool => format!(
                 "No connection found for server: {name}. Please make sure to use MCP servers available under 'Connected MCP Servers'."
-            )
+            ),
+            Request::ReadResource => format!("No connection found for server: {name}"),
+        }
         };
         let server = state.servers.get(name).ok_or_else(not_found)?;
         match &server.status {
@@ -539,7 +554,10 @@ impl Inner {
                 let timeout = server.settings.as_ref().ok().and_then(|s| s.timeout).unwrap_or(self.call_timeout);
                 Ok((Arc::clone(connection), timeout, server.generation))
             }
-            Status::Disabled => Err(format!("Server \"{name}\" is disabled and cannot be used")),
+            Status::Disabled => Err(match request {
+                Request::CallTool => format!("Server \"{name}\" is disabled and cannot be used"),
+                Request::ReadResource => format!("Server \"{name}\" is disabled"),
+            }),
             Status::Connecting => Err(format!("Server \"{name}\" is still starting. Please try again shortly.")),
             Status::Failed(message) | Status::Crashed(message) => {
                 Err(format!("{} The server failed: {message}", not_found()))
