@@ -80,6 +80,7 @@ impl Tool for ListFiles {
                 ParamSpec::new("recursive", false, RECURSIVE_DESCRIPTION)
                     .kind("boolean")
                     .usage(usage.then_some("true or false (optional)")),
+                ParamSpec::task_progress(),
             ],
             context_requirements: Vec::new(),
         };

@@ -134,6 +134,7 @@ impl Tool for SearchFiles {
                 param("path", true, PATH_DESCRIPTION, "Directory path here"),
                 param("regex", true, REGEX_DESCRIPTION, "Your regex pattern here"),
                 param("file_pattern", false, FILE_PATTERN_DESCRIPTION, "file pattern here (optional)"),
+                ParamSpec::task_progress(),
             ],
             context_requirements: Vec::new(),
         };
