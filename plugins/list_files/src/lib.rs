@@ -267,7 +267,10 @@ mod tests {
         let generic = &declaration.specs["generic"];
         let params: Vec<(&str, bool, &str)> =
             generic.parameters.iter().map(|p| (p.name.as_str(), p.required, p.kind.as_str())).collect();
-        assert_eq!(params, [("path", true, "string"), ("recursive", false, "boolean")]);
+        assert_eq!(
+            params,
+            [("path", true, "string"), ("recursive", false, "boolean"), ("task_progress", false, "string")]
+        );
         assert!(generic.description.starts_with("Request to list files and directories"));
         let families: Vec<&str> = declaration.specs.keys().map(String::as_str).collect();
         assert_eq!(families, ["generic", "gpt-5-native", "native-next-gen"]);

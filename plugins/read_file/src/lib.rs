@@ -424,6 +424,7 @@ mod tests {
                 ("path", true, "string", Some("File path here")),
                 ("start_line", false, "integer", Some("1")),
                 ("end_line", false, "integer", Some("1000")),
+                ("task_progress", false, "string", Some("Checklist here (optional)")),
             ]
         );
     }
