@@ -11,7 +11,7 @@
 //!
 //! let declaration = web_fetch::WebFetch::declaration();
 //! assert_eq!(declaration.name, "web_fetch");
-//! assert_eq!(declaration.specs["generic"].parameters.len(), 2);
+//! assert_eq!(declaration.specs["generic"].parameters.len(), 3); // url, prompt, task_progress
 //! ```
 #![deny(missing_docs)]
 

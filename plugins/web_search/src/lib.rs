@@ -9,7 +9,7 @@
 //!
 //! let declaration = web_search::WebSearch::declaration();
 //! assert_eq!(declaration.name, "web_search");
-//! assert_eq!(declaration.specs["generic"].parameters.len(), 3);
+//! assert_eq!(declaration.specs["generic"].parameters.len(), 4); // query, the domain lists, task_progress
 //! ```
 #![deny(missing_docs)]
 
