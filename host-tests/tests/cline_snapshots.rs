@@ -466,3 +466,40 @@ fn cline_snapshots_file_and_command_tools() {
 fn cline_snapshots_agent_loop_and_mcp_tools() {
     assert_owned_by(&[Owner::AgentLoop]);
 }
+
+/// The runtime sets what Cline reads from its settings from the configuration: `[tasks] focus_chain` shows
+/// task_progress, `[web] enabled` offers the web tools; and `toolshed schema`'s flags build the same context.
+#[test]
+fn configuration_and_cli_flags_give_clines_contexts() {
+    let plain = shipped().build().expect("runtime");
+    let configured = shipped()
+        .config(Config::from_toml_str("[tasks]\nfocus_chain = true\n[web]\nenabled = true\n").expect("config"))
+        .build()
+        .expect("runtime");
+    let context = SpecContext::new("/test/project");
+    let xml = |runtime: &Runtime, family: &str| runtime.schema(Provider::Xml, family, &context).to_string();
+    assert!(!xml(&plain, "generic").contains("<task_progress>"));
+    assert!(xml(&configured, "generic").contains("<task_progress>Checklist here (optional)</task_progress>"));
+    assert!(!xml(&plain, "devstral").contains("## web_fetch"));
+    assert!(xml(&configured, "devstral").contains("## web_fetch"));
+
+    let ws = crate::util::workspace();
+    let cwd = ws.path().canonicalize().expect("canonical");
+    let plugins = crate::util::plugins();
+    let schema = |extra: &[&str]| {
+        let mut args = vec!["--plugins", plugins.to_str().expect("utf-8"), "--cwd", cwd.to_str().expect("utf-8")];
+        args.extend(["schema", "--provider", "xml", "--family", "devstral"]);
+        args.extend(extra);
+        crate::util::toolshed(ws.path(), ws.path(), &args, &[])
+    };
+    let out = schema(&["--focus-chain", "--web-tools", "--mode", "plan", "--browser", "--viewport", "1280x720"]);
+    assert!(out.status.success(), "{}", crate::util::stderr(&out));
+    let mut flagged = SpecContext::new(cwd.to_string_lossy());
+    flagged.mode = toolshed::Mode::Plan;
+    flagged.supports_browser = true;
+    flagged.browser_viewport = (1280, 720);
+    flagged.flags.extend(["focus_chain".to_owned(), "web_tools".to_owned()]);
+    assert_eq!(crate::util::stdout(&out).trim_end(), plain.schema(Provider::Xml, "devstral", &flagged).to_string());
+    let bad = schema(&["--viewport", "wide"]);
+    assert!(!bad.status.success() && crate::util::stderr(&bad).contains("expected WIDTHxHEIGHT"), "{bad:?}");
+}

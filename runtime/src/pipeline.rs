@@ -167,10 +167,10 @@ impl Engine {
         if self.services.mcp.is_some() {
             context.flags.insert("mcp".to_owned());
         }
-        // Cline offers its web tools when the user turned them on (the MCP profile lists them whatever the
+        // Cline offers its web tools when the user turned them on (an MCP listing has them whatever the
         // setting, their gate answering a call), and task_progress (through the focus_chain placeholder its
         // parameters depend on) when the focus chain is on.
-        if self.services.web_tools || context.profile == Profile::Mcp {
+        if self.services.web_tools || context.every_tool {
             context.flags.insert("web_tools".to_owned());
         }
         if self.services.interaction.tasks.focus_chain {
@@ -187,9 +187,9 @@ impl Engine {
             .filter(|spec| context.meets_all(&spec.context_requirements) && context.profile.serves(&spec.name))
             .map(|spec| spec.for_context(context))
             .collect();
-        // A Cline family offers what its prompt variant lists, in its order, as Cline would; the MCP profile
-        // and families Cline does not have keep every tool in name order.
-        let variant = spec::cline_variant(family).filter(|_| context.profile == Profile::Cline);
+        // A Cline family offers what its prompt variant lists, in its order, as Cline would; the MCP profile,
+        // an MCP listing and families Cline does not have keep every tool in name order.
+        let variant = spec::cline_variant(family).filter(|_| context.profile == Profile::Cline && !context.every_tool);
         if let Some(variant) = &variant {
             specs = spec::in_variant_order(specs, variant);
         }

@@ -240,6 +240,10 @@ pub struct SpecContext {
     pub vars: BTreeMap<String, String>,
     /// Whom the tools are offered to: the `mcp` profile leaves Cline's agent-loop tools out.
     pub profile: Profile,
+    /// Every tool the profile serves, in name order, whatever the model family: what an MCP server lists
+    /// (its client, not a model family's prompt variant, picks the tools), and the web tools whatever
+    /// `[web] enabled` says (their gate answers a call).
+    pub every_tool: bool,
 }
 
 impl Default for SpecContext {
@@ -258,6 +262,7 @@ impl Default for SpecContext {
             flags: BTreeSet::new(),
             vars: BTreeMap::new(),
             profile: Profile::Cline,
+            every_tool: false,
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::args::SchemaArgs;
 use crate::setup::Setup;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use toolshed::config::Profile;
 use toolshed::{Mode, Provider, Runtime, SpecContext};
 
 /// Prints the schemas as the provider's `tools` JSON, or the system prompt's XML tool-use section.
@@ -23,6 +24,8 @@ pub fn run(setup: Setup, args: SchemaArgs, searched: &[PathBuf]) -> anyhow::Resu
         // A provider's `tools` JSON is for native tool calling; the XML section is for models without it.
         native_tool_calls: provider != Provider::Xml,
         profile,
+        // `--profile mcp` prints what `serve` lists.
+        every_tool: profile == Profile::Mcp,
         mode: if mode == "plan" { Mode::Plan } else { Mode::Act },
         supports_browser: browser,
         browser_viewport: viewport,
