@@ -495,11 +495,8 @@ pub fn in_variant_order(specs: Vec<Spec>, variant: &PromptVariant) -> Vec<Spec> 
     let mut others = Vec::new();
     for spec in specs {
         match variant.tools.iter().position(|id| *id == spec.id) {
-            Some(at) => {
-                if listed[at].is_none() {
-                    listed[at] = Some(spec);
-                }
-            }
+            Some(at) if listed[at].is_none() => listed[at] = Some(spec),
+            Some(_) => {}
             None if !is_cline_tool(&spec.id) => others.push(spec),
             None => {}
         }

@@ -480,7 +480,7 @@ mod tests {
             ..SpecParam::new(name, "string", "P.").depends_on("focus_chain")
         };
         let done = Spec::new("attempt_completion", "attempt_completion", "Done.").param(note("task_progress"));
-        let text = Provider::Xml.render(&[done.clone()]).to_string();
+        let text = Provider::Xml.render(std::slice::from_ref(&done)).to_string();
         assert!(text.contains("Description: Done.\nParameters: None\n"), "{text}");
         let focus = Spec::new("focus_chain", "focus_chain", "");
         let text = Provider::Xml.render(&[done.clone(), focus]).to_string();
