@@ -5,11 +5,11 @@
 //! Cline's own prompt snapshots. Every generated schema must also pass the JSON Schema meta-schema and each
 //! provider's documented constraints.
 //!
-//! read_file is loaded from the real plugin. execute_command and replace_in_file are written here as data
-//! exactly as Cline's tool files declare them, per-parameter requirements and dependencies included (a
-//! plugin's `ParamSpec` cannot declare those yet), so these expectations check the converters against Cline
-//! whatever those plugins declare. Cline's read_file also lists `task_progress` (its focus-chain checklist);
-//! the plugin does not declare it, so neither do the expectations.
+//! read_file is loaded from the real plugin, with Cline's `task_progress` (shown in the XML section only while
+//! `focus_chain` is offered, and natively always, as Cline's converters ignore dependencies).
+//! execute_command and replace_in_file are written here as data exactly as Cline's tool files declare them,
+//! so these expectations check the converters against Cline whatever those plugins declare; the plugins
+//! themselves are checked against Cline's own snapshots by cline_snapshots.rs.
 
 use crate::util::*;
 use pretty_assertions::assert_eq;
@@ -220,12 +220,15 @@ fn read_file_expected(cwd: &str) -> Expected<'static> {
             "path": {"type": "string", "description": path},
             "start_line": {"type": "integer", "description": START_LINE},
             "end_line": {"type": "integer", "description": END_LINE},
+            // Native tool calling ignores `dependencies`, so task_progress is there without the focus chain.
+            "task_progress": {"type": "string", "description": TASK_PROGRESS},
         }),
         // Cline maps `integer` to NUMBER for Gemini.
         gemini: json!({
             "path": {"type": "STRING", "description": path},
             "start_line": {"type": "NUMBER", "description": START_LINE},
             "end_line": {"type": "NUMBER", "description": END_LINE},
+            "task_progress": {"type": "STRING", "description": TASK_PROGRESS},
         }),
         xml: format!(
             "# Tools\n\n## read_file\nDescription: {READ_FILE}\nParameters:\n- path: (required) {path}\n- start_line: (optional) {START_LINE}\n- end_line: (optional) {END_LINE}\nUsage:\n<read_file>\n<path>File path here</path>\n<start_line>1</start_line>\n<end_line>1000</end_line>\n</read_file>"
@@ -597,9 +600,11 @@ fn the_cli_prints_the_schema() {
     assert!(out.status.success(), "{}", stderr(&out));
     let tools: Value = serde_json::from_slice(&out.stdout).expect("JSON");
     let names: Vec<&str> = tools.as_array().expect("a list").iter().filter_map(|t| t["name"].as_str()).collect();
-    let mut sorted = names.clone();
-    sorted.sort_unstable();
-    assert_eq!(names, sorted);
+    // The generic family (the default) offers Cline's generic variant, in its order.
+    let variant = toolshed::cline_variant("generic").expect("generic");
+    let listed: Vec<&str> = variant.tools.iter().map(String::as_str).filter(|id| names.contains(id)).collect();
+    assert_eq!(names, listed);
+    assert_eq!(&names[..3], ["execute_command", "read_file", "write_to_file"]);
     let read_file = tools.as_array().expect("a list").iter().find(|t| t["name"] == "read_file").expect("read_file");
     let expected = read_file_expected(cwd.to_str().expect("utf-8"));
     assert_eq!(read_file, &anthropic(expected.name, expected.description, expected.json, expected.required));

@@ -329,8 +329,12 @@ fn mcp_servers_tools_are_listed_bounded_callable_and_in_schema() {
 
     // `toolshed schema` lists the same tools: the cline profile by default, the mcp one on request.
     assert_eq!(setup.schema(&["--provider", "anthropic", "--profile", "mcp"]), listed);
-    let cline = setup.schema(&["--provider", "anthropic"]);
+    // A family without a Cline variant offers every tool (a Cline family offers its variant's), the web tools
+    // once `[web] enabled` (or `--web-tools`) turns them on, as Cline offers them; an MCP listing has them.
+    let cline = setup.schema(&["--provider", "anthropic", "--family", "claude", "--web-tools"]);
     assert!(cline.is_superset(&listed) && cline.contains("attempt_completion"), "{cline:?}");
+    let without_web = setup.schema(&["--provider", "anthropic", "--family", "claude"]);
+    assert!(!without_web.contains("web_fetch") && without_web.contains("read_file"), "{without_web:?}");
     // Cline's XML section carries use_mcp_tool, not the servers' tools (those are for native tool calls).
     let xml = stdout(&setup.schema_output(&["--provider", "xml"]));
     assert!(xml.contains("## use_mcp_tool") && !xml.contains("everything__mcp__"), "{xml}");

@@ -6,6 +6,7 @@ mod util;
 mod aliases;
 mod cli;
 mod cline_handler_cases;
+mod cline_snapshots;
 mod conversation;
 mod documents;
 mod edit;

@@ -12,6 +12,7 @@ use toolshed_plugin_api::{capability, Block};
 pub(super) fn listed(task: &TaskHandle) -> Vec<Tool> {
     let mut context = task.spec_context();
     context.native_tool_calls = true;
+    context.every_tool = true;
     let ToolSchemas::Json(Value::Array(schemas)) = task.schema_in(Provider::Anthropic, &context) else {
         return Vec::new();
     };
