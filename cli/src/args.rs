@@ -51,19 +51,10 @@ pub enum Command {
     },
     /// Serves the loaded tools as an MCP server over stdio, or streamable HTTP with --http.
     Serve(ServeArgs),
-    /// Prints the loaded tools' schemas, sorted by name: JSON for a provider's `tools` field, or the XML
-    /// tool-use section of the system prompt.
-    Schema {
-        /// anthropic, openai, openai-responses, gemini or xml.
-        #[arg(long)]
-        provider: Provider,
-        /// The model family whose specs to prefer (others fall back to generic).
-        #[arg(long, default_value = toolshed::GENERIC)]
-        family: String,
-        /// cline (every tool, as Cline offers them) or mcp (what `toolshed serve` offers by default).
-        #[arg(long, default_value = "cline", value_name = "PROFILE")]
-        profile: Profile,
-    },
+    /// Prints the loaded tools' schemas: JSON for a provider's `tools` field, or the XML tool-use section of
+    /// the system prompt. A Cline model family offers the tools its prompt variant lists, in its order, then
+    /// third-party tools by name; any other family offers every tool by name.
+    Schema(SchemaArgs),
     /// Installs, lists and removes plugin libraries in the user plugin directory (--plugins DIR, else
     /// $TOOLSHED_PLUGINS, else ~/.toolshed/plugins).
     #[command(subcommand)]
@@ -71,6 +62,48 @@ pub enum Command {
     /// Loads the plugins, then watches the plugin directories and hot-reloads libraries added, changed or
     /// removed, printing one line per event, until Ctrl-C, SIGTERM or the end of standard input.
     Watch,
+}
+
+/// `toolshed schema`'s options: the provider, the family, and the few context flags of Cline's prompt tests.
+#[derive(clap::Args, Debug)]
+pub struct SchemaArgs {
+    /// anthropic, openai, openai-responses, gemini or xml.
+    #[arg(long)]
+    pub provider: Provider,
+    /// The model family (Cline's: generic, next-gen, xs, native-next-gen, gpt-5, gpt-5-native, gpt-5-1-native,
+    /// gemini3, glm, hermes, devstral, trinity); others fall back to generic specs in name order.
+    #[arg(long, default_value = toolshed::GENERIC)]
+    pub family: String,
+    /// cline (every tool, as Cline offers them) or mcp (what `toolshed serve` offers by default).
+    #[arg(long, default_value = "cline", value_name = "PROFILE")]
+    pub profile: Profile,
+    /// act or plan.
+    #[arg(long, default_value = "act", value_parser = ["act", "plan"])]
+    pub mode: String,
+    /// Offer task_progress (the focus chain), as `[tasks] focus_chain = true` does.
+    #[arg(long)]
+    pub focus_chain: bool,
+    /// Offer the web tools, as `[web] enabled = true` does.
+    #[arg(long)]
+    pub web_tools: bool,
+    /// The model can drive a browser (browser_action is offered, where a plugin declares it).
+    #[arg(long)]
+    pub browser: bool,
+    /// The browser viewport for the specs' texts, WIDTHxHEIGHT.
+    #[arg(long, default_value = "900x600", value_parser = parse_viewport, value_name = "WxH")]
+    pub viewport: (u32, u32),
+}
+
+/// `1280x720` as (1280, 720).
+fn parse_viewport(text: &str) -> Result<(u32, u32), String> {
+    let parse = |part: &str| part.trim().parse::<u32>().ok();
+    match text.split_once('x') {
+        Some((width, height)) => match (parse(width), parse(height)) {
+            (Some(width), Some(height)) => Ok((width, height)),
+            _ => Err(format!("expected WIDTHxHEIGHT, e.g. 1280x720, not '{text}'")),
+        },
+        None => Err(format!("expected WIDTHxHEIGHT, e.g. 1280x720, not '{text}'")),
+    }
 }
 
 /// `toolshed plugins`' subcommands.

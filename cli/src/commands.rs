@@ -46,7 +46,7 @@ pub fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Tools { json } => tools::run(setup, json, &searched),
         Command::Serve(args) => serve::run(setup, args, client_roots, &searched),
         Command::Watch => watch::run(setup),
-        Command::Schema { provider, family, profile } => schema::run(setup, provider, &family, profile, &searched),
+        Command::Schema(args) => schema::run(setup, args, &searched),
         Command::Call { tool, input, yes, images } => call::run(setup, tool, input, yes, images),
         Command::Plugins(command) => plugins::run(&cli.plugins, &command),
     }

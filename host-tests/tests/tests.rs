@@ -5,6 +5,7 @@ mod util;
 
 mod aliases;
 mod cli;
+mod cline_snapshots;
 mod conversation;
 mod documents;
 mod edit;

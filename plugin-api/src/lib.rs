@@ -62,7 +62,7 @@ pub use abi::{
 pub use protocol::{
     capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec, PartialBlock,
     PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo, ToolCall, ToolDeclaration, ToolError,
-    ToolSpec, WorkspaceRoot,
+    ToolSpec, WorkspaceRoot, TASK_PROGRESS_INSTRUCTION,
 };
 pub use sdk::{result, Failure, HostClient, Tool, ToolInit};
 

@@ -111,7 +111,19 @@ pub struct ParamSpec {
     /// Context requirements of this parameter alone (execute_command's `timeout` is offered in YOLO mode).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub context_requirements: Vec<String>,
+    /// Tool ids that must all be offered too for the XML tool section to show this parameter (Cline's
+    /// `dependencies`: `task_progress` needs `focus_chain`). Native tool calling ignores them, as Cline does.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<String>,
+    /// A line the XML tool section appends to the tool's description when it shows this parameter (Cline's
+    /// parameter `description`, which is not the parameter's own meaning: that is [`Self::description`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description_note: Option<String>,
 }
+
+/// Cline's `TASK_PROGRESS_PARAMETER` instruction (`types.ts`): the focus chain's checklist, accepted by most
+/// tools.
+pub const TASK_PROGRESS_INSTRUCTION: &str = "A checklist showing task progress after this tool use is completed. The task_progress parameter must be included as a separate parameter inside of the parent tool call, it must be separate from other parameters such as content, arguments, etc. (See 'UPDATING TASK PROGRESS' section for more details)";
 
 fn default_param_type() -> String {
     "string".to_owned()
@@ -130,7 +142,29 @@ impl ParamSpec {
             usage: None,
             allow_empty: false,
             context_requirements: Vec::new(),
+            dependencies: Vec::new(),
+            description_note: None,
         }
+    }
+
+    /// Cline's `TASK_PROGRESS_PARAMETER`: optional, shown in the XML section only when `focus_chain` is
+    /// offered too.
+    pub fn task_progress() -> Self {
+        Self::new("task_progress", false, TASK_PROGRESS_INSTRUCTION)
+            .usage("Checklist here (optional)")
+            .depends_on("focus_chain")
+    }
+
+    /// Shows the parameter in the XML section only when the tool `tool_id` is offered too.
+    pub fn depends_on(mut self, tool_id: &str) -> Self {
+        self.dependencies.push(tool_id.to_owned());
+        self
+    }
+
+    /// A line the XML section appends to the tool's description while it shows this parameter.
+    pub fn description_note(mut self, note: &str) -> Self {
+        self.description_note = Some(note.to_owned());
+        self
     }
 
     /// Its JSON schema type instead of `string`.

@@ -110,8 +110,9 @@ pub use services::interaction::{HostAction, Interaction, Question, UserReply};
 pub use services::process::kill_descendants;
 pub use services::subagents::SUBAGENT_SYSTEM_SUFFIX;
 pub use spec::{
-    provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, PromptVariant, Provider, Spec, SpecContext, SpecParam,
-    SpecRegistry, ToolSchemas, UnknownProvider, GENERIC, MCP_TOOL_SEPARATOR, MULTI_ROOT_HINT,
+    cline_families, cline_variant, in_variant_order, is_cline_tool, provider_tool_name, AgentConfig, McpServerInfo,
+    McpToolInfo, PromptVariant, Provider, Spec, SpecContext, SpecParam, SpecRegistry, ToolSchemas, UnknownProvider,
+    CLINE_TOOL_IDS, GENERIC, MCP_TOOL_SEPARATOR, MULTI_ROOT_HINT,
 };
 pub use task::TaskContext;
 /// The request types of the host actions an [`Interaction`] carries out.

@@ -22,6 +22,7 @@ mod validate;
 pub(crate) use validate::{describe, is_missing, json_kind, signature};
 
 use crate::actors::tool_actor::{CallJson, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
+use crate::config::Profile;
 use crate::messages;
 use crate::registry::coordinator::{Route, Routing, RoutingCell};
 use crate::registry::on_demand::OnDemand;
@@ -166,6 +167,15 @@ impl Engine {
         if self.services.mcp.is_some() {
             context.flags.insert("mcp".to_owned());
         }
+        // Cline offers its web tools when the user turned them on (the MCP profile lists them whatever the
+        // setting, their gate answering a call), and task_progress (through the focus_chain placeholder its
+        // parameters depend on) when the focus chain is on.
+        if self.services.web_tools || context.profile == Profile::Mcp {
+            context.flags.insert("web_tools".to_owned());
+        }
+        if self.services.interaction.tasks.focus_chain {
+            context.flags.insert("focus_chain".to_owned());
+        }
         let context = &context;
         let snapshot = self.snapshot();
         let mut metas: Vec<_> = snapshot.routes.values().map(|route| &route.meta).collect();
@@ -177,7 +187,18 @@ impl Engine {
             .filter(|spec| context.meets_all(&spec.context_requirements) && context.profile.serves(&spec.name))
             .map(|spec| spec.for_context(context))
             .collect();
-        self.services.subagents.adjust_specs(&mut specs, context);
+        // A Cline family offers what its prompt variant lists, in its order, as Cline would; the MCP profile
+        // and families Cline does not have keep every tool in name order.
+        let variant = spec::cline_variant(family).filter(|_| context.profile == Profile::Cline);
+        if let Some(variant) = &variant {
+            specs = spec::in_variant_order(specs, variant);
+        }
+        self.services.subagents.adjust_specs(&mut specs, context, variant.is_some());
+        // Native tool calling leaves out tools without a description (the focus_chain placeholder), as Cline's
+        // `getNativeTools` does; the XML section skips them itself.
+        if provider != Provider::Xml {
+            specs.retain(|spec| !spec.description.trim().is_empty());
+        }
         if let (Some(hub), true) = (&self.services.mcp, context.native_tool_calls && provider != Provider::Xml) {
             let taken = snapshot.routes.keys().chain(specs.iter().map(|spec| &spec.name)).cloned().collect();
             specs.extend(listing::mcp_specs(hub.server_infos(), &taken, context));

@@ -587,10 +587,13 @@ impl Runtime {
         self.shared.services.mcp.as_ref().map(|hub| hub.report())
     }
 
-    /// Every loaded tool's schema for `provider`: sorted by name, each with its spec for `family` (else the
-    /// generic one, else any), tools whose requirements `context` does not meet or that its profile does not
-    /// serve left out, templates filled; then, when `context.native_tool_calls` and an MCP hub is configured,
-    /// the connected servers' tools as `{server}__mcp__{tool}`. This is what `toolshed schema` prints.
+    /// Every loaded tool's schema for `provider`, each with its spec for `family` (else the generic one, else
+    /// any), tools whose requirements `context` does not meet or that its profile does not serve left out,
+    /// templates filled. For a Cline family (see [`crate::cline_variant`]) under the `cline` profile, the tools
+    /// its prompt variant lists in that order, then the third-party tools (ids none of Cline's) by name; else
+    /// every tool by name. The JSON formats leave out tools without a description (the `focus_chain`
+    /// placeholder), as Cline does; then, when `context.native_tool_calls` and an MCP hub is configured, the
+    /// connected servers' tools as `{server}__mcp__{tool}`. This is what `toolshed schema` prints.
     pub fn schema(&self, provider: Provider, family: &str, context: &SpecContext) -> ToolSchemas {
         self.shared.schema(provider, family, context)
     }

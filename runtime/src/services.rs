@@ -46,6 +46,9 @@ pub(crate) struct HostServices {
     pub mcp: Option<Arc<McpHub>>,
     pub interaction: Arc<InteractionHost>,
     pub subagents: Arc<SubagentHost>,
+    /// The user's setting that turns the web tools on (Cline's `clineWebToolsEnabled`): the specs offer
+    /// web_fetch and web_search only then.
+    pub web_tools: bool,
 }
 
 impl HostServices {
@@ -55,6 +58,7 @@ impl HostServices {
         core::register(&mut router);
         process::register(&mut router, &parts.processes, parts.commands);
         let web = Arc::new(parts.web);
+        let web_tools = web.web_settings().enabled;
         let settings = Arc::clone(&web);
         router.register::<WebSettingsService>(move |_, _| Ok(settings.web_settings()));
         router.register::<HttpRequestService>(move |call, req| web.request(req, &call.cancels()));
@@ -73,6 +77,7 @@ impl HostServices {
             processes: parts.processes,
             mcp: parts.mcp,
             interaction: parts.interaction,
+            web_tools,
             subagents: parts.subagents,
         }
     }

@@ -22,9 +22,11 @@
 
 mod convert;
 mod dynamic;
+mod variants;
 
 pub use convert::{Provider, ToolSchemas, UnknownProvider};
 pub use dynamic::{provider_tool_name, AgentConfig, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
+pub use variants::{cline_families, cline_variant, is_cline_tool, CLINE_TOOL_IDS};
 
 use crate::config::Profile;
 use crate::types::Mode;
@@ -78,8 +80,11 @@ pub struct SpecParam {
     /// Requirements that must all hold for the parameter to be offered.
     pub context_requirements: Vec<String>,
     /// Tool ids that must all be enabled for the XML section to show the parameter (Cline's
-    /// `dependencies`: `task_progress` needs `focus_chain`).
+    /// `dependencies`: `task_progress` needs `focus_chain`). Native tool calling ignores them, as Cline does.
     pub dependencies: Vec<String>,
+    /// A line the XML section appends to the tool's description while it shows this parameter (Cline's
+    /// parameter `description`); may contain template variables.
+    pub description_note: Option<String>,
 }
 
 impl Spec {
@@ -119,6 +124,7 @@ impl Spec {
                 .map(|param| SpecParam {
                     description: context.fill(&param.description),
                     usage: param.usage.as_deref().map(|usage| context.fill(usage)),
+                    description_note: param.description_note.as_deref().map(|note| context.fill(note)),
                     ..param.clone()
                 })
                 .collect(),
@@ -141,6 +147,7 @@ impl SpecParam {
             extra: BTreeMap::new(),
             context_requirements: Vec::new(),
             dependencies: Vec::new(),
+            description_note: None,
         }
     }
 
@@ -192,7 +199,8 @@ impl From<ToolSpec> for Spec {
                         .into_iter()
                         .collect(),
                     context_requirements: param.context_requirements,
-                    dependencies: Vec::new(),
+                    dependencies: param.dependencies,
+                    description_note: param.description_note,
                 })
                 .collect(),
             context_requirements: spec.context_requirements,
@@ -474,6 +482,26 @@ impl<F: Into<String>, S: Into<Spec>> FromIterator<(F, S)> for SpecRegistry {
     }
 }
 
+/// The specs a Cline variant offers, in its order: for each id it lists the first spec with that id, then
+/// every spec whose id is no Cline tool id (third-party plugins) in the order given. Specs of Cline tools the
+/// variant does not list are left out, as Cline leaves them out.
+pub fn in_variant_order(specs: Vec<Spec>, variant: &PromptVariant) -> Vec<Spec> {
+    let mut listed: Vec<Option<Spec>> = vec![None; variant.tools.len()];
+    let mut others = Vec::new();
+    for spec in specs {
+        match variant.tools.iter().position(|id| *id == spec.id) {
+            Some(at) => {
+                if listed[at].is_none() {
+                    listed[at] = Some(spec);
+                }
+            }
+            None if !is_cline_tool(&spec.id) => others.push(spec),
+            None => {}
+        }
+    }
+    listed.into_iter().flatten().chain(others).collect()
+}
+
 /// A tool's spec for a family from its declared specs: that family's, else the generic one, else any.
 pub(crate) fn family_spec<'a>(specs: &'a BTreeMap<String, ToolSpec>, family: &str) -> Option<&'a ToolSpec> {
     specs.get(family).or_else(|| specs.get(GENERIC)).or_else(|| specs.values().next())
@@ -633,6 +661,22 @@ mod tests {
         // The XML path carries neither MCP tools nor a filter on descriptions.
         assert_eq!(names(&registry.enabled(&variant, &native)), ["read_file", "blank"]);
         assert_eq!(registry.mcp_tool("github__mcp__create_issue"), Some(("github", "create_issue")));
+    }
+
+    #[test]
+    fn a_cline_variant_orders_its_tools_and_keeps_third_party_ones_after_them() {
+        let specs: Vec<Spec> =
+            ["a_plugin", "attempt_completion", "condense", "execute_command", "read_file", "z_plugin"]
+                .into_iter()
+                .map(|id| spec(id, id))
+                .collect();
+        let variant =
+            PromptVariant::new("generic", ["read_file", "execute_command", "attempt_completion", "read_file"]);
+        // condense is a Cline tool the variant does not list: left out, as Cline leaves it out.
+        assert_eq!(
+            names(&in_variant_order(specs, &variant)),
+            ["read_file", "execute_command", "attempt_completion", "a_plugin", "z_plugin"]
+        );
     }
 
     #[test]

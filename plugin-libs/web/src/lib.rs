@@ -51,8 +51,10 @@ impl WebTool {
             id: self.name.to_owned(),
             name: self.name.to_owned(),
             description: description.to_owned(),
-            parameters: parameters(native),
-            context_requirements: Vec::new(),
+            parameters: parameters(native).into_iter().chain([ParamSpec::task_progress()]).collect(),
+            // Cline offers its web tools only when they are turned on (`clineWebToolsEnabled`); the runtime
+            // sets `web_tools` from `[web] enabled`.
+            context_requirements: vec!["web_tools".to_owned()],
         };
         ToolDeclaration {
             name: self.name.to_owned(),

@@ -273,7 +273,7 @@ impl Tool for ApplyPatch {
             id: "apply_patch".to_owned(),
             name: "apply_patch".to_owned(),
             description: DESCRIPTION.to_owned(),
-            parameters: vec![ParamSpec::new("input", true, INPUT_DESCRIPTION)],
+            parameters: vec![ParamSpec::new("input", true, INPUT_DESCRIPTION), ParamSpec::task_progress()],
             context_requirements: Vec::new(),
         };
         ToolDeclaration {

@@ -13,6 +13,7 @@
 
 pub mod output;
 pub mod permissions;
+mod spec;
 
 use regex::Regex;
 use serde::Deserialize;
@@ -22,14 +23,9 @@ use toolshed_plugin_api::services::{
     self, CommandsSettings, KillRequest, ReadRequest, ReadResponse, SpawnRequest, SpawnResponse,
 };
 use toolshed_plugin_api::{
-    capability, result, Failure, HostClient, Outcome, ParamSpec, Prepared, Risk, ServiceErrorKind, Tool, ToolCall,
-    ToolDeclaration, ToolInit, ToolSpec,
+    capability, result, Failure, HostClient, Outcome, Prepared, Risk, ServiceErrorKind, Tool, ToolCall,
+    ToolDeclaration, ToolInit,
 };
-
-const DESCRIPTION: &str = "Request to execute a CLI command on the system. Use this when you need to perform system operations or run specific commands to accomplish any step in the user's task. You must tailor your command to the user's system and provide a clear explanation of what the command does. For command chaining, use the appropriate chaining syntax for the user's shell. Prefer to execute complex CLI commands over creating executable scripts, as they are more flexible and easier to run. Commands will be executed in the current working directory: {{CWD}}{{MULTI_ROOT_HINT}}";
-const COMMAND_DESCRIPTION: &str = "The CLI command to execute. This should be valid for the current operating system. Ensure the command is properly formatted and does not contain any harmful instructions.";
-const REQUIRES_APPROVAL_DESCRIPTION: &str = "A boolean indicating whether this command requires explicit user approval before execution in case the user has auto-approve mode enabled. Set to 'true' for potentially impactful operations like installing/uninstalling packages, deleting/overwriting files, system configuration changes, network operations, or any commands that could have unintended side effects. Set to 'false' for safe operations like reading files/directories, running development servers, building projects, and other non-destructive operations.";
-const TIMEOUT_DESCRIPTION: &str = "Integer representing the timeout in seconds for how long to run the terminal command, before timing out and continuing the task.";
 
 /// The input of `execute_command`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -87,10 +83,6 @@ impl Patterns {
     }
 }
 
-fn param(name: &str, required: bool, kind: &str, description: &str, usage: &str) -> ParamSpec {
-    ParamSpec::new(name, required, description).kind(kind).usage(usage)
-}
-
 /// Cline's empty-command error.
 const EMPTY_COMMAND: &str = "The 'command' parameter was empty. Provide the shell command to execute.\n\nExample:\n<execute_command>\n<command>cd /path && python -m pytest tests/</command>\n<requires_approval>false</requires_approval>\n</execute_command>";
 
@@ -103,24 +95,12 @@ impl Tool for ExecuteCommand {
     type Args = ExecuteCommandArgs;
 
     fn declaration() -> ToolDeclaration {
-        let spec = ToolSpec {
-            id: "execute_command".to_owned(),
-            name: "execute_command".to_owned(),
-            description: DESCRIPTION.to_owned(),
-            parameters: vec![
-                param("command", true, "string", COMMAND_DESCRIPTION, "Your command here"),
-                param("requires_approval", true, "boolean", REQUIRES_APPROVAL_DESCRIPTION, "true or false"),
-                // Cline offers the timeout only in YOLO mode.
-                param("timeout", false, "integer", TIMEOUT_DESCRIPTION, "30").requires("yolo"),
-            ],
-            context_requirements: Vec::new(),
-        };
         ToolDeclaration {
             name: "execute_command".to_owned(),
             aliases: Vec::new(),
             capabilities: vec![capability::RUNS_COMMANDS.to_owned()],
             display: Some("[{tool} for '{command}']".to_owned()),
-            specs: [("generic".to_owned(), spec)].into_iter().collect(),
+            specs: spec::specs(),
         }
     }
 

@@ -131,7 +131,8 @@ impl Tool for ListCodeDefinitionNames {
             name: "list_code_definition_names".to_owned(),
             description: DESCRIPTION.to_owned(),
             parameters: vec![
-                ParamSpec::new("path", true, PATH_DESCRIPTION).usage(usage.then_some("Directory path here"))
+                ParamSpec::new("path", true, PATH_DESCRIPTION).usage(usage.then_some("Directory path here")),
+                ParamSpec::task_progress(),
             ],
             context_requirements: Vec::new(),
         };

@@ -80,6 +80,7 @@ impl Tool for ListFiles {
                 ParamSpec::new("recursive", false, RECURSIVE_DESCRIPTION)
                     .kind("boolean")
                     .usage(usage.then_some("true or false (optional)")),
+                ParamSpec::task_progress(),
             ],
             context_requirements: Vec::new(),
         };
@@ -266,7 +267,10 @@ mod tests {
         let generic = &declaration.specs["generic"];
         let params: Vec<(&str, bool, &str)> =
             generic.parameters.iter().map(|p| (p.name.as_str(), p.required, p.kind.as_str())).collect();
-        assert_eq!(params, [("path", true, "string"), ("recursive", false, "boolean")]);
+        assert_eq!(
+            params,
+            [("path", true, "string"), ("recursive", false, "boolean"), ("task_progress", false, "string")]
+        );
         assert!(generic.description.starts_with("Request to list files and directories"));
         let families: Vec<&str> = declaration.specs.keys().map(String::as_str).collect();
         assert_eq!(families, ["generic", "gpt-5-native", "native-next-gen"]);

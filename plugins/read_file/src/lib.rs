@@ -12,7 +12,7 @@
 //!
 //! let declaration = read_file::ReadFile::declaration();
 //! assert_eq!(declaration.name, "read_file");
-//! assert_eq!(declaration.specs["generic"].parameters.len(), 3);
+//! assert_eq!(declaration.specs["generic"].parameters.len(), 4);
 //! ```
 #![deny(missing_docs)]
 
@@ -99,6 +99,7 @@ impl Tool for ReadFile {
             .map(|&(name, required, kind, description, usage)| {
                 ParamSpec::new(name, required, description).kind(kind).usage(usage)
             })
+            .chain([ParamSpec::task_progress()])
             .collect();
         let spec = ToolSpec {
             id: "read_file".to_owned(),
@@ -423,6 +424,7 @@ mod tests {
                 ("path", true, "string", Some("File path here")),
                 ("start_line", false, "integer", Some("1")),
                 ("end_line", false, "integer", Some("1000")),
+                ("task_progress", false, "string", Some("Checklist here (optional)")),
             ]
         );
     }

@@ -134,6 +134,7 @@ impl Tool for SearchFiles {
                 param("path", true, PATH_DESCRIPTION, "Directory path here"),
                 param("regex", true, REGEX_DESCRIPTION, "Your regex pattern here"),
                 param("file_pattern", false, FILE_PATTERN_DESCRIPTION, "file pattern here (optional)"),
+                ParamSpec::task_progress(),
             ],
             context_requirements: Vec::new(),
         };
@@ -516,7 +517,7 @@ mod tests {
         assert_eq!(families, ["generic", "gpt-5-native", "native-next-gen"]);
         let generic = &declaration.specs["generic"];
         let params: Vec<(&str, bool)> = generic.parameters.iter().map(|p| (p.name.as_str(), p.required)).collect();
-        assert_eq!(params, [("path", true), ("regex", true), ("file_pattern", false)]);
+        assert_eq!(params, [("path", true), ("regex", true), ("file_pattern", false), ("task_progress", false)]);
         assert!(generic.parameters[0]
             .description
             .ends_with("{{MULTI_ROOT_HINT}}. This directory will be recursively searched."));

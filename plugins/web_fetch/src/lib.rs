@@ -49,7 +49,7 @@ const DESCRIPTION: &str = "Fetches content from a specified URL and analyzes it 
 - This tool is read-only and does not modify any files";
 
 /// The description for native tool calling, Cline's.
-const NATIVE_DESCRIPTION: &str = "Fetches and analyzes content from a specified URL.";
+const NATIVE_DESCRIPTION: &str = "Fetches and analyzes content from a specified URL. IMPORTANT: If an MCP-provided web fetch tool is available, prefer using that tool instead of this one, as it may have fewer restrictions.";
 
 /// Direct fetches return at most this much content (Cline's 400 KB read cap).
 const MAX_CONTENT_BYTES: usize = 400 * 1024;
@@ -298,7 +298,7 @@ mod tests {
         let declaration = WebFetch::declaration();
         let params =
             web_common::check_declaration(&declaration, "[{tool} for '{url}']", DESCRIPTION, NATIVE_DESCRIPTION);
-        assert_eq!(params, [("url", true), ("prompt", true)]);
+        assert_eq!(params, [("url", true), ("prompt", true), ("task_progress", false)]);
     }
 
     #[test]

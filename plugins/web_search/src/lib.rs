@@ -42,7 +42,7 @@ const DESCRIPTION: &str = "Performs a web search and returns relevant results
 - This tool is read-only and does not modify any files";
 
 /// The description for native tool calling, Cline's.
-const NATIVE_DESCRIPTION: &str = "Performs a web search and returns relevant results with titles and URLs.";
+const NATIVE_DESCRIPTION: &str = "Performs a web search and returns relevant results with titles and URLs. IMPORTANT: If an MCP-provided web search tool is available, prefer using that tool instead of this one, as it may have fewer restrictions.";
 
 /// Cline's refusal of both domain lists at once.
 const BOTH_LISTS: &str = "Cannot specify both allowed_domains and blocked_domains";
@@ -268,7 +268,10 @@ mod tests {
         let declaration = WebSearch::declaration();
         let params =
             web_common::check_declaration(&declaration, "[{tool} for '{query}']", DESCRIPTION, NATIVE_DESCRIPTION);
-        assert_eq!(params, [("query", true), ("allowed_domains", false), ("blocked_domains", false)]);
+        assert_eq!(
+            params,
+            [("query", true), ("allowed_domains", false), ("blocked_domains", false), ("task_progress", false)]
+        );
     }
 
     #[test]

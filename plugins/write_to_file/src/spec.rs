@@ -52,12 +52,20 @@ fn file_tool_specs(
     let generic = spec(
         name,
         description.to_owned(),
-        vec![param("path", path, Some("File path here")), param(second_name, second_description, Some(second_usage))],
+        vec![
+            param("path", path, Some("File path here")),
+            param(second_name, second_description, Some(second_usage)),
+            ParamSpec::task_progress(),
+        ],
     );
     let native = spec(
         name,
         format!("{NATIVE_PREFIX}{description}"),
-        vec![param("absolutePath", NATIVE_PATH, None), param(second_name, native_second, None)],
+        vec![
+            param("absolutePath", NATIVE_PATH, None),
+            param(second_name, native_second, None),
+            ParamSpec::task_progress(),
+        ],
     );
     std::iter::once(("generic".to_owned(), generic))
         .chain(NATIVE_FAMILIES.iter().map(|family| ((*family).to_owned(), native.clone())))
@@ -121,10 +129,14 @@ mod tests {
         let aliases: Vec<_> = declaration.aliases.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(aliases, ["replace_in_file", "new_rule"]);
         let params = |spec: &ToolSpec| spec.parameters.iter().map(|p| (p.name.clone(), p.required)).collect::<Vec<_>>();
-        assert_eq!(params(&declaration.specs["generic"]), [("path".to_owned(), true), ("content".to_owned(), true)]);
+        let task_progress = ("task_progress".to_owned(), false);
+        assert_eq!(
+            params(&declaration.specs["generic"]),
+            [("path".to_owned(), true), ("content".to_owned(), true), task_progress.clone()]
+        );
         assert_eq!(
             params(&declaration.specs["gpt-5-native"]),
-            [("absolutePath".to_owned(), true), ("content".to_owned(), true)]
+            [("absolutePath".to_owned(), true), ("content".to_owned(), true), task_progress]
         );
         let replace = &declaration.aliases[0].specs["generic"];
         assert_eq!(replace.name, "replace_in_file");

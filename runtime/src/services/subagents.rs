@@ -142,8 +142,9 @@ impl SubagentHost {
 
     /// Adjusts a task's tool list: without subagents use_subagents is left out (it could only answer that
     /// they are disabled); with configured agents their tools replace it, as the spec registry does, outside
-    /// subagent runs.
-    pub fn adjust_specs(&self, specs: &mut Vec<Spec>, context: &SpecContext) {
+    /// subagent runs: after the others in a Cline variant's order (`in_order`, as Cline appends them), else all
+    /// in name order.
+    pub fn adjust_specs(&self, specs: &mut Vec<Spec>, context: &SpecContext, in_order: bool) {
         if !self.available() {
             specs.retain(|spec| spec.id != "use_subagents");
             return;
@@ -155,7 +156,9 @@ impl SubagentHost {
         let generated = self.registry().enabled(&variant, context);
         specs.retain(|spec| spec.id != "use_subagents");
         specs.extend(generated);
-        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        if !in_order {
+            specs.sort_by(|a, b| a.name.cmp(&b.name));
+        }
     }
 }
 

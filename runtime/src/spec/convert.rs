@@ -309,7 +309,13 @@ fn xml(specs: &[Spec]) -> String {
             .iter()
             .filter(|param| param.dependencies.iter().all(|id| ids.contains(&id.as_str())))
             .collect();
-        let mut section = format!("## {name}\nDescription: {}\n", spec.description);
+        // Cline appends each shown parameter's `description` line to the tool's description.
+        let mut section = format!("## {name}\nDescription: {}", spec.description);
+        for note in params.iter().filter_map(|param| param.description_note.as_deref()).filter(|n| !n.is_empty()) {
+            section.push('\n');
+            section.push_str(note);
+        }
+        section.push('\n');
         if params.is_empty() {
             section.push_str("Parameters: None\n");
         } else {
@@ -465,5 +471,23 @@ mod tests {
         with_focus.push(Spec::new("focus_chain", "focus_chain", "Tracks progress."));
         assert!(Provider::Xml.render(&with_focus).to_string().contains("- task_progress: (optional) Progress.\n"));
         assert_eq!(Provider::Xml.render(&[]).to_string(), "# Tools");
+    }
+
+    #[test]
+    fn xml_appends_the_notes_of_shown_parameters_to_the_description() {
+        let note = |name: &str| SpecParam {
+            description_note: Some(format!("Note of {name}.")),
+            ..SpecParam::new(name, "string", "P.").depends_on("focus_chain")
+        };
+        let done = Spec::new("attempt_completion", "attempt_completion", "Done.").param(note("task_progress"));
+        let text = Provider::Xml.render(&[done.clone()]).to_string();
+        assert!(text.contains("Description: Done.\nParameters: None\n"), "{text}");
+        let focus = Spec::new("focus_chain", "focus_chain", "");
+        let text = Provider::Xml.render(&[done.clone(), focus]).to_string();
+        assert!(text.contains("Description: Done.\nNote of task_progress.\nParameters:\n- task_progress"), "{text}");
+        // Native formats carry neither the note nor a dependency filter.
+        let ToolSchemas::Json(tools) = Provider::Anthropic.render(&[done]) else { panic!("json") };
+        assert_eq!(tools[0]["description"], "Done.");
+        assert_eq!(tools[0]["input_schema"]["properties"]["task_progress"]["description"], "P.");
     }
 }

@@ -136,6 +136,7 @@ fn mcp_params(schema: &Value) -> Vec<SpecParam> {
                     .collect::<BTreeMap<_, _>>(),
                 context_requirements: Vec::new(),
                 dependencies: Vec::new(),
+                description_note: None,
             }
         })
         .collect()
