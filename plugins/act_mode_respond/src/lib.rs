@@ -29,10 +29,8 @@ impl Tool for ActModeRespond {
     type Args = ActModeRespondArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("act_mode_respond", spec::DESCRIPTION, spec::PARAMS);
-        for spec in declaration.specs.values_mut() {
-            spec.context_requirements = vec!["mode:act".to_owned()];
-        }
+        let mut declaration = toolshed_plugin_api::declare("act_mode_respond", spec::DESCRIPTION, &[]);
+        declaration.specs = spec::specs();
         declaration
     }
 

@@ -60,7 +60,9 @@ impl Tool for AttemptCompletion {
     type Args = AttemptCompletionArgs;
 
     fn declaration() -> ToolDeclaration {
-        toolshed_plugin_api::declare("attempt_completion", spec::DESCRIPTION, spec::PARAMS)
+        let mut declaration = toolshed_plugin_api::declare("attempt_completion", spec::DESCRIPTION, &[]);
+        declaration.specs = spec::specs();
+        declaration
     }
 
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {

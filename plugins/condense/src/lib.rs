@@ -28,7 +28,11 @@ impl Tool for Condense {
     type Args = CondenseArgs;
 
     fn declaration() -> ToolDeclaration {
-        toolshed_plugin_api::declare("condense", spec::DESCRIPTION, spec::PARAMS)
+        let mut declaration = toolshed_plugin_api::declare("condense", spec::DESCRIPTION, &[]);
+        for spec in declaration.specs.values_mut() {
+            spec.parameters = spec::parameters();
+        }
+        declaration
     }
 
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {

@@ -33,7 +33,11 @@ impl Tool for ReportBug {
     type Args = ReportBugArgs;
 
     fn declaration() -> ToolDeclaration {
-        toolshed_plugin_api::declare("report_bug", spec::DESCRIPTION, spec::PARAMS)
+        let mut declaration = toolshed_plugin_api::declare("report_bug", spec::DESCRIPTION, &[]);
+        for spec in declaration.specs.values_mut() {
+            spec.parameters = spec::parameters();
+        }
+        declaration
     }
 
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {

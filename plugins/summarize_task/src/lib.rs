@@ -35,7 +35,11 @@ impl Tool for SummarizeTask {
     type Args = SummarizeTaskArgs;
 
     fn declaration() -> ToolDeclaration {
-        toolshed_plugin_api::declare("summarize_task", spec::DESCRIPTION, spec::PARAMS)
+        let mut declaration = toolshed_plugin_api::declare("summarize_task", spec::DESCRIPTION, &[]);
+        for spec in declaration.specs.values_mut() {
+            spec.parameters = spec::parameters();
+        }
+        declaration
     }
 
     fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {

@@ -136,9 +136,11 @@ impl Tool for UseMcpTool {
     fn declaration() -> ToolDeclaration {
         let parameters = PARAMETERS
             .iter()
-            // Cline's spec marks `arguments` required too, but its handler calls without it; the runtime
-            // enforces what the spec requires, so here only the names are.
-            .map(|&(name, description, usage)| ParamSpec::new(name, name != "arguments", description).usage(usage))
+            // Cline's spec marks all three required, and so does this one, so the model reads Cline's text. Its
+            // handler would call a tool without `arguments`; here the runtime's required-parameter check
+            // refuses such a call first (a model that reads "required" sends them).
+            .map(|&(name, description, usage)| ParamSpec::new(name, true, description).usage(usage))
+            .chain([ParamSpec::task_progress()])
             .collect();
         let spec = ToolSpec {
             id: "use_mcp_tool".to_owned(),
@@ -266,5 +268,15 @@ mod tests {
             invalid_arguments("s", "t"),
             "Invalid JSON argument used with s for t. Please retry with a properly formatted JSON argument."
         );
+    }
+
+    #[test]
+    fn the_spec_takes_the_focus_chain_checklist_last() {
+        let specs = UseMcpTool::declaration().specs;
+        let spec = &specs["generic"];
+        assert_eq!((specs.len(), spec.context_requirements.as_slice()), (1, &["mcp".to_owned()][..]));
+        let names: Vec<&str> = spec.parameters.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["server_name", "tool_name", "arguments", "task_progress"]);
+        assert_eq!(spec.parameters[3], ParamSpec::task_progress());
     }
 }
