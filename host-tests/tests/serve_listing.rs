@@ -11,18 +11,10 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
 
-/// Cline's agent-loop tools, which the `mcp` profile does not serve (those the shipped plugins declare).
-/// (plan_mode_respond is hidden too, and listed in neither: it needs plan mode.)
-const AGENT_LOOP: [&str; 8] = [
-    "ask_followup_question",
-    "generate_explanation",
-    "attempt_completion",
-    "act_mode_respond",
-    "new_task",
-    "condense",
-    "summarize_task",
-    "report_bug",
-];
+/// Cline's agent-loop tools, which the `mcp` profile does not serve: those the generic variant lists
+/// (Cline's `variants/generic/config.ts`, what `serve` offers), in either mode as Cline offers them.
+const AGENT_LOOP: [&str; 4] =
+    ["ask_followup_question", "attempt_completion", "plan_mode_respond", "generate_explanation"];
 
 /// The start of Cline's XML tool-use reminder.
 const REMINDER: &str = "# Reminder: Instructions for Tool Use";

@@ -25,6 +25,12 @@ pub struct AccessMcpResourceArgs {
 
 const DESCRIPTION: &str = "Request to access a resource provided by a connected MCP server. Resources represent data sources that can be used as context, such as files, API responses, or system information.";
 
+/// The description of the native families: the generic one and a warning.
+const NATIVE_DESCRIPTION: &str = "Request to access a resource provided by a connected MCP server. Resources represent data sources that can be used as context, such as files, API responses, or system information. You must only use this tool if you have been informed of the MCP server and the resource you are trying to access.";
+
+/// The families with the native description (Cline's `NATIVE_GPT_5`, which `NATIVE_NEXT_GEN` copies).
+const NATIVE_FAMILIES: [&str; 2] = ["gpt-5-native", "native-next-gen"];
+
 const PARAMETERS: [(&str, &str, &str); 2] = [
     ("server_name", "The name of the MCP server providing the resource", "server name here"),
     ("uri", "The URI identifying the specific resource to access", "resource URI here"),
@@ -53,22 +59,27 @@ impl Tool for AccessMcpResource {
     type Args = AccessMcpResourceArgs;
 
     fn declaration() -> ToolDeclaration {
-        let parameters = PARAMETERS
-            .iter()
-            .map(|&(name, description, usage)| ParamSpec::new(name, true, description).usage(usage))
-            .collect();
-        let spec = ToolSpec {
+        let spec = |description: &str| ToolSpec {
             id: "access_mcp_resource".to_owned(),
             name: "access_mcp_resource".to_owned(),
-            description: DESCRIPTION.to_owned(),
-            parameters,
+            description: description.to_owned(),
+            parameters: PARAMETERS
+                .iter()
+                .map(|&(name, description, usage)| ParamSpec::new(name, true, description).usage(usage))
+                .chain([ParamSpec::task_progress()])
+                .collect(),
             context_requirements: vec!["mcp".to_owned()],
         };
         let mut declaration = toolshed_plugin_api::declare("access_mcp_resource", DESCRIPTION, &[]);
         declaration.checks_parameters = true;
         declaration.capabilities = vec![capability::NETWORK.to_owned()];
         declaration.display = Some("[{tool} for '{server_name}']".to_owned());
-        declaration.specs = [("generic".to_owned(), spec)].into_iter().collect();
+        // Cline's `next-gen` and `gpt` specs are copies of the generic one, which they fall back to here.
+        declaration.specs = NATIVE_FAMILIES
+            .iter()
+            .map(|family| ((*family).to_owned(), spec(NATIVE_DESCRIPTION)))
+            .chain([("generic".to_owned(), spec(DESCRIPTION))])
+            .collect();
         declaration
     }
 
@@ -143,5 +154,17 @@ mod tests {
         let blob = json!({"contents": [{"uri": "b", "mimeType": "application/octet-stream", "blob": "AAAA"}]});
         assert_eq!(format_result(&blob), "(Empty response)");
         assert_eq!(format_result(&json!({"contents": [{"uri": "a", "text": ""}]})), "(Empty response)");
+    }
+
+    #[test]
+    fn the_native_families_warn_and_every_spec_takes_the_focus_chain_checklist() {
+        let specs = AccessMcpResource::declaration().specs;
+        assert_eq!(specs.keys().collect::<Vec<_>>(), ["generic", "gpt-5-native", "native-next-gen"]);
+        assert_eq!(specs["gpt-5-native"], specs["native-next-gen"]);
+        assert_eq!(specs["generic"].parameters, specs["native-next-gen"].parameters);
+        assert!(specs["native-next-gen"].description.ends_with("the resource you are trying to access."));
+        let names: Vec<&str> = specs["generic"].parameters.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["server_name", "uri", "task_progress"]);
+        assert_eq!(specs["generic"].parameters[2], ParamSpec::task_progress());
     }
 }

@@ -29,11 +29,9 @@ impl Tool for ActModeRespond {
     type Args = ActModeRespondArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("act_mode_respond", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("act_mode_respond", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
-        for spec in declaration.specs.values_mut() {
-            spec.context_requirements = vec!["mode:act".to_owned()];
-        }
+        declaration.specs = spec::specs();
         declaration
     }
 

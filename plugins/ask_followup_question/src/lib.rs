@@ -59,13 +59,10 @@ impl Tool for AskFollowupQuestion {
     type Args = AskArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("ask_followup_question", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("ask_followup_question", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
         declaration.display = Some("[{tool} for '{question}']".to_owned());
-        for spec in declaration.specs.values_mut() {
-            // Hidden from the prompt in YOLO mode, as Cline hides it.
-            spec.context_requirements = vec!["!yolo".to_owned()];
-        }
+        declaration.specs = spec::specs();
         declaration
     }
 

@@ -60,10 +60,11 @@ impl Tool for AttemptCompletion {
     type Args = AttemptCompletionArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("attempt_completion", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("attempt_completion", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
         // Cline's executor copies `response` into a missing `result` before anything else looks at the call.
         declaration.param_aliases.insert("response".to_owned(), "result".to_owned());
+        declaration.specs = spec::specs();
         declaration
     }
 

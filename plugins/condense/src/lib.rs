@@ -28,8 +28,11 @@ impl Tool for Condense {
     type Args = CondenseArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("condense", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("condense", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
+        for spec in declaration.specs.values_mut() {
+            spec.parameters = spec::parameters();
+        }
         declaration
     }
 

@@ -29,9 +29,13 @@ impl Tool for GenerateExplanation {
     type Args = GenerateExplanationArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("generate_explanation", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("generate_explanation", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
         declaration.display = Some("[{tool} for '{title}']".to_owned());
+        for spec in declaration.specs.values_mut() {
+            spec.parameters = spec::parameters();
+            spec.context_requirements = vec!["!cli".to_owned()];
+        }
         declaration
     }
 

@@ -54,6 +54,10 @@ impl Tool for LoadMcpDocumentation {
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("load_mcp_documentation", DESCRIPTION, &[]);
         declaration.capabilities = vec![capability::READ_ONLY.to_owned()];
+        for spec in declaration.specs.values_mut() {
+            // Offered with an MCP hub only, as Cline offers it.
+            spec.context_requirements = vec!["mcp".to_owned()];
+        }
         declaration
     }
 
@@ -92,5 +96,12 @@ mod tests {
         assert!(text.contains("settings file at: /home/u/mcp.json"));
         assert!(text.ends_with("Connected MCP servers: fs, web\n"));
         assert!(documentation(None, &[]).contains("(None running currently)"));
+    }
+
+    #[test]
+    fn offered_with_an_mcp_hub_only() {
+        let declaration = LoadMcpDocumentation::declaration();
+        let spec = &declaration.specs["generic"];
+        assert_eq!((spec.context_requirements.as_slice(), spec.parameters.len()), (&["mcp".to_owned()][..], 0));
     }
 }

@@ -25,10 +25,11 @@ impl Tool for NewTask {
     type Args = NewTaskArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("new_task", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("new_task", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
         declaration.display = Some("[{tool} for creating a new task]".to_owned());
         for spec in declaration.specs.values_mut() {
+            spec.parameters = spec::parameters();
             spec.context_requirements = vec!["!yolo".to_owned()];
         }
         declaration

@@ -1,8 +1,9 @@
 //! Cline's `plan_mode_respond`: presents the plan to the user in PLAN mode and returns their reply, or the
 //! switch to ACT mode (by the user's toggle, or automatically in YOLO mode through `task.set_mode`).
 //!
-//! Cline offers the tool only in PLAN mode and, called in ACT mode outside YOLO, would still ask; we refuse it
-//! there with the wording of act_mode_respond's mode error, so the model picks the right tool.
+//! Cline offers the tool in both modes (its description says PLAN MODE only) and, called in ACT mode outside
+//! YOLO, would still ask; we refuse it there with the wording of act_mode_respond's mode error, so the model
+//! picks the right tool.
 
 use serde::Deserialize;
 use toolshed_plugin_api::sdk::conversation;
@@ -41,16 +42,9 @@ impl Tool for PlanModeRespond {
     type Args = PlanModeRespondArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("plan_mode_respond", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("plan_mode_respond", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
-        for spec in declaration.specs.values_mut() {
-            spec.context_requirements = vec!["mode:plan".to_owned()];
-            for param in &mut spec.parameters {
-                if param.name == "needs_more_exploration" {
-                    param.kind = "boolean".to_owned();
-                }
-            }
-        }
+        declaration.specs = spec::specs();
         declaration
     }
 

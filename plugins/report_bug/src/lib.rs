@@ -33,8 +33,11 @@ impl Tool for ReportBug {
     type Args = ReportBugArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("report_bug", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("report_bug", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
+        for spec in declaration.specs.values_mut() {
+            spec.parameters = spec::parameters();
+        }
         declaration
     }
 

@@ -35,8 +35,11 @@ impl Tool for SummarizeTask {
     type Args = SummarizeTaskArgs;
 
     fn declaration() -> ToolDeclaration {
-        let mut declaration = toolshed_plugin_api::declare("summarize_task", spec::DESCRIPTION, spec::PARAMS);
+        let mut declaration = toolshed_plugin_api::declare("summarize_task", spec::DESCRIPTION, &[]);
         declaration.checks_parameters = true;
+        for spec in declaration.specs.values_mut() {
+            spec.parameters = spec::parameters();
+        }
         declaration
     }
 

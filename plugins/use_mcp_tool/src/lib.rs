@@ -136,9 +136,10 @@ impl Tool for UseMcpTool {
     fn declaration() -> ToolDeclaration {
         let parameters = PARAMETERS
             .iter()
-            // Cline's spec marks `arguments` required too, but its handler calls without it: here only the
-            // names are (the handler checks them itself, in Cline's order).
-            .map(|&(name, description, usage)| ParamSpec::new(name, name != "arguments", description).usage(usage))
+            // Cline's spec marks all three required, and so does this one, so the model reads Cline's text; the
+            // handler checks the names itself, in Cline's order, and like Cline's calls a tool without `arguments`.
+            .map(|&(name, description, usage)| ParamSpec::new(name, true, description).usage(usage))
+            .chain([ParamSpec::task_progress()])
             .collect();
         let spec = ToolSpec {
             id: "use_mcp_tool".to_owned(),
@@ -291,5 +292,15 @@ mod tests {
             invalid_arguments("s", "t"),
             "Invalid JSON argument used with s for t. Please retry with a properly formatted JSON argument."
         );
+    }
+
+    #[test]
+    fn the_spec_takes_the_focus_chain_checklist_last() {
+        let specs = UseMcpTool::declaration().specs;
+        let spec = &specs["generic"];
+        assert_eq!((specs.len(), spec.context_requirements.as_slice()), (1, &["mcp".to_owned()][..]));
+        let names: Vec<&str> = spec.parameters.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["server_name", "tool_name", "arguments", "task_progress"]);
+        assert_eq!(spec.parameters[3], ParamSpec::task_progress());
     }
 }

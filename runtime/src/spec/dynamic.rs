@@ -153,8 +153,57 @@ pub(super) fn truthy(value: &Value) -> bool {
     }
 }
 
-/// One spec per agent, in name order, with the agent each name runs. Names are Cline's: the agent's name
-/// lower-cased with runs of other characters as one `_`, `_2`, `_3`, … on a clash.
+/// Cline's `buildSubagentToolName`: `use_subagent_` and the agent's name lower-cased, each run of other
+/// characters as one `_`, `_` at either end dropped (`agent` when nothing is left); a name over 64 characters
+/// keeps the first characters of its body and ends in `_` and up to 6 base-36 digits of the name's hash.
+fn subagent_tool_name(agent: &str) -> String {
+    let mut sanitized = String::new();
+    for c in agent.trim().to_lowercase().chars() {
+        let c = if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' { c } else { '_' };
+        if !(c == '_' && sanitized.ends_with('_')) {
+            sanitized.push(c);
+        }
+    }
+    let sanitized = match sanitized.trim_matches('_') {
+        "" => "agent",
+        trimmed => trimmed,
+    };
+    let base = format!("{SUBAGENT_PREFIX}{sanitized}");
+    if base.len() <= MAX_NAME {
+        return base;
+    }
+    let hash: String = base36(fnv1a_utf16(agent)).chars().take(6).collect();
+    let body_len = (MAX_NAME - SUBAGENT_PREFIX.len() - hash.len() - 1).max(1);
+    // The body is ASCII, so any cut is at a character boundary.
+    let mut name = format!("{SUBAGENT_PREFIX}{}_{hash}", &sanitized[..body_len.min(sanitized.len())]);
+    name.truncate(MAX_NAME);
+    name
+}
+
+/// Cline's `hashString`: 32-bit FNV-1a over the UTF-16 code units of the text (JavaScript's `charCodeAt`).
+/// Hand-rolled because the hash must be this exact variant, which the FNV crates (64-bit, bytes) are not.
+fn fnv1a_utf16(text: &str) -> u32 {
+    text.encode_utf16().fold(2_166_136_261_u32, |hash, unit| (hash ^ u32::from(unit)).wrapping_mul(16_777_619))
+}
+
+/// A number in base 36 with lower-case digits (JavaScript's `toString(36)`).
+fn base36(mut n: u32) -> String {
+    const DIGITS: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut digits = Vec::new();
+    loop {
+        digits.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.iter().rev().map(|&d| char::from(d)).collect()
+}
+
+/// Cline's dynamic subagent specs (`ClineToolSet.getDynamicSubagentToolSpecs`): one per agent, with the agent
+/// each name runs. Names are Cline's (see [`subagent_tool_name`]), given in name order (trimmed and
+/// lower-cased) with `_2`, `_3`, … on a clash, as Cline's `AgentConfigLoader` gives them; the specs come in
+/// that order too, where Cline's follow the order its parallel file reads finish in.
 pub(super) fn subagent_specs(agents: &[AgentConfig]) -> Vec<(Spec, String)> {
     let mut sorted: Vec<&AgentConfig> = agents.iter().collect();
     sorted.sort_by(|a, b| a.name.trim().to_lowercase().cmp(&b.name.trim().to_lowercase()).then(a.name.cmp(&b.name)));
@@ -163,18 +212,7 @@ pub(super) fn subagent_specs(agents: &[AgentConfig]) -> Vec<(Spec, String)> {
         .into_iter()
         .map(|agent| {
             let (name, description) = (agent.name.trim(), agent.description.trim());
-            let mut sanitized = String::new();
-            for c in name.to_lowercase().chars() {
-                let c = if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' { c } else { '_' };
-                if !(c == '_' && sanitized.ends_with('_')) {
-                    sanitized.push(c);
-                }
-            }
-            let sanitized = match sanitized.trim_matches('_') {
-                "" => "agent",
-                trimmed => trimmed,
-            };
-            let base = provider_tool_name(&format!("{SUBAGENT_PREFIX}{sanitized}"));
+            let base = subagent_tool_name(name);
             let mut candidate = base.clone();
             let mut n = 2;
             while used.contains(&candidate) {
@@ -291,7 +329,20 @@ mod tests {
         assert_eq!(names[0], "use_subagent_agent");
         assert_eq!(names[1], "use_subagent_code_reviewer");
         assert_eq!(names[2], "use_subagent_code_reviewer_2");
-        assert_eq!(names[3], provider_tool_name(&format!("use_subagent_{}", "r".repeat(80))));
+        assert_eq!(names[3], format!("use_subagent_{}_10js1x", "r".repeat(44)));
         assert_eq!(names[3].len(), 64);
+    }
+
+    #[test]
+    fn long_subagent_names_end_in_clines_hash() {
+        // Cline's `buildSubagentToolName` and `hashString` give these (run with Node).
+        assert_eq!(base36(fnv1a_utf16("")), "ztntfp");
+        assert_eq!(base36(0), "0");
+        assert_eq!(base36(u32::MAX), "1z141z3");
+        let long = "A very long agent name that goes on and on past the limit of sixty-four";
+        assert_eq!(subagent_tool_name(long), "use_subagent_a_very_long_agent_name_that_goes_on_and_on_p_fepj0f");
+        // Under the limit the name is only sanitized, with no hash.
+        assert_eq!(subagent_tool_name(" Ünïcode Agent! "), "use_subagent_n_code_agent");
+        assert_eq!(subagent_tool_name("__"), "use_subagent_agent");
     }
 }
