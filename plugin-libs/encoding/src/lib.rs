@@ -301,9 +301,12 @@ fn utf16_without_bom(sample: &[u8]) -> Option<&'static Encoding> {
     if pairs().any(|p| p == [0, 0]) {
         return None;
     }
-    let encoding = if low_first * 2 >= units && high_first == 0 {
+    // A character whose low byte is zero (U+4E00 一, U+3000, U+0100 Ā) has a unit of the other order's shape,
+    // so the other shape may be a small minority, not none: one such character must not turn the file, or a
+    // file an edit wrote, into binary.
+    let encoding = if low_first * 2 >= units && high_first * 4 <= low_first {
         UTF_16LE
-    } else if high_first * 2 >= units && low_first == 0 {
+    } else if high_first * 2 >= units && low_first * 4 <= high_first {
         UTF_16BE
     } else {
         return None;
@@ -377,6 +380,13 @@ mod tests {
     fn utf16_without_a_mark() {
         let le: Vec<u8> = "plain text\r\nline two\n".encode_utf16().flat_map(u16::to_le_bytes).collect();
         let be: Vec<u8> = "plain text\r\nline two\n".encode_utf16().flat_map(u16::to_be_bytes).collect();
+        assert_eq!(name(&le), "UTF-16LE");
+        assert_eq!(name(&be), "UTF-16BE");
+        // A few characters whose low byte is zero (U+4E00 一, U+3000 the ideographic space, U+0100 Ā) among
+        // Latin text: their units look like the other byte order's, and do not make the file binary.
+        let cjk = "一 plain text\u{3000}here,\r\nĀ line two\n";
+        let le: Vec<u8> = cjk.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let be: Vec<u8> = cjk.encode_utf16().flat_map(u16::to_be_bytes).collect();
         assert_eq!(name(&le), "UTF-16LE");
         assert_eq!(name(&be), "UTF-16BE");
         // NULs of another kind: a binary header, a run of zeros.
