@@ -142,7 +142,9 @@ impl TextEncoding {
         }
     }
 
-    /// A reader of the text, as UTF-8, of `reader`: positioned just past the byte-order mark, if any.
+    /// A reader of the text, as UTF-8, of `reader`, which must be at the very start of the file: the decoder
+    /// drops the file's byte-order mark, and only it (a U+FEFF right after it is text, as in
+    /// [`decode_exact`](Self::decode_exact)), so a reader already past the mark would lose that character.
     /// Invalid sequences become U+FFFD, as iconv-lite decodes them.
     pub fn decoding_reader<R: Read>(self, reader: R) -> impl Read {
         Decoding(BufReader::with_capacity(
@@ -460,6 +462,22 @@ mod tests {
             out.push(byte[0]);
         }
         assert_eq!(String::from_utf8(out).unwrap(), "A\u{FFFD}");
+    }
+
+    #[test]
+    fn the_streamed_text_is_the_exact_text() {
+        // A mark, then U+FEFF as the text's first character (a file written twice with a mark): an edit keeps
+        // the second one, so the reader shows it too.
+        let le = TextEncoding { encoding: UTF_16LE, bom: true };
+        let bytes = [0xFF, 0xFE, 0xFF, 0xFE, 0x41, 0x00];
+        let mut out = String::new();
+        le.decoding_reader(&bytes[..]).read_to_string(&mut out).unwrap();
+        assert_eq!(out, le.decode_exact(&bytes).unwrap());
+        assert_eq!(out, "\u{FEFF}A");
+        let w1252 = TextEncoding { encoding: encoding_rs::WINDOWS_1252, bom: false };
+        let mut out = String::new();
+        w1252.decoding_reader(&b"\xef\xbb\xbfx"[..]).read_to_string(&mut out).unwrap();
+        assert_eq!(out, w1252.decode_exact(b"\xef\xbb\xbfx").unwrap());
     }
 
     #[test]
