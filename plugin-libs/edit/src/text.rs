@@ -70,15 +70,13 @@ impl TextFile {
             Ok(again) if again.text == text => Ok(bytes),
             again => {
                 let shown = match &again {
-                    Ok(again) => format!(
-                        "as {}, would read back as {:?}",
-                        again.encoding.name(),
-                        first_difference(text, &again.text)
-                    ),
-                    Err(reason) => format!("would not read back as text ({reason})"),
+                    Ok(again) => {
+                        format!("would be read as {}: {:?}", again.encoding.name(), first_difference(text, &again.text))
+                    }
+                    Err(reason) => format!("would not be read as text ({reason})"),
                 };
                 Err(format!(
-                    "the file is encoded in {}, and its new bytes, whose encoding is recognised from the bytes alone, {shown}. The file was left unchanged: keep more of the file's own text, or write its non-ASCII characters another way (for example as escape sequences the file's language understands)",
+                    "the file is encoded in {}, which is recognised from its bytes alone, and its new bytes {shown}. The file was left unchanged: keep more of the file's own text, or write its non-ASCII characters another way (for example as escape sequences the file's language understands)",
                     self.encoding.name()
                 ))
             }
@@ -174,7 +172,7 @@ mod tests {
         assert_eq!(latin.encoding.name(), "windows-1252");
         // Too little text left for the detector: these bytes read back as ISO-8859-4 ("naīve").
         let error = latin.encode("na\u{ef}ve\n").unwrap_err();
-        assert!(error.contains("would read back as \"naīve\""), "{error}");
+        assert!(error.contains("its new bytes would be read as ISO-8859-4: \"naīve\""), "{error}");
         // windows-1252 bytes that are UTF-8: they would read back as "é".
         assert!(latin.encode("\u{c3}\u{a9}\n").is_err());
         // All ASCII reads back as UTF-8, the same text; an edit that keeps enough text keeps its encoding.
