@@ -246,11 +246,11 @@ fn search_files_matches_in_decoded_text() {
 
 #[test]
 fn an_edit_whose_bytes_would_read_back_as_other_text_is_refused() {
+    let original = b"Le caf\xe9 est tr\xe8s cher \xe0 Paris, m\xeame en \xe9t\xe9.\n".to_vec();
     let runtime = shipped().yes(true).build().unwrap();
     let ws = workspace();
     let root = ws.path();
     let path = root.join("fr.txt");
-    let original = b"Le caf\xe9 est tr\xe8s cher \xe0 Paris, m\xeame en \xe9t\xe9.\n".to_vec();
     std::fs::write(&path, &original).unwrap();
     let task = task_in(&runtime, root);
     // Cut down to one accented word, the bytes would be guessed as ISO-8859-4: read_file would show "naīve".
