@@ -243,3 +243,41 @@ fn search_files_matches_in_decoded_text() {
         "Found 3 results.\n\nlatin1.txt\n│----\n│avant\n│un café crème\n│après\n│----\n\nutf16.txt\n│----\n│rien\n│café noir\n│----\n\nutf8.txt\n│----\n│café au lait\n│----"
     );
 }
+
+#[test]
+fn an_edit_whose_bytes_would_read_back_as_other_text_is_refused() {
+    let original = b"Le caf\xe9 est tr\xe8s cher \xe0 Paris, m\xeame en \xe9t\xe9.\n".to_vec();
+    let runtime = shipped().yes(true).build().unwrap();
+    let ws = workspace();
+    let root = ws.path();
+    let path = root.join("fr.txt");
+    std::fs::write(&path, &original).unwrap();
+    let task = task_in(&runtime, root);
+    // Cut down to one accented word, the bytes would be guessed as ISO-8859-4: read_file would show "naīve".
+    let result = call(&task, "write_to_file", json!({"path": "fr.txt", "content": "naïve\n"}));
+    assert_eq!(result.status, ResultStatus::Error, "{}", result.to_model_text());
+    assert!(text(&result).contains("Failed to write to 'fr.txt': the file is encoded in windows-1252, which is recognised from its bytes alone, and its new bytes would be read as ISO-8859-4: \"naīve\". The file was left unchanged"), "{}", text(&result));
+    assert_eq!(bytes(&path), original);
+    // The same through replace_in_file: every other accented word removed.
+    let diff = "------- SEARCH\nLe café est très cher à Paris, même en été.\n=======\nnaïve\n+++++++ REPLACE";
+    let result = call(&task, "replace_in_file", json!({"path": "fr.txt", "diff": diff}));
+    assert_eq!(result.status, ResultStatus::Error, "{}", result.to_model_text());
+    assert_eq!(bytes(&path), original);
+    // An edit that keeps enough of the text is written, and reads back as written.
+    let diff = "------- SEARCH\nen été.\n=======\nen été, naïve.\n+++++++ REPLACE";
+    let result = call(&task, "replace_in_file", json!({"path": "fr.txt", "diff": diff}));
+    assert_eq!(result.status, ResultStatus::Success, "{}", result.to_model_text());
+    assert_eq!(
+        read(&runtime, root, "fr.txt"),
+        "1 | Le café est très cher à Paris, même en été, naïve.\n\n(File has 1 lines total.)"
+    );
+
+    // UTF-16 without a mark gains a character whose low byte is zero (一): the file stays text.
+    let unmarked = root.join("jp.txt");
+    std::fs::write(&unmarked, utf16le("name = value\nother = thing\n")).unwrap();
+    let diff = "------- SEARCH\nother = thing\n=======\nother = 一\n+++++++ REPLACE";
+    let result = call(&task, "replace_in_file", json!({"path": "jp.txt", "diff": diff}));
+    assert_eq!(result.status, ResultStatus::Success, "{}", result.to_model_text());
+    assert_eq!(bytes(&unmarked), utf16le("name = value\nother = 一\n"));
+    assert_eq!(read(&runtime, root, "jp.txt"), "1 | name = value\n2 | other = 一\n\n(File has 2 lines total.)");
+}

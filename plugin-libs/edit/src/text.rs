@@ -52,13 +52,44 @@ impl TextFile {
 
     /// The bytes of `text` in this file's encoding, with its byte-order mark, or, when the encoding has no
     /// bytes for one of its characters, why the file cannot be written.
+    ///
+    /// Outside UTF-8 the encoding is only ever guessed from the bytes, so the new bytes are read back as every
+    /// tool will read them: an edit that leaves too little text for the guess (a Windows-1252 file cut down to
+    /// `naïve`, which reads as ISO-8859-4 `naīve`), or whose bytes happen to be UTF-8, would show the model
+    /// other text than it wrote, and its next edit would be matched against that; it is refused instead.
     pub fn encode(&self, text: &str) -> Result<Vec<u8>, String> {
-        self.encoding.encode(text).map_err(|unmappable| {
+        let bytes = self.encoding.encode(text).map_err(|unmappable| {
             format!(
                 "{unmappable}. The file was left unchanged: write that character another way (for example as an escape sequence the file's language understands), or leave it out"
             )
-        })
+        })?;
+        if self.encoding.is_utf8() {
+            return Ok(bytes);
+        }
+        match TextFile::decode(&bytes) {
+            Ok(again) if again.text == text => Ok(bytes),
+            again => {
+                let shown = match &again {
+                    Ok(again) => {
+                        format!("would be read as {}: {:?}", again.encoding.name(), first_difference(text, &again.text))
+                    }
+                    Err(reason) => format!("would not be read as text ({reason})"),
+                };
+                Err(format!(
+                    "the file is encoded in {}, which is recognised from its bytes alone, and its new bytes {shown}. The file was left unchanged: keep more of the file's own text, or write its non-ASCII characters another way (for example as escape sequences the file's language understands)",
+                    self.encoding.name()
+                ))
+            }
+        }
     }
+}
+
+/// The line of `read` where it first differs from `meant`, for a message (lines are short; a long one is cut).
+fn first_difference<'a>(meant: &str, read: &'a str) -> &'a str {
+    let line =
+        read.split_inclusive('\n').zip(meant.split_inclusive('\n')).find(|(r, m)| r != m).map_or(read, |(r, _)| r);
+    let line = line.trim_end_matches(['\r', '\n']);
+    line.char_indices().nth(80).map_or(line, |(at, _)| &line[..at])
 }
 
 /// How a text ends its lines.
@@ -133,6 +164,21 @@ mod tests {
             TextFile::decode(&late).unwrap_err(),
             format!("it does not decode cleanly as UTF-8 (invalid bytes at offset {}), and writing it back would destroy the bytes that do not decode", toolshed_encoding::SNIFF_LEN + 10)
         );
+    }
+
+    #[test]
+    fn an_edit_whose_bytes_would_read_back_as_other_text_is_refused() {
+        let latin = TextFile::decode(b"Le caf\xe9 est tr\xe8s cher \xe0 Paris, m\xeame en \xe9t\xe9.\n").unwrap();
+        assert_eq!(latin.encoding.name(), "windows-1252");
+        // Too little text left for the detector: these bytes read back as ISO-8859-4 ("naīve").
+        let error = latin.encode("na\u{ef}ve\n").unwrap_err();
+        assert!(error.contains("its new bytes would be read as ISO-8859-4: \"naīve\""), "{error}");
+        // windows-1252 bytes that are UTF-8: they would read back as "é".
+        assert!(latin.encode("\u{c3}\u{a9}\n").is_err());
+        // All ASCII reads back as UTF-8, the same text; an edit that keeps enough text keeps its encoding.
+        assert_eq!(latin.encode("plain\n").unwrap(), b"plain\n");
+        let kept = "Le caf\u{e9} est tr\u{e8}s cher \u{e0} Paris, m\u{ea}me en \u{e9}t\u{e9}, na\u{ef}ve.\n";
+        assert_eq!(TextFile::decode(&latin.encode(kept).unwrap()).unwrap().text, kept);
     }
 
     #[test]

@@ -142,7 +142,9 @@ impl TextEncoding {
         }
     }
 
-    /// A reader of the text, as UTF-8, of `reader`: positioned just past the byte-order mark, if any.
+    /// A reader of the text, as UTF-8, of `reader`, which must be at the very start of the file: the decoder
+    /// drops the file's byte-order mark, and only it (a U+FEFF right after it is text, as in
+    /// [`decode_exact`](Self::decode_exact)), so a reader already past the mark would lose that character.
     /// Invalid sequences become U+FFFD, as iconv-lite decodes them.
     pub fn decoding_reader<R: Read>(self, reader: R) -> impl Read {
         Decoding(BufReader::with_capacity(
@@ -301,9 +303,12 @@ fn utf16_without_bom(sample: &[u8]) -> Option<&'static Encoding> {
     if pairs().any(|p| p == [0, 0]) {
         return None;
     }
-    let encoding = if low_first * 2 >= units && high_first == 0 {
+    // A character whose low byte is zero (U+4E00 一, U+3000, U+0100 Ā) has a unit of the other order's shape,
+    // so the other shape may be a small minority, not none: one such character must not turn the file, or a
+    // file an edit wrote, into binary.
+    let encoding = if low_first * 2 >= units && high_first * 4 <= low_first {
         UTF_16LE
-    } else if high_first * 2 >= units && low_first == 0 {
+    } else if high_first * 2 >= units && low_first * 4 <= high_first {
         UTF_16BE
     } else {
         return None;
@@ -379,6 +384,13 @@ mod tests {
         let be: Vec<u8> = "plain text\r\nline two\n".encode_utf16().flat_map(u16::to_be_bytes).collect();
         assert_eq!(name(&le), "UTF-16LE");
         assert_eq!(name(&be), "UTF-16BE");
+        // A few characters whose low byte is zero (U+4E00 一, U+3000 the ideographic space, U+0100 Ā) among
+        // Latin text: their units look like the other byte order's, and do not make the file binary.
+        let cjk = "一 plain text\u{3000}here,\r\nĀ line two\n";
+        let le: Vec<u8> = cjk.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let be: Vec<u8> = cjk.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        assert_eq!(name(&le), "UTF-16LE");
+        assert_eq!(name(&be), "UTF-16BE");
         // NULs of another kind: a binary header, a run of zeros.
         assert_eq!(name(b"a\0b\0\0\0\0\0c\0"), "binary");
         assert_eq!(name(b"\x01\0\x02\0\x03\0\x04\0"), "binary");
@@ -450,6 +462,22 @@ mod tests {
             out.push(byte[0]);
         }
         assert_eq!(String::from_utf8(out).unwrap(), "A\u{FFFD}");
+    }
+
+    #[test]
+    fn the_streamed_text_is_the_exact_text() {
+        // A mark, then U+FEFF as the text's first character (a file written twice with a mark): an edit keeps
+        // the second one, so the reader shows it too.
+        let le = TextEncoding { encoding: UTF_16LE, bom: true };
+        let bytes = [0xFF, 0xFE, 0xFF, 0xFE, 0x41, 0x00];
+        let mut out = String::new();
+        le.decoding_reader(&bytes[..]).read_to_string(&mut out).unwrap();
+        assert_eq!(out, le.decode_exact(&bytes).unwrap());
+        assert_eq!(out, "\u{FEFF}A");
+        let w1252 = TextEncoding { encoding: encoding_rs::WINDOWS_1252, bom: false };
+        let mut out = String::new();
+        w1252.decoding_reader(&b"\xef\xbb\xbfx"[..]).read_to_string(&mut out).unwrap();
+        assert_eq!(out, w1252.decode_exact(b"\xef\xbb\xbfx").unwrap());
     }
 
     #[test]

@@ -288,7 +288,10 @@ fn read_text(
         // Cline decodes extension-less binaries as UTF-8 all the same, so only files with an extension are refused.
         (Sniff::Binary, None) => TextEncoding::UTF8,
     };
-    file.seek(SeekFrom::Start(found.bom_len() as u64)).map_err(io_error)?;
+    // UTF-8 is read past its mark; a decoder reads from the start and drops the mark itself (encoding_rs drops
+    // one mark at the start, so a U+FEFF just past it must not be there for it to drop).
+    let start = if found.is_utf8() { found.bom_len() as u64 } else { 0 };
+    file.seek(SeekFrom::Start(start)).map_err(io_error)?;
     let file = Cancellable { inner: file, host };
     // UTF-8 streams as it is (the window decodes it); anything else is transcoded to UTF-8 on the way.
     let window =
@@ -597,6 +600,22 @@ mod tests {
         assert_eq!(
             execute(&host, json!({ "path": "be.txt" })),
             result::text("1 | première\n2 | ligne\n\n(File has 2 lines total.)")
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn a_second_mark_is_text_as_the_edits_see_it() -> io::Result<()> {
+        // A UTF-16 mark, then U+FEFF as the first character: the edit tools' text starts with it, so the read
+        // shows it (the decoder drops the file's own mark, and only that one).
+        let dir = workspace()?;
+        let mut twice = vec![0xFF, 0xFE, 0xFF, 0xFE];
+        twice.extend("x\ny".encode_utf16().flat_map(u16::to_le_bytes));
+        std::fs::write(dir.path().join("twice.txt"), twice)?;
+        let host = fake_host(dir.path(), &[]).without::<services::ReadCacheRecord>();
+        assert_eq!(
+            execute(&host, json!({ "path": "twice.txt" })),
+            result::text("1 | \u{feff}x\n2 | y\n\n(File has 2 lines total.)")
         );
         Ok(())
     }
