@@ -11,10 +11,20 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
 
-/// Cline's agent-loop tools, which the `mcp` profile does not serve: those the generic variant lists
-/// (Cline's `variants/generic/config.ts`, what `serve` offers), in either mode as Cline offers them.
-const AGENT_LOOP: [&str; 4] =
-    ["ask_followup_question", "attempt_completion", "plan_mode_respond", "generate_explanation"];
+/// Cline's agent-loop tools, which the `mcp` profile does not serve and `--profile cline` does (a served listing
+/// keeps every loaded tool, not one variant's list); plan_mode_respond and act_mode_respond in either mode, as
+/// Cline offers them. focus_chain is a placeholder with nothing to list.
+const AGENT_LOOP: [&str; 9] = [
+    "ask_followup_question",
+    "generate_explanation",
+    "attempt_completion",
+    "act_mode_respond",
+    "plan_mode_respond",
+    "new_task",
+    "condense",
+    "summarize_task",
+    "report_bug",
+];
 
 /// The start of Cline's XML tool-use reminder.
 const REMINDER: &str = "# Reminder: Instructions for Tool Use";
