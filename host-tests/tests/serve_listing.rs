@@ -11,10 +11,19 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
 
-/// Cline's agent-loop tools, which the `mcp` profile does not serve: those the generic variant lists
-/// (Cline's `variants/generic/config.ts`, what `serve` offers), in either mode as Cline offers them.
-const AGENT_LOOP: [&str; 4] =
-    ["ask_followup_question", "attempt_completion", "plan_mode_respond", "generate_explanation"];
+/// Cline's agent-loop tools, which the `mcp` profile does not serve: every shipped one, since an MCP listing
+/// (what `serve` offers) keeps every tool by name rather than a variant's list.
+const AGENT_LOOP: [&str; 9] = [
+    "act_mode_respond",
+    "ask_followup_question",
+    "attempt_completion",
+    "condense",
+    "generate_explanation",
+    "new_task",
+    "plan_mode_respond",
+    "report_bug",
+    "summarize_task",
+];
 
 /// The start of Cline's XML tool-use reminder.
 const REMINDER: &str = "# Reminder: Instructions for Tool Use";

@@ -214,7 +214,7 @@ fn read_file_reads_line_numbers_as_javascripts_parse_int() {
         (Value::Null, json!("0"), vec![1]),
         (Value::Null, json!("-5"), vec![1]),
         (Value::Null, json!(" 2 lines"), vec![1, 2]),
-        (Value::Null, json!("x"), all.clone()),
+        (Value::Null, json!("x"), all),
         (json!("+4"), json!("1e1"), vec![1, 2, 3, 4]),
     ];
     for (start, end, lines) in table {
