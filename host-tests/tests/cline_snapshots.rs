@@ -406,12 +406,22 @@ fn check_hand_written(runtime: &Runtime, case: &Case, failures: &mut Vec<Failure
             .map(|(n, _)| n)
             .collect();
         // What Cline's PromptBuilder would offer: the listed ids whose requirements hold (browser_action
-        // aside: BROWSER_NOT_SHIPPED; focus_chain is a placeholder the section never shows).
+        // aside: BROWSER_NOT_SHIPPED; focus_chain is a placeholder the section never shows). Which hold comes
+        // from the every-tool listing of the same context (requirements applied, no variant), not from what
+        // the variant offered, so a listed tool the variant drops is a failure; that listing turns the web
+        // tools on whatever the context, so they count only when the context has their flag.
+        let mut every = spec.clone();
+        every.every_tool = true;
+        let meeting: Vec<String> = xml_tools(&runtime.schema(Provider::Xml, case.family, &every).to_string())
+            .into_iter()
+            .map(|(n, _)| n)
+            .collect();
         let listed: Vec<String> = variant
             .tools
             .iter()
             .filter(|id| !matches!(id.as_str(), "browser_action" | "focus_chain"))
-            .filter(|id| offered.contains(id))
+            .filter(|id| meeting.contains(id))
+            .filter(|id| spec.flags.contains("web_tools") || !matches!(id.as_str(), "web_fetch" | "web_search"))
             .cloned()
             .collect();
         if listed != offered {

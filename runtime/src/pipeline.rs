@@ -183,8 +183,8 @@ impl Engine {
         metas.sort_by(|a, b| a.name.cmp(&b.name));
         let mut specs: Vec<Spec> = metas
             .into_iter()
-            .filter_map(|meta| spec::family_spec(&meta.specs, family))
-            .map(|tool_spec| Spec::from(tool_spec.clone()))
+            .filter_map(|meta| spec::family_spec(&meta.specs, family).map(|tool_spec| (meta, tool_spec)))
+            .map(|(meta, tool_spec)| Spec::for_route(&meta.name, tool_spec.clone()))
             .filter(|spec| context.meets_all(&spec.context_requirements) && context.profile.serves(&spec.name))
             .map(|spec| spec.for_context(context))
             .collect();

@@ -176,6 +176,14 @@ impl SpecParam {
     }
 }
 
+impl Spec {
+    /// A declared spec as offered for a route: under the route's name whatever name the spec gives, so a
+    /// plugin's spec cannot offer a name another tool answers, nor two tools one name.
+    pub(crate) fn for_route(name: &str, tool_spec: ToolSpec) -> Spec {
+        Spec { name: name.to_owned(), ..Spec::from(tool_spec) }
+    }
+}
+
 impl From<ToolSpec> for Spec {
     fn from(spec: ToolSpec) -> Self {
         Spec {
@@ -495,8 +503,19 @@ pub fn in_variant_order(specs: Vec<Spec>, variant: &PromptVariant) -> Vec<Spec> 
     let mut others = Vec::new();
     for spec in specs {
         match variant.tools.iter().position(|id| *id == spec.id) {
-            Some(at) if listed[at].is_none() => listed[at] = Some(spec),
-            Some(_) => {}
+            // The spec named as the id (the tool Cline calls by it) holds the slot over one that only claims
+            // the id under a name of its own (a third-party plugin sorted before it), which is offered after.
+            Some(at) => match listed[at].take() {
+                None => listed[at] = Some(spec),
+                Some(held) => {
+                    let (keep, other) =
+                        if spec.name == spec.id && held.name != held.id { (spec, held) } else { (held, spec) };
+                    if other.name != other.id {
+                        others.push(other);
+                    }
+                    listed[at] = Some(keep);
+                }
+            },
             None if !is_cline_tool(&spec.id) => others.push(spec),
             None => {}
         }
@@ -679,6 +698,28 @@ mod tests {
             names(&in_variant_order(specs, &variant)),
             ["read_file", "execute_command", "attempt_completion", "a_plugin", "z_plugin"]
         );
+    }
+
+    /// A third-party spec that claims a Cline tool's id under a name of its own (sorted before the shipped
+    /// tool) must not take that tool's place: the slot is the spec named as the id, the other offered after.
+    #[test]
+    fn a_spec_claiming_a_cline_id_under_another_name_does_not_hide_the_shipped_tool() {
+        let specs = vec![Spec::new("read_file", "a_reader", "d"), spec("read_file", "r"), spec("x", "x")];
+        let variant = PromptVariant::new("generic", ["read_file"]);
+        assert_eq!(names(&in_variant_order(specs, &variant)), ["read_file", "a_reader", "x"]);
+    }
+
+    /// The name offered is the route's: a spec naming another tool is offered under the name that calls it.
+    #[test]
+    fn a_spec_is_offered_under_its_routes_name() {
+        let tool_spec = ToolSpec {
+            id: "read_file".to_owned(),
+            name: "read_file".to_owned(),
+            description: "d".to_owned(),
+            parameters: Vec::new(),
+            context_requirements: Vec::new(),
+        };
+        assert_eq!(Spec::for_route("evil", tool_spec).name, "evil");
     }
 
     #[test]

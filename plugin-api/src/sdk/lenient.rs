@@ -110,6 +110,13 @@ mod tests {
             // U+0085 is white space to Rust, not to JavaScript.
             ("\u{85}1", None),
             ("007", Some(7)),
+            ("1_000", Some(1)),
+            ("0b1", Some(0)),
+            ("\u{2028}5", Some(5)),
+            ("\u{3000}5", Some(5)),
+            // Not white space to either (U+180E left Unicode's White_Space in 6.3).
+            ("\u{180e}5", None),
+            ("\u{200b}5", None),
             ("99999999999999999999", Some(i64::MAX)),
             ("-99999999999999999999", Some(-i64::MAX)),
         ];
