@@ -4,8 +4,9 @@
 //! `<out>/latest.json` with the git revision, the machine and the reference tools' versions.
 //!
 //! Usage: `toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--corpus DIR --tools DIR]
-//! [--peers DIR] [--rows LIST]`
+//! [--peers DIR] [--chromium BIN] [--rows LIST]`
 
+mod browser;
 mod command;
 mod concurrency;
 mod dispatch;
@@ -25,7 +26,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--corpus DIR --tools DIR] [--peers DIR] [--rows 1,4,5]
+const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolshed BIN --out DIR [--corpus DIR --tools DIR] [--peers DIR] [--chromium BIN] [--rows 1,4,5]
 
   --plugins DIR    the shipped plugins (target/plugins)
   --fixtures DIR   the fixture plugins, for libfixture_tools (target/fixtures)
@@ -34,6 +35,7 @@ const USAGE: &str = "usage: toolshed-bench --plugins DIR --fixtures DIR --toolsh
   --corpus DIR     the vendored corpus rows 2 and 3 search and walk (target/bench-corpus)
   --tools DIR      where current `rg` and `fd` are installed, for rows 2, 3 and 11 (target/bench-tools/bin)
   --peers DIR      the npm prefix holding the pinned server-filesystem, for row 12 (target/test-peers/node)
+  --chromium BIN   the headless Chromium browser_action drives, for row 13 (/usr/bin/chromium)
   --rows LIST      only these rows of the issue (for profiling one); latest.json is then not written";
 
 /// The command line.
@@ -47,6 +49,8 @@ struct Args {
     tools: Option<PathBuf>,
     /// The npm prefix of the pinned MCP servers, for row 12; skipped without it.
     peers: Option<PathBuf>,
+    /// The Chromium row 13 runs on both sides; skipped without it.
+    chromium: Option<PathBuf>,
     /// The issue's row numbers to run; all when absent.
     rows: Option<Vec<u32>>,
 }
@@ -72,6 +76,7 @@ fn parse(args: &[String]) -> Result<Args> {
         corpus: value("--corpus").ok(),
         tools: value("--tools").ok(),
         peers: value("--peers").ok(),
+        chromium: value("--chromium").ok(),
         rows,
     })
 }
@@ -107,6 +112,9 @@ fn run(args: &Args) -> Result<()> {
     if let Some(tools) = &args.tools {
         info.tools.push(("rg", report::version(&tools.join("rg"))));
         info.tools.push(("fd", report::version(&tools.join("fd"))));
+    }
+    if let Some(chromium) = &args.chromium {
+        info.tools.push(("chromium", report::version(chromium)));
     }
 
     let wanted = |row: u32| args.rows.as_ref().is_none_or(|rows| rows.contains(&row));
@@ -169,6 +177,15 @@ fn run(args: &Args) -> Result<()> {
                 rows.extend(serve::rows(&args.toolshed, &args.plugins, peers, &out)?);
             }
             None => eprintln!("toolshed-bench: row 12 skipped: it needs --peers"),
+        }
+    }
+    if wanted(13) {
+        match &args.chromium {
+            Some(chromium) => {
+                eprintln!("toolshed-bench: row 13, browser_action against a bare chromiumoxide session");
+                rows.extend(browser::rows(&args.plugins, chromium, &out)?);
+            }
+            None => eprintln!("toolshed-bench: row 13 skipped: it needs --chromium"),
         }
     }
 

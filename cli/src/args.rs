@@ -153,6 +153,9 @@ pub struct ServeArgs {
     /// Cline offers it); overrides `[serve] profile`.
     #[arg(long, value_name = "PROFILE")]
     pub profile: Option<Profile>,
+    /// Offer browser_action (a headless Chromium per session, see `[browser]`) to a client that reads images.
+    #[arg(long)]
+    pub browser: bool,
 }
 
 fn parse_root(text: &str) -> Result<(String, PathBuf), String> {

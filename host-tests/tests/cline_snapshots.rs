@@ -13,8 +13,6 @@
 //! each failure names its family, context and tool with its first difference.
 //!
 //! The deliberate differences, each applied as a narrow transformation of the expected value below:
-//! - `BROWSER_NOT_SHIPPED`: no plugin ships browser_action yet (issue 26 adds it), so its section and its
-//!   native tool are removed from the expected values.
 //! - `MCP_NATIVE_NAME`: Toolshed names a native MCP tool `{server}__mcp__{tool}` where Cline uses
 //!   `{uid}0mcp0{tool}` (CLINE-TOOLS.md): `12345670mcp0test_tool` is expected as `test-server__mcp__test_tool`.
 //! - `GEMINI_ENVELOPE`: Toolshed's Gemini schema is the request's `tools` value, `[{functionDeclarations:
@@ -198,11 +196,6 @@ fn xml_tools(section: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// BROWSER_NOT_SHIPPED for the XML section.
-fn without_browser_section(tools: Vec<(String, String)>) -> Vec<(String, String)> {
-    tools.into_iter().filter(|(name, _)| name != "browser_action").collect()
-}
-
 /// The first differing line of two texts, compactly.
 fn text_diff(expected: &str, actual: &str) -> String {
     let (e, a): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), actual.lines().collect());
@@ -339,7 +332,7 @@ fn compare_lists(at: &str, expected: &[String], actual: &[String], failures: &mu
 fn compare_xml(runtime: &Runtime, case: &Case, context: &str, failures: &mut Vec<Failure>) -> usize {
     let at = format!("{} {context}", case.family);
     let prompt = snapshot(&format!("{}-{context}.snap", case.prompt));
-    let expected = without_browser_section(xml_tools(tools_section(&prompt).expect("a tools section")));
+    let expected = xml_tools(tools_section(&prompt).expect("a tools section"));
     let actual = runtime.schema(Provider::Xml, case.family, &spec_context(case, context, false)).to_string();
     let actual = xml_tools(&actual);
     let names = |tools: &[(String, String)]| tools.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
@@ -368,8 +361,6 @@ fn compare_native(runtime: &Runtime, case: &Case, tools_snap: &str, failures: &m
         .as_array()
         .expect("an array")
         .iter()
-        // BROWSER_NOT_SHIPPED.
-        .filter(|tool| tool_name(tool) != "browser_action")
         .cloned()
         .map(|mut tool| {
             // MCP_NATIVE_NAME.
@@ -405,11 +396,11 @@ fn check_hand_written(runtime: &Runtime, case: &Case, failures: &mut Vec<Failure
             .skip(1)
             .map(|(n, _)| n)
             .collect();
-        // What Cline's PromptBuilder would offer: the listed ids whose requirements hold (browser_action
-        // aside: BROWSER_NOT_SHIPPED; focus_chain is a placeholder the section never shows). Which hold comes
-        // from the every-tool listing of the same context (requirements applied, no variant), not from what
-        // the variant offered, so a listed tool the variant drops is a failure; that listing turns the web
-        // tools on whatever the context, so they count only when the context has their flag.
+        // What Cline's PromptBuilder would offer: the listed ids whose requirements hold (focus_chain aside: a
+        // placeholder the section never shows). Which hold comes from the every-tool listing of the same
+        // context (requirements applied, no variant), not from what the variant offered, so a listed tool the
+        // variant drops is a failure; that listing turns the web tools on whatever the context, so they count
+        // only when the context has their flag.
         let mut every = spec.clone();
         every.every_tool = true;
         let meeting: Vec<String> = xml_tools(&runtime.schema(Provider::Xml, case.family, &every).to_string())
@@ -419,7 +410,7 @@ fn check_hand_written(runtime: &Runtime, case: &Case, failures: &mut Vec<Failure
         let listed: Vec<String> = variant
             .tools
             .iter()
-            .filter(|id| !matches!(id.as_str(), "browser_action" | "focus_chain"))
+            .filter(|id| id.as_str() != "focus_chain")
             .filter(|id| meeting.contains(id))
             .filter(|id| spec.flags.contains("web_tools") || !matches!(id.as_str(), "web_fetch" | "web_search"))
             .cloned()

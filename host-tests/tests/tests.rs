@@ -4,6 +4,8 @@
 mod util;
 
 mod aliases;
+mod browser;
+mod browser_attacks;
 mod cli;
 mod cline_handler_cases;
 mod cline_snapshots;

@@ -175,3 +175,10 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// One browser test at a time: each starts a Chromium of several processes, and many at once on a small
+/// machine turn every wait into a timeout. Held for the test's life (a failed test's poison is ignored).
+pub fn browser_turn() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -47,6 +47,7 @@ macro_rules! services {
     )+};
 }
 
+mod browser;
 mod commit;
 mod conversation;
 mod isolate;
@@ -57,6 +58,7 @@ mod state;
 mod subagents;
 mod web;
 
+pub use browser::*;
 pub use commit::*;
 pub use conversation::*;
 pub use isolate::*;

@@ -256,6 +256,11 @@ fn serve_demo_site() -> std::io::Result<std::net::SocketAddr> {
                     "application/json",
                     r#"{"data":{"results":[{"title":"Toolshed on docs.rs","url":"https://docs.rs/toolshed"}]}}"#.to_owned(),
                 ),
+                "/app" => (
+                    "text/html",
+                    r#"<html><body style="margin:0"><button style="position:absolute;left:100px;top:100px;width:200px;height:80px" onclick="this.textContent='Clicked'; console.log('the demo button was clicked')">Click me</button></body></html>"#
+                        .to_owned(),
+                ),
                 _ => (
                     "text/html",
                     "<html><head><title>Guide</title></head><body><h1>Getting started</h1><p>Run <b>cargo xtask demo</b>.</p></body></html>"
@@ -329,7 +334,7 @@ fn main() -> anyhow::Result<()> {
     let config = toolshed::Config::from_toml_str(&format!(
         "[skills]\ndirs = [{skills:?}]\n[web]\nprovider = \"cline\"\nenabled = true\nfeature_flag = true\nbackend = \"direct\"\n\
          api_base_url = \"http://{site}\"\nallowed_hosts = [\"127.0.0.1\"]\nfetch_timeout_ms = 5000\n\
-         [mcp]\nsettings = {mcp_settings:?}\n"
+         [mcp]\nsettings = {mcp_settings:?}\n[browser]\nstable_interval_ms = 100\nlog_quiet_ms = 200\n"
     ))?;
     let runtime = Runtime::builder()
         .plugin_dir(&plugins)
@@ -407,6 +412,11 @@ fn main() -> anyhow::Result<()> {
         step("web_fetch", json!({"url": "http://169.254.169.254/latest/meta-data", "prompt": "p"}), Success, &["Error fetching web content: 169.254.169.254 is a link-local address, which web requests may not reach"]),
         step("web_search", json!({"query": "toolshed plugins", "allowed_domains": "[\"docs.rs\"]"}), Success, &["Search completed (1 results found):\n\n1. Toolshed on docs.rs\n   https://docs.rs/toolshed\n\n"]),
         step("web_search", json!({"query": "x", "allowed_domains": "[\"a.com\"]", "blocked_domains": "[\"b.com\"]"}), Error, &["Cannot specify both allowed_domains and blocked_domains"]),
+        // The browser: a headless Chromium on the demo site, a screenshot after every action.
+        step("browser_action", json!({"action": "click", "coordinate": "200,140"}), Error, &["Browser is not launched."]),
+        step("browser_action", json!({"action": "launch", "url": format!("http://{site}/app")}), Success, &["The browser action has been executed.", "Console logs:\n(No new logs)"]),
+        step("browser_action", json!({"action": "click", "coordinate": "200,140"}), Success, &["Console logs:\nthe demo button was clicked"]),
+        step("browser_action", json!({"action": "close"}), Success, &["The browser has been closed. You may now proceed to using other tools."]),
         // MCP, through the host's hub (see the MCP section of the README), against a real server.
         step("use_mcp_tool", json!({"server_name": mcp, "tool_name": "echo", "arguments": "{\"message\": \"hi from the demo\"}"}), Success, &[&format!("[use_mcp_tool for '{mcp}'] Result:\nEcho: hi from the demo")]),
         // Resource links read as nothing in Cline, so only the server's text is shown.
@@ -428,7 +438,8 @@ fn main() -> anyhow::Result<()> {
         step("attempt_completion", json!({"result": "The demo ran every tool."}), Success, &["[attempt_completion] Result: Done"]),
     ];
 
-    let task = runtime.task(TaskContext::new(&ws));
+    // The scripted model reads images and may drive a browser (browser_action is offered then).
+    let task = runtime.task(TaskContext::new(&ws).with_images(true).with_browser(true));
     let executor = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let mut failures = Vec::new();
     let mut exercised = BTreeSet::new();

@@ -44,15 +44,16 @@ mod web;
 
 pub use loader::ConfigLoader;
 pub use sections::{
-    ApprovalConfig, CommandsConfig, HookCommand, HooksConfig, IsolationConfig, LimitsConfig, McpConfig, PluginsConfig,
-    Profile, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, AGENT_LOOP_TOOLS,
+    ApprovalConfig, BrowserConfig, CommandsConfig, HookCommand, HooksConfig, IsolationConfig, LimitsConfig, McpConfig,
+    PluginsConfig, Profile, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig,
+    AGENT_LOOP_TOOLS,
 };
 #[cfg(feature = "web")]
 pub(crate) use web::HostRule;
 pub use web::WebConfig;
 
 /// The section names; `TOOLSHED_<SECTION>_<KEY>` uses them upper-cased.
-const SECTIONS: [&str; 13] = [
+const SECTIONS: [&str; 14] = [
     "web",
     "mcp",
     "commands",
@@ -66,6 +67,7 @@ const SECTIONS: [&str; 13] = [
     "serve",
     "limits",
     "isolation",
+    "browser",
 ];
 
 /// Variables that share the `TOOLSHED_<SECTION>` prefix but are not config
@@ -123,6 +125,9 @@ pub struct Config {
     /// `[isolation]`: the child processes that run parsers of hostile content.
     #[serde(deserialize_with = "shape::table")]
     pub isolation: IsolationConfig,
+    /// `[browser]`: browser_action's headless Chromium.
+    #[serde(deserialize_with = "shape::table")]
+    pub browser: BrowserConfig,
 }
 
 impl Config {
@@ -150,6 +155,25 @@ impl Config {
             && !(proxy.starts_with("https://") || proxy.starts_with("http://"))
         {
             return Err(format!("[web] proxy is {proxy:?}; use an http:// or https:// URL"));
+        }
+        let browser = &self.browser;
+        for (key, value) in [("viewport_width", browser.viewport_width), ("viewport_height", browser.viewport_height)] {
+            if !(16..=4096).contains(&value) {
+                return Err(format!("[browser] {key} is {value}; use 16 to 4096 pixels"));
+            }
+        }
+        if !matches!(browser.screenshot_format.as_str(), "webp" | "png") {
+            return Err(format!(
+                "[browser] screenshot_format is {:?}; use \"webp\" or \"png\"",
+                browser.screenshot_format
+            ));
+        }
+        if let Some(url) = &browser.remote_url
+            && !["http://", "https://", "ws://", "wss://"].iter().any(|scheme| url.starts_with(scheme))
+        {
+            return Err(format!(
+                "[browser] remote_url is {url:?}; use Chrome's DevTools endpoint, an http:// or ws:// URL"
+            ));
         }
         Ok(())
     }

@@ -96,7 +96,7 @@ impl Engine {
         Arc::new_cyclic(|engine: &Weak<Engine>| {
             let runner: Weak<dyn ToolRunner> = engine.clone();
             let services = services(runner);
-            let processes = Arc::clone(&services.processes);
+            let (processes, browser) = (Arc::clone(&services.processes), Arc::clone(&services.browser));
             Engine {
                 routing: parts.routing,
                 policy: parts.policy,
@@ -108,7 +108,10 @@ impl Engine {
                 hooks: parts.hooks,
                 max_result_bytes: parts.max_result_bytes,
                 mcp_list_wait: parts.mcp_list_wait,
-                task_end: Arc::new(move |task_id: &str| processes.kill_task(task_id)),
+                task_end: Arc::new(move |task_id: &str| {
+                    processes.kill_task(task_id);
+                    browser.close_task(task_id);
+                }),
                 on_demand: parts.on_demand,
             }
         })
@@ -149,12 +152,14 @@ impl Engine {
 
     /// Opens a task.
     pub fn open_task(&self, context: TaskContext) -> Arc<TaskShared> {
-        Arc::new(TaskShared::new(
+        let mut task = TaskShared::new(
             context,
             self.plugin_timeouts.clone(),
             self.events.clone(),
             Some(Arc::clone(&self.task_end)),
-        ))
+        );
+        task.browser_viewport = self.services.browser.viewport();
+        Arc::new(task)
     }
 
     /// Every loaded tool by name with its spec for `family`, those whose requirements `context` meets and
@@ -285,6 +290,11 @@ impl Engine {
         mut tool_use: ToolUse,
         cancel: &Arc<CancelToken>,
     ) -> (ToolResult, Option<String>) {
+        // Cline's executor closes the browser before any other tool runs (the model was told to close it
+        // first; a later browser action then reads that it is no longer launched).
+        if route.meta.primary != crate::services::browser::BROWSER_TOOL {
+            self.services.browser.close_task(&task.info.task_id);
+        }
         let valid = match validate::validate(&route, task, &mut tool_use) {
             Ok(valid) => valid,
             Err(invalid) => {
@@ -495,7 +505,7 @@ impl ToolRunner for Engine {
 
     fn cancel_task(&self, task: &TaskShared) {
         task.cancel.cancel();
-        self.services.processes.kill_task(&task.info.task_id);
+        self.services.end_task(&task.info.task_id);
     }
 
     fn spec(&self, tool: &str, family: &str) -> Option<Spec> {

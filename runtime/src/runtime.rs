@@ -343,6 +343,7 @@ impl RuntimeBuilder {
                 }),
                 config,
             )),
+            browser: config.browser.clone(),
             isolation: config.isolation.clone(),
         };
         let engine_parts = EngineParts {

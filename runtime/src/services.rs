@@ -2,6 +2,7 @@
 //! conversation, subagents, child-process jobs) and the router that dispatches them by name. Services that
 //! run tools reach back into the pipeline through [`runner::ToolRunner`], which the pipeline implements.
 
+pub(crate) mod browser;
 pub(crate) mod commit_gate;
 mod core;
 pub(crate) mod host;
@@ -14,6 +15,7 @@ pub(crate) mod runner;
 pub(crate) mod skills;
 pub(crate) mod subagents;
 
+use browser::BrowserHost;
 use host::Router;
 use http::HttpService;
 use interaction::InteractionHost;
@@ -33,6 +35,7 @@ pub(crate) struct ServiceParts {
     pub interaction: Arc<InteractionHost>,
     pub subagents: Arc<SubagentHost>,
     pub isolation: crate::config::IsolationConfig,
+    pub browser: crate::config::BrowserConfig,
 }
 
 /// The runtime's services: the router every call's host answers from, and the parts the runtime itself
@@ -46,6 +49,8 @@ pub(crate) struct HostServices {
     pub mcp: Option<Arc<McpHub>>,
     pub interaction: Arc<InteractionHost>,
     pub subagents: Arc<SubagentHost>,
+    /// The tasks' browsers (browser_action).
+    pub browser: Arc<BrowserHost>,
     /// The user's setting that turns the web tools on (Cline's `clineWebToolsEnabled`): the specs offer
     /// web_fetch and web_search only then.
     pub web_tools: bool,
@@ -66,6 +71,8 @@ impl HostServices {
         interaction::register(&mut router, &parts.interaction, runner.clone());
         subagents::register(&mut router, &parts.subagents, &parts.interaction, runner);
         isolate::register(&mut router, parts.isolation);
+        let browser = Arc::new(BrowserHost::new(parts.browser));
+        browser::register(&mut router, &browser);
         let mut name_routes: Vec<Box<dyn NameRoute>> = Vec::new();
         if let Some(hub) = &parts.mcp {
             name_routes.push(Box::new(mcp::NativeTools(Arc::clone(hub))));
@@ -79,6 +86,13 @@ impl HostServices {
             interaction: parts.interaction,
             web_tools,
             subagents: parts.subagents,
+            browser,
         }
+    }
+
+    /// What a task's end or cancellation stops: its processes and its browser.
+    pub fn end_task(&self, task_id: &str) {
+        self.processes.kill_task(task_id);
+        self.browser.close_task(task_id);
     }
 }

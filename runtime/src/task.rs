@@ -25,6 +25,9 @@ pub struct TaskContext {
     pub model_family: String,
     /// Whether the model accepts images.
     pub supports_images: bool,
+    /// Whether the model can drive a browser (Cline's `supportsBrowserUse`: a model that reads images, with
+    /// the browser tool on): browser_action is offered only then.
+    pub supports_browser: bool,
     /// Whether this task is a subagent run.
     pub subagent: bool,
     /// YOLO mode: the host approves everything itself (offered to specs as `yolo`; approval follows the
@@ -51,6 +54,7 @@ impl TaskContext {
             mode: Mode::Act,
             model_family: "generic".to_owned(),
             supports_images: false,
+            supports_browser: false,
             subagent: false,
             yolo: false,
             parallel_tool_calls: false,
@@ -110,6 +114,12 @@ impl TaskContext {
     /// Sets whether the model accepts images.
     pub fn with_images(mut self, supports_images: bool) -> Self {
         self.supports_images = supports_images;
+        self
+    }
+
+    /// Sets whether the model can drive a browser (browser_action is offered only then).
+    pub fn with_browser(mut self, supports_browser: bool) -> Self {
+        self.supports_browser = supports_browser;
         self
     }
 
@@ -253,6 +263,9 @@ pub(crate) struct TaskShared {
     pub parallel_tool_calls: bool,
     pub max_mistakes: u32,
     pub profile: Profile,
+    /// Whether the model can drive a browser, and the viewport its spec names.
+    pub supports_browser: bool,
+    pub browser_viewport: (u32, u32),
     /// Cline's loop detection: the last executed call's tool name and signature, and how many times in a
     /// row it was made.
     pub last_call: std::sync::Mutex<(String, String, u32)>,
@@ -320,6 +333,8 @@ impl TaskShared {
             parallel_tool_calls: context.parallel_tool_calls,
             max_mistakes: context.max_consecutive_mistakes.max(1),
             profile: context.profile,
+            supports_browser: context.supports_browser,
+            browser_viewport: crate::spec::SpecContext::default().browser_viewport,
             last_call: std::sync::Mutex::new((String::new(), String::new(), 0)),
             workspace,
             cancel: CancelToken::default(),
@@ -374,6 +389,8 @@ impl TaskShared {
             yolo: self.yolo,
             subagent_run: info.subagent,
             supports_images: info.supports_images,
+            supports_browser: self.supports_browser,
+            browser_viewport: self.browser_viewport,
             profile: self.profile,
             ..crate::spec::SpecContext::default()
         }

@@ -8,6 +8,8 @@ use std::path::Path;
 
 /// Builds the plugins, then runs the demo against them.
 pub fn run(release: bool) -> Result<()> {
+    // browser_action's steps drive Debian's Chromium, installed when missing.
+    crate::peers::chromium()?;
     let built = build::plugins(release)?;
     run_with(&built.plugins, release, &[])
 }

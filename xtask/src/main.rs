@@ -30,8 +30,9 @@ commands:
   new-plugin NAME [--dir DIR] [--api-path DIR | --api-version VERSION]
                         create a tool plugin crate from the template (with a test) in DIR/NAME; outside
                         plugins/ it is a workspace of its own that builds against the given plugin API
-  bench                 build in release and measure the performance budget against references run side by
-                        side; prints the table and writes target/bench/latest.json
+  bench [--rows LIST]   build in release and measure the performance budget against references run side by
+                        side; prints the table and writes target/bench/latest.json (with --rows, only those
+                        rows of the issue, such as `--rows 13`, and no latest.json)
   fuzz [--seconds N] [TARGET]
                         run the libFuzzer targets of fuzz/ for N seconds each (default 60), one at a time;
                         new crashes are copied to fuzz/regressions/, which `cargo test` replays
@@ -60,7 +61,7 @@ fn run(args: &[String]) -> Result<()> {
         Some("test") => test::run(),
         Some("demo") => demo::run(release),
         Some("new-plugin") => new_plugin::run(&args[1..]).map(|_| ()),
-        Some("bench") => bench::run(),
+        Some("bench") => bench::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("soak") => soak::run(&args[1..]),
         Some("-h" | "--help" | "help") | None => {

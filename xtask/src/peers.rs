@@ -3,7 +3,7 @@
 //! already there is kept, so a machine without network still runs the tests it has peers for.
 
 use crate::{cmd, root};
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use std::path::PathBuf;
 
 /// The npm servers, pinned.
@@ -63,11 +63,25 @@ pub fn install() -> Result<Peers> {
 /// strace, which the differential command-permission target (`fuzz-targets/src/exec.rs`) runs every allowed
 /// command under, from the system's packages when it is missing: its replay is part of the suite.
 pub fn strace() -> Result<()> {
-    let present = |name: &str| std::process::Command::new(name).arg("-V").output().is_ok_and(|o| o.status.success());
-    if present("strace") {
+    system_package("strace", "-V", "strace")
+}
+
+/// Debian's Chromium, which the host's `browser.*` services drive (browser_action), from the system's packages
+/// when it is missing: the browser tests, the demo and the bench row run it, and none of them skips without
+/// it. Returns its path on `PATH` (`/usr/bin/chromium`), for `TOOLSHED_TEST_CHROMIUM`.
+pub fn chromium() -> Result<PathBuf> {
+    system_package("chromium", "--version", "chromium")?;
+    on_path("chromium").context("`chromium` answers `--version` but is not found on PATH")
+}
+
+/// Installs the system package `package` with apt-get unless `binary version_flag` already runs and succeeds:
+/// as root (containers, CI) apt-get runs directly, otherwise through sudo; when the install fails, the package
+/// lists are updated (`apt-get update`) and it is tried once more. Fails when `binary` still does not run.
+pub fn system_package(binary: &str, version_flag: &str, package: &str) -> Result<()> {
+    let present = || std::process::Command::new(binary).arg(version_flag).output().is_ok_and(|o| o.status.success());
+    if present() {
         return Ok(());
     }
-    // As root (containers, CI) apt-get runs directly; otherwise through sudo.
     let root_user = std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
     let (program, prefix): (&str, &[&str]) = if root_user { ("apt-get", &[]) } else { ("sudo", &["apt-get"]) };
     let run = |args: &[&str]| {
@@ -75,9 +89,22 @@ pub fn strace() -> Result<()> {
         all.extend(args);
         cmd(program, &all, &[])
     };
-    if run(&["install", "-y", "strace"]).is_err() {
-        run(&["update"]).context("apt-get update, to install strace")?;
-        run(&["install", "-y", "strace"]).context("installing strace (apt-get install -y strace)")?;
+    if run(&["install", "-y", package]).is_err() {
+        run(&["update"]).with_context(|| format!("apt-get update, to install {package}"))?;
+        run(&["install", "-y", package])
+            .with_context(|| format!("installing {package} (apt-get install -y {package})"))?;
+    }
+    if !present() {
+        bail!("`{binary} {version_flag}` still fails after `apt-get install -y {package}`");
     }
     Ok(())
+}
+
+/// The first executable file named `binary` in the directories of `PATH`, as `which` finds it.
+pub fn on_path(binary: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|dir| dir.join(binary)).find(|candidate| {
+        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
 }

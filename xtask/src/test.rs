@@ -2,9 +2,10 @@
 //! tidy checks (layering, file sizes), `cargo fmt --check`, clippy with warnings denied, then the library
 //! without its optional features and with each alone (`cargo check`). Then it builds
 //! the plugins and fixtures (including those built against a foreign copy of the interface), runs every
-//! workspace test with their paths in the environment (doc tests included: `cargo test --workspace` runs
-//! them, and the runtime's doc examples load the built plugins from `TOOLSHED_TEST_PLUGINS`), then the demo
-//! (with server-everything, and with its own MCP server) and the `agent_host` example.
+//! workspace test with their paths in the environment (the MCP peers' and Chromium's too, each installed when
+//! missing; doc tests included: `cargo test --workspace` runs them, and the runtime's doc examples load the
+//! built plugins from `TOOLSHED_TEST_PLUGINS`), then the demo (with server-everything, and with its own MCP
+//! server) and the `agent_host` example.
 
 use crate::{build, cmd, root};
 use anyhow::Result;
@@ -30,6 +31,8 @@ pub fn run() -> Result<()> {
     let foreign = foreign_target.join("debug");
     // The real MCP servers and client the MCP and serve tests talk to.
     let peers = crate::peers::install()?;
+    // The headless Chromium the browser tests drive (Debian's package, installed when missing): never skipped.
+    let chromium = crate::peers::chromium()?;
     cmd(
         "cargo",
         &["test", "--workspace", "--no-fail-fast"],
@@ -39,6 +42,7 @@ pub fn run() -> Result<()> {
             ("TOOLSHED_TEST_FOREIGN", &foreign),
             ("TOOLSHED_TEST_NODE_PEERS", &peers.node),
             ("TOOLSHED_TEST_PY", &peers.python),
+            ("TOOLSHED_TEST_CHROMIUM", &chromium),
         ],
     )?;
     // The demo twice: against server-everything, and against its own MCP server (a clean clone's case).
@@ -54,7 +58,7 @@ pub fn run() -> Result<()> {
 }
 
 /// The library's optional parts (runtime/Cargo.toml `[features]`), each alone.
-const FEATURES: [&str; 4] = ["mcp", "serve", "openai", "web"];
+const FEATURES: [&str; 5] = ["mcp", "serve", "openai", "web", "browser"];
 
 /// The library compiles without its optional parts and with each alone (the rest of the suite builds only the
 /// default, every feature on), and the build without any passes clippy: the dead code and unused imports of

@@ -15,7 +15,9 @@ pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBu
     if let Some(profile) = args.profile {
         config.serve.profile = profile;
     }
-    let context = context.with_profile(config.serve.profile);
+    // browser_action answers with screenshots: a client that asks for it reads images.
+    let images = args.browser || context.supports_images;
+    let context = context.with_profile(config.serve.profile).with_browser(args.browser).with_images(images);
     let limits = config.serve.clone();
     for tool in &args.allow {
         config.approval.tools.insert(tool.clone(), toolshed::config::Rule::Allow);

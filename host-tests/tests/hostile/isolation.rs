@@ -216,10 +216,16 @@ fn children_beyond_max_children_wait_their_turn() {
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
         // The second waits for it: it answers after the first, or (its own timeout passing first) names the
-        // limit it waited on.
+        // limit it waited on; on a loaded machine its timeout, which counts the wait, may also pass while its
+        // own child starts, and then names that limit.
         let (status, body) = run_job(&runtime, "echo", json!(1));
         finished.lock().unwrap().push("echo");
-        assert!(status == ResultStatus::Success || body.contains("[isolation] max_children = 1"), "{body}");
+        assert!(
+            status == ResultStatus::Success
+                || body.contains("[isolation] max_children = 1")
+                || body.contains("[isolation] timeout_ms = 2000"),
+            "{body}"
+        );
     });
     assert_eq!(*finished.lock().unwrap(), ["sleep", "echo"]);
     assert_still_serves(&runtime);

@@ -548,3 +548,70 @@ impl TimeoutsConfig {
         (self.ask_ms != 0).then(|| Duration::from_millis(self.ask_ms))
     }
 }
+
+/// `[browser]`: browser_action's headless Chromium (issue 26). Every wait is a key, so tests run it fast; Cline's
+/// values are the defaults. A workspace may only shorten the waits and pick the screenshot format: which
+/// program runs, with which arguments, where its profile lives and which browser it attaches to are the user's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BrowserConfig {
+    /// The Chrome or Chromium to start; else `CHROME_PATH`, then `google-chrome-stable`, `google-chrome`,
+    /// `chromium-browser` and `chromium` on `PATH` (Cline's discovery on Linux), then `/usr/bin/chromium`.
+    pub executable: Option<PathBuf>,
+    /// A running Chrome's DevTools endpoint (`http://localhost:9222` or a `ws://` URL): launch opens a tab
+    /// there instead of starting a browser (Cline's remote browser), and close closes only that tab.
+    pub remote_url: Option<String>,
+    /// Extra command-line arguments for the started browser (Cline's `customArgs`).
+    pub args: Vec<String>,
+    /// Where each session's fresh profile directory is made; the system's temporary directory when unset.
+    pub profile_dir: Option<PathBuf>,
+    /// The viewport width in CSS pixels (Cline's 900), 16 to 4096.
+    pub viewport_width: u32,
+    /// The viewport height in CSS pixels (Cline's 600), 16 to 4096.
+    pub viewport_height: u32,
+    /// `webp` (Cline's) or `png`; the `glm` and `devstral` families always get PNG (their servers cannot
+    /// read WebP, as Cline's `modelDoesntSupportWebp` says).
+    pub screenshot_format: String,
+    /// How long the browser may take to start and offer its DevTools endpoint.
+    pub launch_timeout_ms: u64,
+    /// How long a navigation (launch, or a click that starts one) is waited for: Cline's 7 s. A page that is
+    /// still loading then is shown as it is, without an error, as Cline does.
+    pub navigation_timeout_ms: u64,
+    /// The longest wait for the page's HTML to stop changing after a navigation (Cline's 5 s).
+    pub stable_timeout_ms: u64,
+    /// How often the HTML's size is compared while waiting for it to settle (Cline's 500 ms).
+    pub stable_interval_ms: u64,
+    /// After an action, how long the console must be quiet before the screenshot (Cline's 500 ms).
+    pub log_quiet_ms: u64,
+    /// The longest wait for a quiet console (Cline's 3 s).
+    pub log_wait_ms: u64,
+    /// After a click, how long requests are watched for to tell whether it started a navigation (100 ms).
+    pub network_probe_ms: u64,
+    /// The pause after a scroll, for the page to draw (Cline's 300 ms).
+    pub scroll_delay_ms: u64,
+    /// The longest any one DevTools command may take (a screenshot, a click) before the action fails.
+    pub command_timeout_ms: u64,
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        Self {
+            executable: None,
+            remote_url: None,
+            args: Vec::new(),
+            profile_dir: None,
+            viewport_width: 900,
+            viewport_height: 600,
+            screenshot_format: "webp".to_owned(),
+            launch_timeout_ms: 20_000,
+            navigation_timeout_ms: 7_000,
+            stable_timeout_ms: 5_000,
+            stable_interval_ms: 500,
+            log_quiet_ms: 500,
+            log_wait_ms: 3_000,
+            network_probe_ms: 100,
+            scroll_delay_ms: 300,
+            command_timeout_ms: 30_000,
+        }
+    }
+}

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use toml::Table;
 
 use super::{
-    ApprovalConfig, CommandsConfig, Config, ConfigError, HooksConfig, IsolationConfig, LimitsConfig, McpConfig,
-    PluginsConfig, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, WebConfig,
+    ApprovalConfig, BrowserConfig, CommandsConfig, Config, ConfigError, HooksConfig, IsolationConfig, LimitsConfig,
+    McpConfig, PluginsConfig, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, WebConfig,
 };
 
 /// Tightens `base` (what the user alone decided) with an untrusted workspace's `workspace` config, whose
@@ -51,10 +51,12 @@ pub(super) fn tighten(
         serve,
         limits,
         isolation,
+        browser,
     } = workspace;
     let section = |name| Section { name, keys: layer.get(name).and_then(toml::Value::as_table), ignored: Vec::new() };
     let mut sections = [
         "approval",
+        "browser",
         "commands",
         "hooks",
         "isolation",
@@ -69,9 +71,10 @@ pub(super) fn tighten(
         "web",
     ]
     .map(section);
-    let [s_approval, s_commands, s_hooks, s_isolation, s_limits, s_mcp, s_plugins, s_serve, s_skills, s_subagents, s_tasks, s_timeouts, s_web] =
+    let [s_approval, s_browser, s_commands, s_hooks, s_isolation, s_limits, s_mcp, s_plugins, s_serve, s_skills, s_subagents, s_tasks, s_timeouts, s_web] =
         &mut sections;
     approval_section(s_approval, &mut base.approval, approval);
+    browser_section(s_browser, &mut base.browser, browser);
     commands_section(s_commands, &mut base.commands, commands, file)?;
     hooks_section(s_hooks, hooks);
     isolation_section(s_isolation, &mut base.isolation, isolation);
@@ -103,6 +106,45 @@ fn approval_section(s: &mut Section<'_>, base: &mut ApprovalConfig, ws: Approval
             }
         }
     }
+}
+
+fn browser_section(s: &mut Section<'_>, base: &mut BrowserConfig, ws: BrowserConfig) {
+    let BrowserConfig {
+        executable: _,
+        remote_url: _,
+        args: _,
+        profile_dir: _,
+        viewport_width: _,
+        viewport_height: _,
+        screenshot_format,
+        launch_timeout_ms,
+        navigation_timeout_ms,
+        stable_timeout_ms,
+        stable_interval_ms,
+        log_quiet_ms,
+        log_wait_ms,
+        network_probe_ms,
+        scroll_delay_ms,
+        command_timeout_ms,
+    } = ws;
+    // The program, its arguments, its profile and the browser attached to are the user's; the viewport is
+    // what the user's prompt promises the model.
+    s.never("executable");
+    s.never("remote_url");
+    s.never("args");
+    s.never("profile_dir");
+    s.never("viewport_width");
+    s.never("viewport_height");
+    s.free("screenshot_format", &mut base.screenshot_format, screenshot_format);
+    s.shrink("launch_timeout_ms", &mut base.launch_timeout_ms, launch_timeout_ms);
+    s.shrink("navigation_timeout_ms", &mut base.navigation_timeout_ms, navigation_timeout_ms);
+    s.shrink("stable_timeout_ms", &mut base.stable_timeout_ms, stable_timeout_ms);
+    s.shrink("stable_interval_ms", &mut base.stable_interval_ms, stable_interval_ms);
+    s.shrink("log_quiet_ms", &mut base.log_quiet_ms, log_quiet_ms);
+    s.shrink("log_wait_ms", &mut base.log_wait_ms, log_wait_ms);
+    s.shrink("network_probe_ms", &mut base.network_probe_ms, network_probe_ms);
+    s.shrink("scroll_delay_ms", &mut base.scroll_delay_ms, scroll_delay_ms);
+    s.shrink("command_timeout_ms", &mut base.command_timeout_ms, command_timeout_ms);
 }
 
 fn commands_section(

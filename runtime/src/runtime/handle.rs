@@ -114,7 +114,7 @@ impl TaskHandle {
     /// Cancels the task: calls in flight return at once with a cancellation error.
     pub fn cancel(&self) {
         self.task.cancel.cancel();
-        self.shared.services.processes.kill_task(&self.task.info.task_id);
+        self.shared.services.end_task(&self.task.info.task_id);
     }
 
     /// The task's id.

@@ -1,0 +1,311 @@
+//! The `browser.*` services (browser_action): at most one browser session per task, each a fresh headless
+//! Chromium (or a tab in the user's remote Chrome) driven over the DevTools protocol, closed on `close`, on
+//! the task's end, when another tool runs (as Cline's executor closes it), on cancellation and on shutdown.
+//!
+//! The host owns the browser, not the plugin: the Chromium process tree is the host's (its own process group,
+//! killed and reaped like a command's), `file://` loads are checked against the task's workspace rules as
+//! they happen, and a session outlives the plugin call that launched it.
+
+#[cfg(feature = "browser")]
+mod session;
+
+#[cfg(feature = "browser")]
+use crate::config::BrowserConfig;
+use crate::services::host::Router;
+#[cfg(feature = "browser")]
+use crate::services::host::{cancelled, failed, CallHost};
+#[cfg(feature = "browser")]
+use crate::services::process::Tree;
+#[cfg(feature = "browser")]
+use std::collections::HashMap;
+#[cfg(feature = "browser")]
+use std::sync::atomic::{AtomicUsize, Ordering};
+#[cfg(feature = "browser")]
+use std::sync::{Arc, Mutex};
+#[cfg(feature = "browser")]
+use toolshed_plugin_api::services::{
+    BrowserActionKind, BrowserActionRequest, BrowserActionResponse, BrowserActionService, BrowserStatus,
+    BrowserStatusService,
+};
+#[cfg(feature = "browser")]
+use toolshed_plugin_api::ServiceError;
+
+/// Cline's text for an action on a task with no browser open.
+#[cfg(feature = "browser")]
+pub(crate) const NOT_LAUNCHED: &str =
+    "Browser is not launched. This may occur if the browser was automatically closed by a non-`browser_action` tool.";
+
+/// The tool whose calls keep the browser open; every other tool closes it first, as Cline's executor does.
+pub(crate) const BROWSER_TOOL: &str = "browser_action";
+
+/// The browser sessions of every task of one runtime.
+#[cfg(feature = "browser")]
+pub(crate) struct BrowserHost {
+    inner: Arc<Inner>,
+}
+
+#[cfg(feature = "browser")]
+struct Inner {
+    config: BrowserConfig,
+    /// Open sessions by task id.
+    sessions: Mutex<HashMap<String, Arc<Entry>>>,
+    /// How many sessions are open: the call path asks this before it takes the lock.
+    open: AtomicUsize,
+    /// The tokio runtime the DevTools connections live on, started with the first launch.
+    runtime: Mutex<Option<tokio::runtime::Runtime>>,
+}
+
+/// One task's session: the session itself (behind an async lock: one action at a time) and, apart from it,
+/// the browser's process tree, so a close never waits for an action in flight to let go of the session.
+#[cfg(feature = "browser")]
+struct Entry {
+    session: tokio::sync::Mutex<Option<session::Session>>,
+    chrome: Mutex<Option<Arc<Tree>>>,
+}
+
+#[cfg(feature = "browser")]
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(feature = "browser")]
+impl BrowserHost {
+    pub fn new(config: BrowserConfig) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                sessions: Mutex::new(HashMap::new()),
+                open: AtomicUsize::new(0),
+                runtime: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// The viewport the specs name.
+    pub fn viewport(&self) -> (u32, u32) {
+        (self.inner.config.viewport_width, self.inner.config.viewport_height)
+    }
+
+    /// Closes the task's browser, if it has one, killing its process tree now; the DevTools connection is
+    /// let go of in the background. For the task's end, another tool's call and cancellation.
+    pub fn close_task(&self, task_id: &str) {
+        if self.inner.open.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        if let Some(entry) = self.inner.take(task_id) {
+            self.inner.dispose(entry, false);
+        }
+    }
+
+    /// Whether the task has a browser open.
+    pub fn is_open(&self, task_id: &str) -> bool {
+        self.inner.open.load(Ordering::Acquire) > 0 && lock(&self.inner.sessions).contains_key(task_id)
+    }
+
+    /// One action for `call`'s task.
+    fn act(&self, call: &CallHost, request: BrowserActionRequest) -> Result<BrowserActionResponse, ServiceError> {
+        let inner = &self.inner;
+        let task_id = call.task.info.task_id.clone();
+        if request.action == BrowserActionKind::Close {
+            if let Some(entry) = inner.take(&task_id) {
+                inner.dispose(entry, true);
+            }
+            return Ok(BrowserActionResponse::default());
+        }
+        let entry = match request.action {
+            BrowserActionKind::Launch => {
+                // Cline's launch closes the browser still open first.
+                if let Some(old) = inner.take(&task_id) {
+                    inner.dispose(old, true);
+                }
+                let entry = Arc::new(Entry { session: tokio::sync::Mutex::new(None), chrome: Mutex::new(None) });
+                let replaced = lock(&inner.sessions).insert(task_id.clone(), Arc::clone(&entry));
+                match replaced {
+                    // Another launch of the task got in between the two locks: its browser goes too (as the
+                    // one before it did), and the count of open sessions stays the table's.
+                    Some(replaced) => inner.dispose(replaced, false),
+                    None => {
+                        inner.open.fetch_add(1, Ordering::AcqRel);
+                    }
+                }
+                entry
+            }
+            _ => lock(&inner.sessions).get(&task_id).cloned().ok_or_else(|| failed(NOT_LAUNCHED))?,
+        };
+        let outcome = self.run(call, &entry, request);
+        if outcome.is_err() {
+            // A failed or cancelled action leaves the browser in no known state: Cline closes it.
+            let mine = {
+                let mut sessions = lock(&inner.sessions);
+                match sessions.get(&task_id) {
+                    Some(current) if Arc::ptr_eq(current, &entry) => sessions.remove(&task_id),
+                    _ => None,
+                }
+            };
+            if let Some(entry) = mine {
+                inner.open.fetch_sub(1, Ordering::AcqRel);
+                inner.dispose(entry, true);
+            }
+        }
+        outcome
+    }
+
+    /// Runs the action on the browser runtime and waits for it, the call's cancellation or its timeout.
+    fn run(
+        &self,
+        call: &CallHost,
+        entry: &Arc<Entry>,
+        request: BrowserActionRequest,
+    ) -> Result<BrowserActionResponse, ServiceError> {
+        let inner = &self.inner;
+        let cancels = call.cancels();
+        let handle = inner.runtime_handle().map_err(failed)?;
+        let png = inner.config.screenshot_format == "png"
+            || matches!(call.task.info.model_family.as_str(), "glm" | "devstral");
+        let context = session::Context { config: inner.config.clone(), task: Arc::downgrade(&call.task), png };
+        // Starting Chromium blocks (a process, its first line on stderr): it happens here, on the plugin's
+        // thread, where the call's cancellation is waited on.
+        let launched = if request.action == BrowserActionKind::Launch {
+            let target = session::Target::check(request.url.as_deref().unwrap_or(""), &call.task).map_err(failed)?;
+            let endpoint = match &inner.config.remote_url {
+                Some(url) => session::Endpoint::Remote(url.clone()),
+                None => {
+                    let (tree, ws, profile) = session::start_chrome(&inner.config, &cancels)?;
+                    let tree = Arc::new(tree);
+                    *lock(&entry.chrome) = Some(Arc::clone(&tree));
+                    session::Endpoint::Local { ws, tree, profile }
+                }
+            };
+            Some((target, endpoint))
+        } else {
+            None
+        };
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let job_entry = Arc::clone(entry);
+        let job = handle.spawn(async move {
+            let mut slot = job_entry.session.lock().await;
+            let answer = match (launched, slot.as_mut()) {
+                (Some((target, endpoint)), _) => match session::Session::open(endpoint, &context).await {
+                    Ok(session) => {
+                        let session = slot.insert(session);
+                        session.navigate(target, &context).await
+                    }
+                    Err(error) => Err(error),
+                },
+                (None, Some(session)) => session.act(&request, &context).await,
+                (None, None) => Err(NOT_LAUNCHED.to_owned()),
+            };
+            let _ = tx.send(answer);
+        });
+        match cancels.recv(&rx, None) {
+            Ok(Some(Ok(response))) => Ok(response),
+            Ok(Some(Err(message))) => Err(failed(message)),
+            Ok(None) | Err(_) => {
+                job.abort();
+                Err(cancelled())
+            }
+        }
+    }
+}
+
+#[cfg(feature = "browser")]
+impl Inner {
+    /// Takes the task's entry out of the table.
+    fn take(&self, task_id: &str) -> Option<Arc<Entry>> {
+        let entry = lock(&self.sessions).remove(task_id)?;
+        self.open.fetch_sub(1, Ordering::AcqRel);
+        Some(entry)
+    }
+
+    /// Ends a session taken out of the table: its browser's tree is killed at once; the connection (and a
+    /// remote tab) is closed on the browser runtime, waited for when `wait` (a `close` the model asked for
+    /// returns once the browser is gone).
+    fn dispose(&self, entry: Arc<Entry>, wait: bool) {
+        if let Some(tree) = lock(&entry.chrome).take() {
+            tree.kill();
+        }
+        let Ok(handle) = self.runtime_handle() else {
+            return;
+        };
+        let (tx, rx) = crossbeam_channel::bounded::<()>(1);
+        handle.spawn(async move {
+            let session = entry.session.lock().await.take();
+            if let Some(session) = session {
+                session.close().await;
+            }
+            drop(tx);
+        });
+        if wait {
+            let bound = std::time::Duration::from_millis(self.config.command_timeout_ms.max(1));
+            let _ = rx.recv_timeout(bound);
+        }
+    }
+
+    /// The browser runtime's handle, started on first use.
+    fn runtime_handle(&self) -> Result<tokio::runtime::Handle, String> {
+        let mut runtime = lock(&self.runtime);
+        if let Some(runtime) = runtime.as_ref() {
+            return Ok(runtime.handle().clone());
+        }
+        let started = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .thread_name("toolshed-browser")
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the browser's runtime: {e}"))?;
+        let handle = started.handle().clone();
+        *runtime = Some(started);
+        Ok(handle)
+    }
+}
+
+#[cfg(feature = "browser")]
+impl Drop for BrowserHost {
+    fn drop(&mut self) {
+        // The runtime is shutting down: every browser goes, now.
+        let entries: Vec<Arc<Entry>> = lock(&self.inner.sessions).drain().map(|(_, entry)| entry).collect();
+        for entry in &entries {
+            if let Some(tree) = lock(&entry.chrome).take() {
+                tree.kill();
+            }
+        }
+        if let Some(runtime) = lock(&self.inner.runtime).take() {
+            // Dropping the sessions' tasks closes their connections; the trees above are already dead (their
+            // last holders reap them as they drop). Not waited for: this may run on an async thread.
+            runtime.shutdown_background();
+        }
+        drop(entries);
+    }
+}
+
+/// Registers `browser.action` and `browser.status`.
+#[cfg(feature = "browser")]
+pub(crate) fn register(router: &mut Router, host: &Arc<BrowserHost>) {
+    let acting = Arc::clone(host);
+    router.register::<BrowserActionService>(move |call, request| acting.act(call, request));
+    let status = Arc::clone(host);
+    router.register::<BrowserStatusService>(move |call, _| {
+        let (viewport_width, viewport_height) = status.viewport();
+        Ok(BrowserStatus { open: status.is_open(&call.task.info.task_id), viewport_width, viewport_height })
+    });
+}
+
+/// Without the `browser` feature: no sessions and no services (browser_action says the host has no browser).
+#[cfg(not(feature = "browser"))]
+pub(crate) struct BrowserHost;
+
+#[cfg(not(feature = "browser"))]
+impl BrowserHost {
+    pub fn new(_config: crate::config::BrowserConfig) -> Self {
+        Self
+    }
+
+    pub fn close_task(&self, _task_id: &str) {}
+
+    pub fn viewport(&self) -> (u32, u32) {
+        (900, 600)
+    }
+}
+
+#[cfg(not(feature = "browser"))]
+pub(crate) fn register(_router: &mut Router, _host: &std::sync::Arc<BrowserHost>) {}
