@@ -36,8 +36,8 @@ const LEVELS: [usize; 4] = [1, 2, 4, 8];
 /// Calls per round at every level, split evenly among its callers, so rounds of all levels do the same work.
 const READS_PER_ROUND: usize = 96;
 const SEARCHES_PER_ROUND: usize = 16;
-/// Tasks searching in a loop while the small file is read, and the reads per round.
-const SEARCHERS: usize = 4;
+/// Tasks searching in a loop while the small file is read (rows 6g and 6h), and the reads per round.
+const SEARCHERS: [(&str, usize); 2] = [("6g", 4), ("6h", 8)];
 const SMALL_READS: usize = 100;
 /// How long the searchers run before the first small read, so it never lands before the load.
 const LOAD_LEAD: Duration = Duration::from_millis(5);
@@ -142,11 +142,26 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
         }
     }
 
-    eprintln!("toolshed-bench: row 6, a small read_file alone and during {SEARCHERS} searches");
+    for (id, searchers) in SEARCHERS {
+        rows.push(small_read_row(&bench, id, searchers, (&small, &search_input, &search), search_alone)?);
+    }
+    Ok(rows)
+}
+
+/// Row 6g or 6h: a small read's latency alone and while `searchers` tasks search the whole tree in a loop.
+fn small_read_row(
+    bench: &Bench<'_>,
+    id: &str,
+    searchers: usize,
+    (small, search_input, search): (&str, &Value, &str),
+    search_alone: f64,
+) -> Result<Row> {
+    eprintln!("toolshed-bench: row 6, a small read_file alone and during {searchers} searches");
     let (mut alone, mut loaded, mut during) = (Vec::new(), Vec::new(), Vec::new());
     for round in 0..WARMUP + ROUNDS {
         for under_load in if round % 2 == 0 { [false, true] } else { [true, false] } {
-            let (samples, searched) = bench.small_reads(&small, under_load, &search_input, &search)?;
+            let (samples, searched) =
+                bench.small_reads(small, if under_load { searchers } else { 0 }, search_input, search)?;
             if round >= WARMUP {
                 if under_load {
                     loaded.extend(samples);
@@ -158,10 +173,10 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
         }
     }
     let searched = Figure::median(&mut during).median;
-    rows.push(Row {
-        id: "6g".to_owned(),
+    Ok(Row {
+        id: id.to_owned(),
         what: format!(
-            "concurrency: a small read_file ({SMALL_LINES} lines) while {SEARCHERS} tasks search the whole tree in a \
+            "concurrency: a small read_file ({SMALL_LINES} lines) while {searchers} tasks search the whole tree in a \
              loop"
         ),
         unit: Unit::Nanos,
@@ -175,8 +190,7 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
              during each round's {SMALL_READS} reads, one alone takes {}",
             Unit::Nanos.show(search_alone)
         )),
-    });
-    Ok(rows)
+    })
 }
 
 /// What every measurement needs: the runtime, a driver to wait for it on this thread, and the workspace.
@@ -247,13 +261,12 @@ impl Bench<'_> {
         Ok((wall, samples))
     }
 
-    /// Reads the small file `SMALL_READS` times in sequence, each in a fresh task; with `under_load`, while
-    /// `SEARCHERS` tasks run the whole-tree search in a loop. Returns each read's duration in ns and the
+    /// Reads the small file `SMALL_READS` times in sequence, each in a fresh task, while `searchers` tasks
+    /// (none: alone) run the whole-tree search in a loop. Returns each read's duration in ns and the
     /// number of searches that finished meanwhile.
-    fn small_reads(&self, small: &str, under_load: bool, search: &Value, answer: &str) -> Result<(Vec<f64>, usize)> {
+    fn small_reads(&self, small: &str, searchers: usize, search: &Value, answer: &str) -> Result<(Vec<f64>, usize)> {
         let readers: Vec<TaskHandle> = (0..SMALL_READS).map(|_| self.task()).collect();
-        let searchers: Vec<TaskHandle> =
-            if under_load { (0..SEARCHERS).map(|_| self.task()).collect() } else { vec![] };
+        let searchers: Vec<TaskHandle> = (0..searchers).map(|_| self.task()).collect();
         let (small, search, answer) = (small.to_owned(), search.clone(), answer.to_owned());
         let timed = self.driver.block_on(self.runtime.run_on_runtime(move || async move {
             let stop = Rc::new(Cell::new(false));

@@ -94,3 +94,26 @@ fn dropping_a_runtime_with_a_call_in_flight_is_bounded() {
     let result = caller.join().unwrap();
     assert_eq!(result.status, ResultStatus::Error);
 }
+
+/// The priority a bulk tool's calls run at, as the fixture's `bulk_probe` reports it, under `priority`.
+fn bulk_probe(priority: &str) -> String {
+    let mut config = Config::default();
+    config.plugins.bulk_priority = toml::Value::from(priority).try_into().unwrap();
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(config).yes(true).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    text(&call(&task, "bulk_probe", json!({})))
+}
+
+#[test]
+fn bulk_tools_and_the_threads_they_start_run_at_the_configured_priority() {
+    // SAFETY: a plain query about this thread: the priority a normal worker would have.
+    let own = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
+    // The default: nice 19 under the normal policy (0), inherited by a thread the call starts.
+    assert_eq!(bulk_probe("low"), "nice=19 policy=0; spawned nice=19 policy=0");
+    assert_eq!(
+        bulk_probe("idle"),
+        format!("nice={own} policy={}; spawned nice={own} policy={}", libc::SCHED_IDLE, libc::SCHED_IDLE)
+    );
+    assert_eq!(bulk_probe("normal"), format!("nice={own} policy=0; spawned nice={own} policy=0"));
+}

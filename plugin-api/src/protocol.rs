@@ -74,6 +74,10 @@ pub mod capability {
     /// Its phases are cheap and never block: the runtime may run them on the actor's thread instead of a
     /// worker thread (no timeout can apply then).
     pub const INLINE: &str = "inline";
+    /// Its calls may keep every core busy for long (a search, a walk, an outline of many files): the runtime
+    /// runs them, and every thread they start, at a lower CPU priority (`[plugins] bulk_priority`), so short
+    /// calls never wait behind them for a core.
+    pub const BULK: &str = "bulk";
 }
 
 /// The model-facing description of a tool, as Cline's `ClineToolSpec`.

@@ -44,9 +44,9 @@ mod web;
 
 pub use loader::ConfigLoader;
 pub use sections::{
-    ApprovalConfig, BrowserConfig, CommandsConfig, HookCommand, HooksConfig, IsolationConfig, LimitsConfig, McpConfig,
-    PluginsConfig, Profile, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig,
-    AGENT_LOOP_TOOLS,
+    ApprovalConfig, BrowserConfig, BulkPriority, CommandsConfig, HookCommand, HooksConfig, IsolationConfig,
+    LimitsConfig, McpConfig, PluginsConfig, Profile, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig,
+    TimeoutsConfig, AGENT_LOOP_TOOLS,
 };
 #[cfg(feature = "web")]
 pub(crate) use web::HostRule;

@@ -450,6 +450,9 @@ impl Engine {
         timeout: Duration,
         then_execute: Option<ThenExecute>,
     ) -> Result<PhaseAnswer, PhaseError> {
+        if let Some(inline) = &route.inline {
+            return inline.run(phase, (call, approved), task, &self.services.router, then_execute.as_ref());
+        }
         let message = RunPhase {
             phase,
             call: Arc::clone(call),

@@ -269,6 +269,7 @@ impl RuntimeBuilder {
             plugin_config: reload_config.clone(),
             workers_per_tool: self.workers_per_tool,
             max_abandoned: config.plugins.max_abandoned as usize,
+            bulk_priority: config.plugins.bulk_priority,
         };
         let routing: RoutingCell = Arc::new(RwLock::new(Arc::new(Routing::default())));
         let (system, thread, stopped, events, coordinator) = start_system(settings, Arc::clone(&routing), plugins)?;

@@ -49,9 +49,11 @@ pub fn run(args: &[String]) -> Result<()> {
     if let Some((list, _)) = &rows {
         bench_args.extend(["--rows".to_owned(), list.clone()]);
     }
-    let mut cargo_args = vec!["run", "--quiet", "--release", "--package", "toolshed-bench", "--"];
-    cargo_args.extend(bench_args.iter().map(String::as_str));
-    cmd("cargo", &cargo_args, &[])
+    // The binary the workspace build made: `cargo run --package toolshed-bench` would build the runtime a second
+    // time, with only the bench's features, and measure that build instead of the one the others use.
+    let bench = target.join("release").join(format!("toolshed-bench{}", std::env::consts::EXE_SUFFIX));
+    let bench_args: Vec<&str> = bench_args.iter().map(String::as_str).collect();
+    cmd(&bench.to_string_lossy(), &bench_args, &[])
 }
 
 /// `target/bench-corpus`: `cargo vendor` of this workspace's own lockfile, the same tree on every machine. It

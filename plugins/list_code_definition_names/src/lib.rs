@@ -139,7 +139,7 @@ impl Tool for ListCodeDefinitionNames {
         ToolDeclaration {
             name: "list_code_definition_names".to_owned(),
             aliases: Vec::new(),
-            capabilities: vec![capability::READ_ONLY.to_owned()],
+            capabilities: vec![capability::READ_ONLY.to_owned(), capability::BULK.to_owned()],
             display: Some("[{tool} for '{path}']".to_owned()),
             // Cline's variants: the XML-prompt one with a usage example, and the native ones without.
             specs: [

@@ -87,7 +87,7 @@ impl Tool for ListFiles {
         ToolDeclaration {
             name: "list_files".to_owned(),
             aliases: Vec::new(),
-            capabilities: vec![capability::READ_ONLY.to_owned()],
+            capabilities: vec![capability::READ_ONLY.to_owned(), capability::BULK.to_owned()],
             display: Some("[{tool} for '{path}']".to_owned()),
             // Cline's variants: the XML-prompt one, and a shorter one for its native tool-calling families.
             specs: [
@@ -264,7 +264,7 @@ mod tests {
     #[test]
     fn declaration_matches_cline() {
         let declaration = ListFiles::declaration();
-        assert_eq!(declaration.capabilities, ["read_only"]);
+        assert_eq!(declaration.capabilities, ["read_only", "bulk"]);
         assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{path}']"));
         let generic = &declaration.specs["generic"];
         let params: Vec<(&str, bool, &str)> =

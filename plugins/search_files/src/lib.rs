@@ -141,7 +141,7 @@ impl Tool for SearchFiles {
         ToolDeclaration {
             name: "search_files".to_owned(),
             aliases: Vec::new(),
-            capabilities: vec![capability::READ_ONLY.to_owned()],
+            capabilities: vec![capability::READ_ONLY.to_owned(), capability::BULK.to_owned()],
             // Cline adds ` in '{file_pattern}'` when a pattern is given; templates have no conditional part.
             display: Some("[{tool} for '{regex}'{?file_pattern: in '{file_pattern}'}]".to_owned()),
             specs: ["generic", "gpt-5-native", "native-next-gen"]
@@ -513,7 +513,7 @@ mod tests {
     #[test]
     fn declaration_matches_cline() {
         let declaration = SearchFiles::declaration();
-        assert_eq!(declaration.capabilities, ["read_only"]);
+        assert_eq!(declaration.capabilities, ["read_only", "bulk"]);
         assert_eq!(declaration.display.as_deref(), Some("[{tool} for '{regex}'{?file_pattern: in '{file_pattern}'}]"));
         let families: Vec<&str> = declaration.specs.keys().map(String::as_str).collect();
         assert_eq!(families, ["generic", "gpt-5-native", "native-next-gen"]);

@@ -1,7 +1,8 @@
 //! A tool actor's bounded pool of worker threads, where synchronous plugin calls run.
 //!
 //! Threads start on demand up to the bound and retire when idle. They are never joined: a plugin call cannot
-//! be interrupted, so a thread stuck in one must never hold up shutdown or process exit.
+//! be interrupted, so a thread stuck in one must never hold up shutdown or process exit. A bulk tool's pool
+//! lowers its threads' CPU priority as they start, and every thread its calls start inherits it.
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -21,23 +22,55 @@ pub(crate) struct WorkerPool {
     shared: Arc<Shared>,
 }
 
+pub(crate) use crate::config::BulkPriority as Priority;
+
+/// Lowers the calling thread to `priority` (on Linux, nice values and scheduling policies are per thread and
+/// inherited by the threads it starts). A failure leaves the thread as it was: slower short calls, never a
+/// failed one.
+fn apply(priority: Priority) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: plain syscalls on the calling thread (pid 0 / its own tid) with a valid, zeroed param.
+        let failed = unsafe {
+            match priority {
+                Priority::Normal => return,
+                Priority::Low => {
+                    let tid = libc::gettid() as libc::id_t;
+                    libc::setpriority(libc::PRIO_PROCESS, tid, 19) != 0
+                }
+                Priority::Idle => {
+                    let param = libc::sched_param { sched_priority: 0 };
+                    libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) != 0
+                }
+            }
+        };
+        if failed {
+            tracing::debug!(?priority, "could not lower a bulk worker's priority: {}", std::io::Error::last_os_error());
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = priority;
+}
+
 #[derive(Debug)]
 struct Shared {
     rx: Receiver<Job>,
     name: String,
     max: usize,
+    priority: Priority,
     threads: AtomicUsize,
     idle: AtomicUsize,
 }
 
 impl WorkerPool {
-    /// A pool of at most `max` threads named after `name`.
-    pub fn new(name: &str, max: usize) -> Self {
+    /// A pool of at most `max` threads named after `name`, running at `priority`.
+    pub fn new(name: &str, max: usize, priority: Priority) -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
         let shared = Arc::new(Shared {
             rx,
             name: format!("tool-{name}"),
             max: max.max(1),
+            priority,
             threads: AtomicUsize::new(0),
             idle: AtomicUsize::new(0),
         });
@@ -76,6 +109,7 @@ impl WorkerPool {
 
 impl Shared {
     fn run(&self) {
+        apply(self.priority);
         loop {
             self.idle.fetch_add(1, Ordering::AcqRel);
             let job = self.rx.recv_timeout(IDLE_KEEPALIVE);
@@ -100,7 +134,7 @@ mod tests {
 
     #[test]
     fn runs_jobs_within_the_bound() {
-        let pool = WorkerPool::new("t", 2);
+        let pool = WorkerPool::new("t", 2, Priority::Normal);
         let (tx, rx) = std::sync::mpsc::channel();
         for i in 0..20 {
             let tx = tx.clone();
@@ -114,7 +148,7 @@ mod tests {
 
     #[test]
     fn a_panicking_job_does_not_kill_the_pool() {
-        let pool = WorkerPool::new("p", 1);
+        let pool = WorkerPool::new("p", 1, Priority::Normal);
         pool.submit(|| panic!("boom")).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
         pool.submit(move || tx.send(7).unwrap()).unwrap();

@@ -1,7 +1,7 @@
 //! The tool actor: owns one handler instance and its worker pool, runs call phases there with a timeout,
 //! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
 
-use crate::actors::pool::WorkerPool;
+use crate::actors::pool::{Priority, WorkerPool};
 use crate::registry::loader::PluginHandler;
 use crate::services::commit_gate::CommitGate;
 use crate::services::host::{CallHost, Router};
@@ -146,6 +146,15 @@ impl ToolHealth {
     }
 }
 
+/// Where a tool's phases run, from the capabilities it declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lane {
+    /// On the actor's thread (`inline`: cheap and never blocking).
+    Inline,
+    /// On the tool's worker threads, at this priority (lowered for `bulk` tools).
+    Workers(Priority),
+}
+
 const RUNNING: u8 = 0;
 const DONE: u8 = 1;
 const ABANDONED: u8 = 2;
@@ -162,19 +171,29 @@ pub(crate) struct ToolActor {
 }
 
 impl ToolActor {
-    pub fn new(name: &str, handler: PluginHandler, workers: usize, inline: bool, max_abandoned: usize) -> Self {
+    pub fn new(name: &str, handler: PluginHandler, workers: usize, lane: Lane, max_abandoned: usize) -> Self {
+        let priority = match lane {
+            Lane::Workers(priority) => priority,
+            Lane::Inline => Priority::Normal,
+        };
         Self {
             name: Arc::from(name),
             handler: Arc::new(handler),
-            pool: WorkerPool::new(name, workers),
+            pool: WorkerPool::new(name, workers, priority),
             health: Arc::new(ToolHealth::default()),
-            inline,
+            inline: lane == Lane::Inline,
             max_abandoned: max_abandoned.max(1),
         }
     }
 
     pub fn health(&self) -> Arc<ToolHealth> {
         Arc::clone(&self.health)
+    }
+
+    /// For an `inline` tool, the lane its callers run it on directly.
+    pub fn inline_lane(&self) -> Option<Arc<InlineLane>> {
+        self.inline
+            .then(|| Arc::new(InlineLane { name: Arc::clone(&self.name), handler: Arc::clone(&self.handler) }))
     }
 }
 
@@ -223,6 +242,55 @@ fn run_handler(handler: &ToolHandlerBox, phase: Phase, call: &str, host: &CallHo
     }
 }
 
+/// An `inline` tool's handler, which the pipeline calls on the caller's own thread: its phases are cheap and
+/// never block, so a hop to the actor's thread and back would cost more than the call. The actor keeps the
+/// same handler for every other path.
+pub(crate) struct InlineLane {
+    name: Arc<str>,
+    handler: Arc<PluginHandler>,
+}
+
+impl std::fmt::Debug for InlineLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InlineLane").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl InlineLane {
+    /// Runs one phase of `call` (and `execute` after `prepare` when `then_execute` approves) here and now.
+    pub fn run(
+        &self,
+        phase: Phase,
+        (call, approved): (&CallJson, bool),
+        task: &Arc<TaskShared>,
+        router: &Arc<Router>,
+        then_execute: Option<&ThenExecute>,
+    ) -> Result<PhaseAnswer, PhaseError> {
+        let host = call_host(&self.name, &self.handler, call, task, router, Arc::new(CommitGate::default()));
+        run_call(&self.handler, phase, (call, approved), &host, then_execute, None)
+    }
+}
+
+/// The host object one phase of `call` sees.
+fn call_host(
+    name: &Arc<str>,
+    handler: &PluginHandler,
+    call: &CallJson,
+    task: &Arc<TaskShared>,
+    router: &Arc<Router>,
+    commit: Arc<CommitGate>,
+) -> CallHost {
+    CallHost {
+        call_id: Arc::clone(&call.id),
+        task: Arc::clone(task),
+        router: Arc::clone(router),
+        cancelled: Arc::clone(&call.cancel),
+        commit,
+        tool: Arc::clone(name),
+        origin: Some(Arc::clone(handler.origin())),
+    }
+}
+
 impl Handler<RunPhase> for ToolActor {
     type Result = Response<Result<PhaseAnswer, PhaseError>>;
 
@@ -232,15 +300,7 @@ impl Handler<RunPhase> for ToolActor {
         }
         let cancelled = Arc::clone(&msg.call.cancel);
         let commit = Arc::new(CommitGate::default());
-        let host = CallHost {
-            call_id: Arc::clone(&msg.call.id),
-            task: Arc::clone(&msg.task),
-            router: Arc::clone(&msg.router),
-            cancelled: Arc::clone(&cancelled),
-            commit: Arc::clone(&commit),
-            tool: Arc::clone(&self.name),
-            origin: Some(Arc::clone(self.handler.origin())),
-        };
+        let host = call_host(&self.name, &self.handler, &msg.call, &msg.task, &msg.router, Arc::clone(&commit));
         if self.inline {
             // Answered in place: no future, no task spawned for it.
             return Response::reply(run_call(

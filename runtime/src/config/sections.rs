@@ -425,6 +425,9 @@ pub struct PluginsConfig {
     /// finished, and every copy of a runtime that stops. Off, every copy stays mapped until the process ends
     /// (what `abi_stable` itself does), for plugins that leave threads or pointers behind.
     pub unload: bool,
+    /// The CPU priority of `bulk` tools' calls (searches, walks, outlines) and of every thread they start, so
+    /// short calls never wait behind them for a core.
+    pub bulk_priority: BulkPriority,
     /// Per-plugin config tables, by plugin name; see
     /// [`PluginsConfig::config_json`].
     pub config: BTreeMap<String, Table>,
@@ -438,9 +441,23 @@ impl Default for PluginsConfig {
             trusted_workspaces: Vec::new(),
             max_abandoned: 4,
             unload: true,
+            bulk_priority: BulkPriority::default(),
             config: BTreeMap::new(),
         }
     }
+}
+
+/// `[plugins] bulk_priority`: the CPU priority of a bulk tool's worker threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BulkPriority {
+    /// The process's own.
+    Normal,
+    /// Nice 19: when a normal thread wants the same core, it gets ~1/70th of the share the normal one gets.
+    #[default]
+    Low,
+    /// `SCHED_IDLE`: a core only when no other thread of the machine wants it (starves under any other load).
+    Idle,
 }
 
 impl PluginsConfig {

@@ -226,12 +226,21 @@ fn mcp_section(s: &mut Section<'_>, base: &mut McpConfig, ws: McpConfig) {
 }
 
 fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsConfig) {
-    let PluginsConfig { dirs: _, overrides, trusted_workspaces: _, max_abandoned, unload: _, config: _ } = ws;
+    let PluginsConfig {
+        dirs: _,
+        overrides,
+        trusted_workspaces: _,
+        max_abandoned,
+        unload: _,
+        bulk_priority: _,
+        config: _,
+    } = ws;
     s.never("dirs");
     s.intersect("overrides", &mut base.overrides, overrides);
     s.never("trusted_workspaces");
     s.shrink("max_abandoned", &mut base.max_abandoned, max_abandoned);
     s.never("unload");
+    s.never("bulk_priority");
     s.never("config");
 }
 

@@ -4,7 +4,8 @@
 //! The coordinator is the registry's only writer. After every change it publishes an immutable routing
 //! snapshot, so a call resolves its tool without a message hop and keeps the generation it started on.
 
-use crate::actors::tool_actor::{ToolActor, ToolHealth};
+use crate::actors::pool::Priority;
+use crate::actors::tool_actor::{InlineLane, Lane, ToolActor, ToolHealth};
 use crate::registry::loader::{LoadedPlugin, PluginHandler, PluginIdentity};
 use crate::registry::tool_id::{check_plugin_tool_name, ToolId};
 use actix::prelude::*;
@@ -45,6 +46,8 @@ pub struct ToolMeta {
 pub(crate) struct Route {
     pub meta: Arc<ToolMeta>,
     pub actor: Addr<ToolActor>,
+    /// An `inline` tool's handler, called on the caller's thread without the hop to the actor.
+    pub inline: Option<Arc<InlineLane>>,
     pub health: Arc<ToolHealth>,
 }
 
@@ -104,6 +107,8 @@ pub(crate) struct CoordinatorSettings {
     pub plugin_config: BTreeMap<String, String>,
     pub workers_per_tool: usize,
     pub max_abandoned: usize,
+    /// `[plugins] bulk_priority`: the priority of `bulk` tools' workers.
+    pub bulk_priority: Priority,
 }
 
 struct Registered {
@@ -297,10 +302,18 @@ impl Coordinator {
                 }
             }
         }
-        let inline = decl.capabilities.iter().any(|c| c == capability::INLINE);
+        let declares = |name: &str| decl.capabilities.iter().any(|c| c == name);
+        let lane = if declares(capability::INLINE) {
+            Lane::Inline
+        } else if declares(capability::BULK) {
+            Lane::Workers(self.settings.bulk_priority)
+        } else {
+            Lane::Workers(Priority::Normal)
+        };
         let actor =
-            ToolActor::new(&decl.name, handler, self.settings.workers_per_tool, inline, self.settings.max_abandoned);
+            ToolActor::new(&decl.name, handler, self.settings.workers_per_tool, lane, self.settings.max_abandoned);
         let health = actor.health();
+        let inline = actor.inline_lane();
         let addr = actor.start();
         let id = ToolId::from_name(&decl.name);
         let per_name = std::iter::once((&decl.name, &decl.display, &decl.specs)).chain(
@@ -322,6 +335,7 @@ impl Coordinator {
                     plugin: Arc::clone(&plugin.identity),
                 }),
                 actor: addr.clone(),
+                inline: inline.clone(),
                 health: Arc::clone(&health),
             })
             .collect();
