@@ -244,16 +244,7 @@ impl Bench<'_> {
                     })
                 })
                 .collect();
-            let (mut samples, mut wrong) = (Vec::with_capacity(calls), 0);
-            for handle in handles {
-                match handle.await {
-                    Ok((caller, caller_wrong)) => {
-                        samples.extend(caller);
-                        wrong += caller_wrong;
-                    }
-                    Err(_) => wrong += 1,
-                }
-            }
+            let (samples, wrong) = gather(handles, calls).await;
             (start.elapsed(), samples, wrong)
         }));
         let (wall, samples, wrong) = timed.context("the runtime stopped")?;
@@ -317,6 +308,25 @@ impl Bench<'_> {
     }
 }
 
+/// Waits for callers that each return their calls' durations and how many answered otherwise; returns every
+/// duration and the count of wrong answers, a caller that panicked counting as one.
+pub(crate) async fn gather(
+    callers: Vec<tokio::task::JoinHandle<(Vec<f64>, usize)>>,
+    calls: usize,
+) -> (Vec<f64>, usize) {
+    let (mut samples, mut wrong) = (Vec::with_capacity(calls), 0);
+    for caller in callers {
+        match caller.await {
+            Ok((durations, caller_wrong)) => {
+                samples.extend(durations);
+                wrong += caller_wrong;
+            }
+            Err(_) => wrong += 1,
+        }
+    }
+    (samples, wrong)
+}
+
 /// Whether a call succeeded with exactly `expected`.
 fn answered(result: &ToolResult, expected: &str) -> bool {
     result.status == ResultStatus::Success
@@ -341,7 +351,7 @@ fn check_search(text: &str, files: &[(String, String)]) -> Result<()> {
 }
 
 /// A file's text as read_file shows it whole: every line numbered, then the line count.
-fn rendered(content: &str) -> String {
+pub(crate) fn rendered(content: &str) -> String {
     let lines: Vec<String> = content.lines().enumerate().map(|(n, line)| format!("{} | {line}", n + 1)).collect();
     format!("{}\n\n(File has {} lines total.)", lines.join("\n"), lines.len())
 }
@@ -363,7 +373,7 @@ fn generate(root: &Path) -> Result<Vec<(String, String)>> {
 }
 
 /// Writes a file unless it already holds `content`, so reruns leave the page cache and writeback alone.
-fn write_if_changed(path: &Path, content: &str) -> Result<()> {
+pub(crate) fn write_if_changed(path: &Path, content: &str) -> Result<()> {
     if std::fs::read(path).ok().as_deref() == Some(content.as_bytes()) {
         return Ok(());
     }

@@ -352,12 +352,12 @@ where
 }
 
 /// A no-op tool use.
-fn noop(tool: &str) -> ToolUse {
+pub(crate) fn noop(tool: &str) -> ToolUse {
     ToolUse::new("bench", tool, Value::Object(Map::new()))
 }
 
 /// Whether a no-op call answered as it should.
-fn is_ok(result: &ToolResult) -> bool {
+pub(crate) fn is_ok(result: &ToolResult) -> bool {
     result.status == ResultStatus::Success && matches!(result.blocks.as_slice(), [Block::Text { text }] if text == OK)
 }
 

@@ -9,6 +9,7 @@
 mod browser;
 mod command;
 mod concurrency;
+mod curve;
 mod dispatch;
 mod documents;
 mod load;
@@ -187,6 +188,10 @@ fn run(args: &Args) -> Result<()> {
             }
             None => eprintln!("toolshed-bench: row 13 skipped: it needs --chromium"),
         }
+    }
+    if wanted(14) {
+        eprintln!("toolshed-bench: row 14, the cost curve from 1 to 10,000 tasks");
+        rows.extend(curve::rows(&args.plugins, &fixture, &out)?);
     }
 
     println!(

@@ -12,6 +12,10 @@ pub enum Unit {
     PerSecond,
     /// Megabytes (MiB).
     Megabytes,
+    /// Kibibytes (KiB): what one of many small things costs.
+    Kibibytes,
+    /// A number of things (descriptors).
+    Count,
 }
 
 impl Unit {
@@ -20,6 +24,8 @@ impl Unit {
             Unit::Nanos => "ns",
             Unit::PerSecond => "calls/s",
             Unit::Megabytes => "MiB",
+            Unit::Kibibytes => "KiB",
+            Unit::Count => "count",
         }
     }
 
@@ -31,6 +37,8 @@ impl Unit {
             Unit::Nanos => format!("{} ns", sig3(value)),
             Unit::PerSecond => format!("{} calls/s", thousands(value)),
             Unit::Megabytes => format!("{} MiB", sig3(value)),
+            Unit::Kibibytes => format!("{} KiB", sig3(value)),
+            Unit::Count => thousands(value),
         }
     }
 }

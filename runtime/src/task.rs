@@ -4,7 +4,7 @@
 use crate::config::Profile;
 use crate::types::{EventSink, Mode, UiEvent};
 use crate::workspace::{root_name, Workspace};
-use dashmap::{DashMap, DashSet};
+use dashmap::DashMap;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -273,7 +273,7 @@ pub(crate) struct TaskShared {
     pub cancel: CancelToken,
     pub mistakes: AtomicU32,
     /// Tool names the user answered "always allow" for in this session.
-    pub always_allow: DashSet<String>,
+    pub always_allow: AllowedTools,
     /// The read_file dedup cache: lower-cased absolute path → (mtime, read count).
     pub read_cache: DashMap<String, (u128, u32)>,
     /// Per-task JSON state that stateless handlers keep through the `state.*` services.
@@ -287,6 +287,28 @@ pub(crate) struct TaskShared {
     pub events: Option<EventSink>,
     /// Called with the task's id when the task ends.
     ended: Option<TaskEnd>,
+}
+
+/// Tool names, as a set: only `contains` and `insert`, which is all the approval stage asks.
+pub(crate) struct AllowedTools(DashMap<String, ()>);
+
+impl AllowedTools {
+    /// Whether `name` is in the set.
+    pub fn contains(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+
+    /// Adds `name`; whether it was new.
+    pub fn insert(&self, name: String) -> bool {
+        self.0.insert(name, ()).is_none()
+    }
+}
+
+/// An empty per-task map with the fewest shards dashmap allows. Its default is four per core, each padded to
+/// a cache line and allocated up front: 1 KiB a map on 2 cores, 32 KiB on 64, so 128 KiB for an idle task of
+/// four maps on a large host, for maps that only the calls of one task touch, a few at a time.
+fn task_map<K: Eq + std::hash::Hash, V>() -> DashMap<K, V> {
+    DashMap::with_shard_amount(2)
 }
 
 /// What the runtime does when a task ends (its processes are killed), given the task's id.
@@ -339,11 +361,11 @@ impl TaskShared {
             workspace,
             cancel: CancelToken::default(),
             mistakes: AtomicU32::new(0),
-            always_allow: DashSet::new(),
-            read_cache: DashMap::new(),
-            state: DashMap::new(),
+            always_allow: AllowedTools(task_map()),
+            read_cache: task_map(),
+            state: task_map(),
             calls: AtomicU64::new(0),
-            streamed: DashMap::new(),
+            streamed: task_map(),
             events,
             ended,
         }
