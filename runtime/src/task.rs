@@ -283,6 +283,10 @@ pub(crate) struct TaskShared {
     /// runs on the same generation even when a hot reload swapped the tool in between.
     /// (Each is the pipeline's route, which lives in a layer above this one: held here without its type.)
     pub streamed: DashMap<String, Arc<dyn std::any::Any + Send + Sync>>,
+    /// The interaction services' conversation state (focus chain, last tool, completion), which every call
+    /// reads and updates: kept typed, so no call serialises it. Held here without its type (it lives in a
+    /// layer above this one), created on first use.
+    pub conversation: std::sync::OnceLock<Box<dyn std::any::Any + Send + Sync>>,
     /// Where `say` messages go; `None` drops them (no UI, or a subagent run).
     pub events: Option<EventSink>,
     /// Called with the task's id when the task ends.
@@ -366,6 +370,7 @@ impl TaskShared {
             state: task_map(),
             calls: AtomicU64::new(0),
             streamed: task_map(),
+            conversation: std::sync::OnceLock::new(),
             events,
             ended,
         }

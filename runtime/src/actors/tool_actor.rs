@@ -69,17 +69,31 @@ impl CallJson {
     pub fn new(tool: &str, id: &str, input: &serde_json::Value, task: &TaskShared, cancel: Arc<CancelToken>) -> Self {
         // Assembled by hand so the task's JSON, built once per task and mode, is not serialised again for
         // every call.
+        // Written into one buffer: no intermediate string per part.
         let info_json = task.info_json();
-        let mut plain = String::with_capacity(128 + info_json.len());
-        plain.push_str("{\"tool\":");
-        plain.push_str(&serde_json::Value::from(tool).to_string());
-        plain.push_str(",\"id\":");
-        plain.push_str(&serde_json::Value::from(id).to_string());
-        plain.push_str(",\"input\":");
-        plain.push_str(&input.to_string());
-        plain.push_str(",\"task\":");
-        plain.push_str(&info_json);
-        plain.push('}');
+        let mut plain = Vec::with_capacity(64 + tool.len() + id.len() + info_json.len());
+        plain.extend_from_slice(b"{\"tool\":");
+        let written = serde_json::to_writer(&mut plain, tool)
+            .and_then(|()| {
+                plain.extend_from_slice(b",\"id\":");
+                serde_json::to_writer(&mut plain, id)
+            })
+            .and_then(|()| {
+                plain.extend_from_slice(b",\"input\":");
+                serde_json::to_writer(&mut plain, input)
+            });
+        plain.extend_from_slice(b",\"task\":");
+        plain.extend_from_slice(info_json.as_bytes());
+        plain.push(b'}');
+        // serde_json writes UTF-8 and cannot fail writing strings and values into a Vec.
+        let plain = match (written, String::from_utf8(plain)) {
+            (Ok(()), Ok(plain)) => plain,
+            _ => format!(
+                "{{\"tool\":{},\"id\":{},\"input\":{input},\"task\":{info_json}}}",
+                serde_json::Value::from(tool),
+                serde_json::Value::from(id)
+            ),
+        };
         Self { plain, id: Arc::from(id), cancel }
     }
 
@@ -192,8 +206,7 @@ impl ToolActor {
 
     /// For an `inline` tool, the lane its callers run it on directly.
     pub fn inline_lane(&self) -> Option<Arc<InlineLane>> {
-        self.inline
-            .then(|| Arc::new(InlineLane { name: Arc::clone(&self.name), handler: Arc::clone(&self.handler) }))
+        self.inline.then(|| Arc::new(InlineLane { name: Arc::clone(&self.name), handler: Arc::clone(&self.handler) }))
     }
 }
 

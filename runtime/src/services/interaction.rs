@@ -15,7 +15,7 @@ use crate::services::runner::ToolRunner;
 use crate::task::TaskShared;
 use crate::types::BoxFuture;
 use crate::types::{Mode, ResultStatus, ToolInput, ToolResult, ToolUse};
-use serde::{Deserialize, Serialize};
+
 use serde_json::Value;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -121,8 +121,8 @@ pub(crate) struct InteractionHost {
     pub skills: Arc<crate::services::skills::SkillDirs>,
 }
 
-/// The per-task conversation state, kept in the task's state map under a reserved key.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// The per-task conversation state, kept typed in the task ([`TaskShared::conversation`]).
+#[derive(Debug, Clone, Default)]
 struct Conversation {
     /// The focus chain checklist.
     progress: Option<String>,
@@ -142,14 +142,13 @@ struct Conversation {
     initial_task: Option<String>,
 }
 
-const STATE_KEY: &str = "toolshed.conversation";
-
 fn with_conversation<R>(task: &TaskShared, f: impl FnOnce(&mut Conversation) -> R) -> R {
-    let mut entry = task.state.entry(STATE_KEY.to_owned()).or_insert_with(|| Value::Null);
-    let mut conversation: Conversation = serde_json::from_value(entry.value().clone()).unwrap_or_default();
-    let result = f(&mut conversation);
-    *entry.value_mut() = serde_json::to_value(&conversation).unwrap_or(Value::Null);
-    result
+    let slot = task.conversation.get_or_init(|| Box::new(std::sync::Mutex::new(Conversation::default())));
+    match slot.downcast_ref::<std::sync::Mutex<Conversation>>() {
+        Some(conversation) => f(&mut conversation.lock().unwrap_or_else(std::sync::PoisonError::into_inner)),
+        // Only this module fills the slot, always with this type.
+        None => f(&mut Conversation::default()),
+    }
 }
 
 impl InteractionHost {
