@@ -18,6 +18,7 @@
 
 mod documents;
 mod image;
+mod line_cache;
 mod window;
 
 use serde::Deserialize;
@@ -31,7 +32,7 @@ use toolshed_plugin_api::{
     capability, export_plugin, log_level, result, services, Block, Failure, HostClient, Outcome, ParamSpec, Prepared,
     Risk, Tool, ToolCall, ToolDeclaration, ToolInit, ToolSpec,
 };
-use window::{read_window, LineRange};
+use window::{read_window, read_window_from, LineRange, Resume};
 
 pub use documents::{Document, DocumentJob, DocumentLimits, DocumentWindow, JOB as DOCUMENT_JOB};
 
@@ -291,13 +292,35 @@ fn read_text(
     // UTF-8 is read past its mark; a decoder reads from the start and drops the mark itself (encoding_rs drops
     // one mark at the start, so a U+FEFF just past it must not be there for it to drop).
     let start = if found.is_utf8() { found.bom_len() as u64 } else { 0 };
+    if found.is_utf8() {
+        return read_utf8(file, start, range, host).map(|window| window.render(range)).map_err(io_error);
+    }
     file.seek(SeekFrom::Start(start)).map_err(io_error)?;
-    let file = Cancellable { inner: file, host };
-    // UTF-8 streams as it is (the window decodes it); anything else is transcoded to UTF-8 on the way.
-    let window =
-        if found.is_utf8() { read_window(file, range) } else { read_window(found.decoding_reader(file), range) }
-            .map_err(io_error)?;
+    // Anything but UTF-8 is transcoded to UTF-8 on the way.
+    let window = read_window(found.decoding_reader(Cancellable { inner: file, host }), range).map_err(io_error)?;
     Ok(window.render(range))
+}
+
+/// Reads the window of a UTF-8 file whose text begins at byte `start` (past its mark): from the nearest
+/// checkpoint of the index kept for the file's current state when there is one (`line_cache`), else the whole
+/// file, keeping its index when the file is large and settled.
+fn read_utf8(mut file: File, start: u64, range: LineRange, host: &HostClient<'_>) -> io::Result<window::Window> {
+    let began = std::time::SystemTime::now();
+    let stamp = line_cache::Stamp::of(&file.metadata()?);
+    if let Some(index) = line_cache::lookup(&stamp) {
+        let checkpoint = index.before_line(range.start);
+        file.seek(SeekFrom::Start(start + checkpoint.offset))?;
+        let resume = Resume::At { checkpoint, index: &index };
+        return read_window_from(Cancellable { inner: &file, host }, range, resume).map(|(window, _)| window);
+    }
+    file.seek(SeekFrom::Start(start))?;
+    let record = stamp.worth_keeping(began);
+    let (window, index) = read_window_from(Cancellable { inner: &file, host }, range, Resume::Start { record })?;
+    // Kept only when the file did not change while it was read.
+    if let Some(index) = index.filter(|_| file.metadata().is_ok_and(|meta| line_cache::Stamp::of(&meta) == stamp)) {
+        line_cache::store(stamp, index);
+    }
+    Ok(window)
 }
 
 /// Stops a long read once the call is cancelled or has timed out, instead of reading a huge file to its end.

@@ -98,8 +98,57 @@ impl Window {
     }
 }
 
+/// A place a read can begin instead of the stream's start: a byte offset on a character boundary (where
+/// chunked decoding already cuts) and the number of newlines before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Checkpoint {
+    /// Bytes from the start of the stream.
+    pub offset: u64,
+    /// Newlines in the bytes before `offset`.
+    pub newlines: u64,
+}
+
+/// What one whole pass learned about a stream: a checkpoint at every chunk and its line count, so a later
+/// window of the same unchanged bytes reads from the checkpoint nearest its start and stops at its end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineIndex {
+    /// In order of offset; the first is the stream's start.
+    pub checkpoints: Vec<Checkpoint>,
+    /// The stream's line count, as the footer gives it.
+    pub total_lines: u64,
+}
+
+impl LineIndex {
+    /// The last checkpoint before the start of line `line` (1-based). A checkpoint after `line - 1` newlines
+    /// may lie inside that line, past its start, so it must have fewer.
+    pub fn before_line(&self, line: u64) -> Checkpoint {
+        let before = line.saturating_sub(1);
+        let at = self.checkpoints.partition_point(|c| c.newlines < before);
+        at.checked_sub(1).map(|i| self.checkpoints[i]).unwrap_or_default()
+    }
+}
+
 /// Streams `reader` (UTF-8, decoded lossily) and returns the lines of `range`, keeping at most the cap in memory.
-pub fn read_window<R: Read>(mut reader: R, range: LineRange) -> io::Result<Window> {
+pub fn read_window<R: Read>(reader: R, range: LineRange) -> io::Result<Window> {
+    read_window_from(reader, range, Resume::Start { record: false }).map(|(window, _)| window)
+}
+
+/// Where [`read_window_from`] starts.
+pub enum Resume<'a> {
+    /// At the stream's start; with `record`, the checkpoints are kept and a whole pass returns its index.
+    Start { record: bool },
+    /// At a checkpoint of `index` (the reader already positioned there), whose line count the footer takes
+    /// instead of reading on past the window.
+    At { checkpoint: Checkpoint, index: &'a LineIndex },
+}
+
+/// [`read_window`] from where `resume` says; after a whole pass from the start that was asked to, the
+/// stream's [`LineIndex`] too.
+pub fn read_window_from<R: Read>(
+    mut reader: R,
+    range: LineRange,
+    resume: Resume<'_>,
+) -> io::Result<(Window, Option<LineIndex>)> {
     enum Phase {
         Before,
         Inside,
@@ -109,11 +158,19 @@ pub fn read_window<R: Read>(mut reader: R, range: LineRange) -> io::Result<Windo
     let mut buf = vec![0u8; CHUNK];
     // Bytes at the start of `buf` left over from the previous read: an incomplete UTF-8 sequence.
     let mut held = 0;
-    let mut newlines: u64 = 0;
+    let (mut offset, mut newlines, known) = match resume {
+        Resume::Start { .. } => (0u64, 0, None),
+        Resume::At { checkpoint, index } => (checkpoint.offset, checkpoint.newlines, Some(index.total_lines)),
+    };
+    let mut checkpoints = matches!(resume, Resume::Start { record: true }).then(Vec::new);
     let mut last_byte = None;
     let mut kept = Collector::default();
     let mut phase = if range.start <= 1 { Phase::Inside } else { Phase::Before };
     loop {
+        if let Some(checkpoints) = &mut checkpoints {
+            // The held bytes are not counted yet: the checkpoint is where they start.
+            checkpoints.push(Checkpoint { offset, newlines });
+        }
         let read = match reader.read(&mut buf[held..]) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -123,6 +180,7 @@ pub fn read_window<R: Read>(mut reader: R, range: LineRange) -> io::Result<Windo
         let eof = read == 0;
         // Chunks end on character boundaries, so decoding chunk by chunk equals decoding the whole stream.
         let usable = if eof { filled } else { complete_utf8_prefix(&buf[..filled]) };
+        offset += usable as u64;
         let mut rest = &buf[..usable];
         if let Some(&b) = rest.last() {
             last_byte = Some(b);
@@ -147,7 +205,10 @@ pub fn read_window<R: Read>(mut reader: R, range: LineRange) -> io::Result<Windo
                         rest = &rest[at..];
                         phase = Phase::After;
                         if kept.len > MAX_CONTENT_CHARS as u64 {
-                            return Ok(Window::Truncated { text: kept.text, len: kept.len });
+                            return Ok((Window::Truncated { text: kept.text, len: kept.len }, None));
+                        }
+                        if let Some(total_lines) = known {
+                            return Ok((Window::Complete { text: kept.text, total_lines }, None));
                         }
                     }
                     Err(count) => {
@@ -168,11 +229,16 @@ pub fn read_window<R: Read>(mut reader: R, range: LineRange) -> io::Result<Windo
         buf.copy_within(usable..filled, 0);
         held = filled - usable;
     }
-    Ok(match last_byte {
-        None => Window::Empty,
-        Some(_) if kept.len > MAX_CONTENT_CHARS as u64 => Window::Truncated { text: kept.text, len: kept.len },
-        // A last line without a newline still counts, as in Cline's `split(/\r?\n/)`.
-        Some(last) => Window::Complete { text: kept.text, total_lines: newlines + u64::from(last != b'\n') },
+    // A last line without a newline still counts, as in Cline's `split(/\r?\n/)`. A read resumed at the end
+    // of the text sees no bytes at all, and takes the count its index has.
+    let total_lines = known.or(last_byte.map(|last| newlines + u64::from(last != b'\n')));
+    Ok(match total_lines {
+        None => (Window::Empty, None),
+        Some(_) if kept.len > MAX_CONTENT_CHARS as u64 => (Window::Truncated { text: kept.text, len: kept.len }, None),
+        Some(total_lines) => {
+            let index = checkpoints.map(|checkpoints| LineIndex { checkpoints, total_lines });
+            (Window::Complete { text: kept.text, total_lines }, index)
+        }
     })
 }
 
@@ -467,6 +533,34 @@ mod tests {
                 total_lines: 6
             })
         );
+    }
+
+    #[test]
+    fn a_window_read_from_a_checkpoint_equals_the_whole_read() {
+        // Short reads put a checkpoint every few bytes, so some fall inside multi-byte characters' reach and
+        // next to invalid bytes; each must resume exactly where a whole read would be.
+        let mut bytes = Vec::new();
+        for n in 0..300 {
+            bytes.extend_from_slice(format!("{n} héllo 😀 wörld\r\n").as_bytes());
+            if n % 37 == 0 {
+                bytes.extend_from_slice(b"\xf0\x9f\xff\n");
+            }
+        }
+        bytes.extend_from_slice("no newline at the end €".as_bytes());
+        let first = LineRange::new(Some(1), Some(2));
+        let (_, index) =
+            read_window_from(Trickle { data: &bytes, step: 7 }, first, Resume::Start { record: true }).unwrap();
+        let index = index.expect("a whole pass gives its index");
+        assert!(index.checkpoints.len() > 100);
+        for (start, end) in [(1, 5), (2, 2), (150, 160), (290, 400), (308, 308), (309, 320), (500, 600)] {
+            let range = LineRange::new(Some(start), Some(end));
+            let whole = read_window(bytes.as_slice(), range).unwrap();
+            let checkpoint = index.before_line(range.start);
+            assert!(checkpoint.newlines < range.start.max(1));
+            let rest = &bytes[checkpoint.offset as usize..];
+            let (resumed, _) = read_window_from(rest, range, Resume::At { checkpoint, index: &index }).unwrap();
+            assert_eq!(resumed, whole, "lines {start}-{end} from {checkpoint:?}");
+        }
     }
 
     #[test]
