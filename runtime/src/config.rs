@@ -45,7 +45,7 @@ mod web;
 pub use loader::ConfigLoader;
 pub use sections::{
     ApprovalConfig, BrowserConfig, CommandsConfig, HookCommand, HooksConfig, IsolationConfig, LimitsConfig, McpConfig,
-    PluginsConfig, Profile, Rule, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig,
+    PluginsConfig, Profile, Rule, SandboxMode, ServeConfig, SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig,
     AGENT_LOOP_TOOLS,
 };
 #[cfg(feature = "web")]
