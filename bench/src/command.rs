@@ -7,6 +7,8 @@
 //! sequential in one task, approved up front (`yes`) so the policy asks nobody. Ours are timed on the
 //! runtime's thread, so the figure leaves out a host's cross-thread wake-up (tens of µs, row 1d), which is
 //! small beside a shell's start but not this row's subject.
+//!
+//! Row 9c (issue 28) sets the same call in the kernel sandbox against itself without it, in the same run.
 
 use crate::stats::{Figure, Row, Target, Unit};
 use anyhow::{bail, ensure, Context, Result};
@@ -14,7 +16,8 @@ use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
-use toolshed::{Block, ResultStatus, Runtime, TaskContext, ToolUse};
+use toolshed::config::{Config, SandboxMode};
+use toolshed::{Block, ResultStatus, Runtime, TaskContext, TaskHandle, ToolUse};
 
 /// Untimed rounds, then interleaved timed rounds of sequential calls.
 const WARMUP: usize = 2;
@@ -39,30 +42,8 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
     }
     let task = runtime.task(TaskContext::new(&workspace));
     let driver = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
-
-    // `calls` commands in sequence on the runtime's thread; each one's duration in ns and the texts that
-    // differ from `expected` (all of them when it is `None`).
-    let ours = |command: &'static str, calls: usize, expected: Option<String>| -> Result<(Vec<f64>, Vec<String>)> {
-        let task = task.clone();
-        let timed = driver.block_on(runtime.run_on_runtime(move || async move {
-            let mut samples = Vec::with_capacity(calls);
-            let mut odd = Vec::new();
-            for _ in 0..calls {
-                let input = json!({ "command": command, "requires_approval": "false" });
-                let start = Instant::now();
-                let result = task.execute(ToolUse::new("bench", "execute_command", input)).await;
-                samples.push(start.elapsed().as_nanos() as f64);
-                let text = match (result.status, result.blocks.as_slice()) {
-                    (ResultStatus::Success, [Block::Text { text }]) => text.clone(),
-                    _ => result.to_model_text(),
-                };
-                if expected.as_ref() != Some(&text) {
-                    odd.push(text);
-                }
-            }
-            (samples, odd)
-        }));
-        timed.context("the runtime stopped")
+    let ours = |command: &'static str, calls: usize, expected: Option<String>| {
+        timed_calls(&driver, &runtime, &task, command, calls, expected)
     };
     let reference = |command: &str| -> Result<(f64, String)> {
         let start = Instant::now();
@@ -127,5 +108,79 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
             note: Some("a host would hope for under ~2×".to_owned()),
         });
     }
+    rows.push(sandbox_row(plugins, &workspace, &driver)?);
     Ok(rows)
+}
+
+/// `calls` commands in sequence on `runtime`'s thread in `task`; each one's duration in ns and the texts that
+/// differ from `expected` (all of them when it is `None`).
+fn timed_calls(
+    driver: &tokio::runtime::Runtime,
+    runtime: &Runtime,
+    task: &TaskHandle,
+    command: &'static str,
+    calls: usize,
+    expected: Option<String>,
+) -> Result<(Vec<f64>, Vec<String>)> {
+    let task = task.clone();
+    let timed = driver.block_on(runtime.run_on_runtime(move || async move {
+        let mut samples = Vec::with_capacity(calls);
+        let mut odd = Vec::new();
+        for _ in 0..calls {
+            let input = json!({ "command": command, "requires_approval": "false" });
+            let start = Instant::now();
+            let result = task.execute(ToolUse::new("bench", "execute_command", input)).await;
+            samples.push(start.elapsed().as_nanos() as f64);
+            let text = match (result.status, result.blocks.as_slice()) {
+                (ResultStatus::Success, [Block::Text { text }]) => text.clone(),
+                _ => result.to_model_text(),
+            };
+            if expected.as_ref() != Some(&text) {
+                odd.push(text);
+            }
+        }
+        (samples, odd)
+    }));
+    timed.context("the runtime stopped")
+}
+
+/// Row 9c: what the kernel sandbox adds to a command: `true` under `sandbox = "workspace-write"` and
+/// `network = false` (a Landlock ruleset built and a seccomp program compiled per command, both applied in
+/// the child) against `true` in a runtime without the sandbox, interleaved in the same run.
+fn sandbox_row(plugins: &Path, workspace: &Path, driver: &tokio::runtime::Runtime) -> Result<Row> {
+    let mut config = Config::default();
+    config.commands.sandbox = SandboxMode::WorkspaceWrite;
+    config.commands.network = false;
+    let sandboxed = Runtime::builder().plugin_dir(plugins).yes(true).config(config).build()?;
+    let plain = Runtime::builder().plugin_dir(plugins).yes(true).build()?;
+    let sides =
+        [(&sandboxed, sandboxed.task(TaskContext::new(workspace))), (&plain, plain.task(TaskContext::new(workspace)))];
+    let expected = Some(SUCCESS.to_owned());
+    let mut figures: [Vec<f64>; 2] = [Vec::new(), Vec::new()];
+    for round in 0..WARMUP + ROUNDS {
+        // Alternate which side goes first.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for side in order {
+            let (runtime, task) = &sides[side];
+            let (samples, odd) = timed_calls(driver, runtime, task, "true", CALLS, expected.clone())?;
+            if let Some(first) = odd.first() {
+                bail!("execute_command `true` answered {first:?} (sandboxed: {})", side == 0);
+            }
+            if round >= WARMUP {
+                figures[side].extend(samples);
+            }
+        }
+    }
+    let [mut ours, mut reference] = figures;
+    Ok(Row {
+        id: "9c".to_owned(),
+        what: "execute_command `true` in the kernel sandbox (workspace-write, network = false)".to_owned(),
+        unit: Unit::Nanos,
+        ours: Figure::with_p99(&mut ours),
+        reference_name: "execute_command `true` without the sandbox, same run".to_owned(),
+        reference: Figure::with_p99(&mut reference),
+        target: Target::Report,
+        higher_is_better: false,
+        note: Some("the sandbox's cost per command: a Landlock ruleset and a seccomp program".to_owned()),
+    })
 }

@@ -27,6 +27,7 @@ mod path_escape;
 mod policy;
 mod read_file;
 mod reload;
+mod sandbox;
 mod schema;
 mod search_files;
 mod security;

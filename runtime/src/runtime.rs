@@ -16,7 +16,7 @@ use crate::registry::on_demand::{self, LoadSet};
 use crate::registry::watch::{PluginEvent, PluginEvents, ReloadStats, Reloader, Watcher};
 use crate::services::http::{HttpService, HttpSettings};
 use crate::services::interaction::InteractionHost;
-use crate::services::process::ProcessManager;
+use crate::services::process::{ProcessManager, Sandbox};
 use crate::services::subagents::SubagentHost;
 use crate::services::{HostServices, ServiceParts};
 use crate::spec::{self, Provider, SpecContext, SpecRegistry, ToolSchemas};
@@ -305,7 +305,10 @@ impl RuntimeBuilder {
                 }
             },
         };
-        let processes = Arc::new(ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background));
+        let processes = Arc::new(
+            ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background)
+                .with_sandbox(Sandbox::of(&config.commands)),
+        );
         let parts = ServiceParts {
             processes,
             commands: CommandsSettings {
@@ -349,7 +352,7 @@ impl RuntimeBuilder {
         };
         let engine_parts = EngineParts {
             routing,
-            policy: Policy::new(&config.approval, self.yes),
+            policy: Policy::new(&config.approval, self.yes).with_sandbox(&config.approval, config.commands.sandbox),
             approver: self.approver,
             timeouts: Timeouts {
                 prepare: config.timeouts.prepare(),

@@ -56,6 +56,11 @@ impl Workspace {
         Self { roots }
     }
 
+    /// Every root, the primary first, as configured (not resolved).
+    pub fn roots(&self) -> impl Iterator<Item = &Path> {
+        self.roots.iter().map(|r| r.path.as_path())
+    }
+
     /// The primary root.
     pub fn primary(&self) -> &Path {
         // `new` always leaves at least one root.

@@ -352,12 +352,41 @@ pub struct CommandsConfig {
     /// Keep a command's background jobs running after its main process exits, until the task ends; by
     /// default they are killed with the rest of its process tree then.
     pub keep_background: bool,
+    /// Where a command may write, enforced by the kernel (Landlock on Linux).
+    pub sandbox: SandboxMode,
+    /// Whether a command may open network sockets; `false` leaves it Unix sockets only, enforced by the
+    /// kernel (seccomp, plus Landlock's TCP rules where the kernel has them).
+    pub network: bool,
+    /// A test switch: behave as if the kernel had no Landlock, so every command that needs it is refused.
+    pub sandbox_assume_unsupported: bool,
 }
 
 impl Default for CommandsConfig {
     fn default() -> Self {
-        Self { permissions: None, default_timeout_ms: 30_000, long_timeout_ms: 300_000, keep_background: false }
+        Self {
+            permissions: None,
+            default_timeout_ms: 30_000,
+            long_timeout_ms: 300_000,
+            keep_background: false,
+            sandbox: SandboxMode::Off,
+            network: true,
+            sandbox_assume_unsupported: false,
+        }
     }
+}
+
+/// `[commands] sandbox`: what a command may write, written in kebab case (`sandbox = "workspace-write"`).
+///
+/// The variants are ordered from loosest to strictest, so `a < b` means `b` tightens `a`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// No sandbox: the command has the user's full rights.
+    Off,
+    /// Reads anywhere; writes only inside the workspace roots and the temporary directories.
+    WorkspaceWrite,
+    /// Reads anywhere; writes nowhere but the terminal and null devices.
+    ReadOnly,
 }
 
 impl CommandsConfig {
@@ -382,13 +411,22 @@ pub struct ApprovalConfig {
     pub auto_approve_all: bool,
     /// YOLO mode: approve every call without asking.
     pub yolo: bool,
+    /// Commands that run inside the kernel sandbox (`[commands] sandbox` is not `off`) run without asking,
+    /// unless the model itself marked them as needing approval (codex's `on-request`).
+    pub auto_approve_sandboxed: bool,
     /// Per-tool rules, by tool name.
     pub tools: BTreeMap<String, Rule>,
 }
 
 impl Default for ApprovalConfig {
     fn default() -> Self {
-        Self { auto_approve_safe: true, auto_approve_all: false, yolo: false, tools: BTreeMap::new() }
+        Self {
+            auto_approve_safe: true,
+            auto_approve_all: false,
+            yolo: false,
+            auto_approve_sandboxed: false,
+            tools: BTreeMap::new(),
+        }
     }
 }
 

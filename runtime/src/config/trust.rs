@@ -9,7 +9,8 @@
 //! - **off**: a switch that loosens when on may only be turned off;
 //! - **intersect**: allow lists keep only what both sides allow;
 //! - **grow**: deny lists take the union;
-//! - **stricter**: per-tool rules take the stricter of the two (`allow` is never taken);
+//! - **stricter**: per-tool rules and the command sandbox take the stricter of the two (`allow` and a
+//!   sandbox `off` are never taken);
 //! - **free**: how a conversation goes, not what may run (`[tasks]`);
 //! - **never**: paths, plugin dirs and plugin config, MCP settings, hooks (and their timeout: a shorter one
 //!   would let a refusing hook time out and be skipped), URLs, proxies, certificate authorities, models and
@@ -91,10 +92,11 @@ pub(super) fn tighten(
 }
 
 fn approval_section(s: &mut Section<'_>, base: &mut ApprovalConfig, ws: ApprovalConfig) {
-    let ApprovalConfig { auto_approve_safe, auto_approve_all, yolo, tools } = ws;
+    let ApprovalConfig { auto_approve_safe, auto_approve_all, yolo, auto_approve_sandboxed, tools } = ws;
     s.off("auto_approve_safe", &mut base.auto_approve_safe, auto_approve_safe);
     s.off("auto_approve_all", &mut base.auto_approve_all, auto_approve_all);
     s.off("yolo", &mut base.yolo, yolo);
+    s.off("auto_approve_sandboxed", &mut base.auto_approve_sandboxed, auto_approve_sandboxed);
     if s.has("tools") {
         for (tool, rule) in tools {
             // A tool without a rule of the user's is decided by the defaults, which `allow` could loosen.
@@ -153,11 +155,24 @@ fn commands_section(
     ws: CommandsConfig,
     file: &Path,
 ) -> Result<(), ConfigError> {
-    let CommandsConfig { permissions, default_timeout_ms, long_timeout_ms, keep_background } = ws;
+    let CommandsConfig {
+        permissions,
+        default_timeout_ms,
+        long_timeout_ms,
+        keep_background,
+        sandbox,
+        network,
+        sandbox_assume_unsupported,
+    } = ws;
     s.shrink("default_timeout_ms", &mut base.default_timeout_ms, default_timeout_ms);
     s.shrink("long_timeout_ms", &mut base.long_timeout_ms, long_timeout_ms);
     // Keeping background jobs lets a command's processes outlive it.
     s.off("keep_background", &mut base.keep_background, keep_background);
+    // A workspace may confine its commands further, never free them: `off` and the network are the user's.
+    s.raise("sandbox", &mut base.sandbox, sandbox);
+    s.off("network", &mut base.network, network);
+    // Pretending the kernel lacks Landlock only refuses more commands.
+    s.on("sandbox_assume_unsupported", &mut base.sandbox_assume_unsupported, sandbox_assume_unsupported);
     if let (true, Some(text)) = (s.has("permissions"), permissions) {
         let workspace = Permissions::parse(&text).map_err(|message| ConfigError::Invalid {
             origin: file.display().to_string(),
@@ -420,6 +435,18 @@ impl Section<'_> {
         if ws {
             *base = true;
         } else if *base {
+            self.ignore(key);
+        }
+    }
+
+    /// A level ordered from loosest to strictest: it may only rise.
+    fn raise<T: Ord + Copy>(&mut self, key: &str, base: &mut T, ws: T) {
+        if !self.has(key) {
+            return;
+        }
+        if ws >= *base {
+            *base = ws;
+        } else {
             self.ignore(key);
         }
     }

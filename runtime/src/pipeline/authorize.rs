@@ -55,6 +55,7 @@ impl Authorizer {
             inside_workspace: request.paths.iter().all(|p| task.workspace.contains(Path::new(p)) && !hard_linked(p)),
             mcp_auto_approve: self.mcp_auto_approve,
             session_allowed: task.always_allow.contains(&self.tool),
+            high_risk: request.risk == Risk::High,
         };
         self.engine.policy.decide(&policy_request)
     }

@@ -5,7 +5,7 @@
 //! inside the workspace run; everything else asks. Nothing here can override `.clineignore` or the
 //! command permission rules: those refuse in `prepare`, before the policy is consulted.
 
-use crate::config::{ApprovalConfig, Rule};
+use crate::config::{ApprovalConfig, Rule, SandboxMode};
 use crate::types::BoxFuture;
 use std::collections::BTreeMap;
 use toolshed_plugin_api::{capability, Risk};
@@ -23,6 +23,8 @@ pub enum Source {
     Session,
     /// `yolo` or `auto_approve_all` in the configuration.
     AutoApproveAll,
+    /// A shipped command tool whose commands run inside the kernel sandbox (`auto_approve_sandboxed`).
+    Sandboxed,
     /// A read-only built-in tool inside the workspace (`auto_approve_safe`).
     SafeDefault,
     /// The default for everything else.
@@ -58,6 +60,8 @@ pub struct PolicyRequest<'a> {
     pub mcp_auto_approve: bool,
     /// Whether the user answered "always allow" for this tool in this session.
     pub session_allowed: bool,
+    /// Whether the tool itself rates the call high risk (a command the model marked `requires_approval`).
+    pub high_risk: bool,
 }
 
 /// The policy, built from configuration and flags.
@@ -67,6 +71,8 @@ pub struct Policy {
     rules: BTreeMap<String, Rule>,
     auto_approve_safe: bool,
     auto_approve_all: bool,
+    /// `auto_approve_sandboxed` with a sandbox that is on.
+    auto_approve_sandboxed: bool,
 }
 
 impl Policy {
@@ -77,7 +83,14 @@ impl Policy {
             rules: config.tools.clone(),
             auto_approve_safe: config.auto_approve_safe,
             auto_approve_all: config.auto_approve_all || config.yolo,
+            auto_approve_sandboxed: false,
         }
+    }
+
+    /// Lets `auto_approve_sandboxed` approve the shipped command tools when `sandbox` confines their commands.
+    pub fn with_sandbox(mut self, config: &ApprovalConfig, sandbox: SandboxMode) -> Self {
+        self.auto_approve_sandboxed = config.auto_approve_sandboxed && sandbox != SandboxMode::Off;
+        self
     }
 
     /// Decides one call.
@@ -103,6 +116,12 @@ impl Policy {
         }
         if self.auto_approve_all {
             return Decision::Allow(Source::AutoApproveAll);
+        }
+        // Only a shipped tool is known to run its commands through `process.spawn`, which applies the sandbox;
+        // a third-party plugin may start processes of its own. A call the model itself flagged still asks.
+        let runs_commands = req.capabilities.iter().any(|c| c == capability::RUNS_COMMANDS);
+        if self.auto_approve_sandboxed && runs_commands && req.builtin && !req.high_risk {
+            return Decision::Allow(Source::Sandboxed);
         }
         let read_only = req.capabilities.iter().any(|c| c == capability::READ_ONLY);
         if self.auto_approve_safe && read_only && req.builtin && req.inside_workspace {
@@ -211,6 +230,7 @@ mod tests {
             auto_approve_safe: safe,
             auto_approve_all: all,
             yolo,
+            auto_approve_sandboxed: false,
             tools: rules.iter().map(|(n, r)| ((*n).to_owned(), *r)).collect(),
         }
     }
@@ -322,6 +342,7 @@ mod tests {
                 inside_workspace: case.inside,
                 mcp_auto_approve: case.mcp,
                 session_allowed: case.session,
+                high_risk: false,
             };
             assert_eq!(policy.decide(&req), case.expect, "{}", case.what);
         }
@@ -339,6 +360,7 @@ mod tests {
             inside_workspace: false,
             mcp_auto_approve: false,
             session_allowed: false,
+            high_risk: false,
         };
         assert_eq!(policy.decide(&req), Decision::Allow(Source::AutoApproveAll));
     }
@@ -364,12 +386,39 @@ mod tests {
                 inside_workspace: true,
                 mcp_auto_approve: true,
                 session_allowed: true,
+                high_risk: false,
             })
         };
         assert_eq!(decide("replace_in_file", &["write_to_file".to_owned()]), Decision::Deny(Source::UserRule));
         assert_eq!(decide("use_mcp_tool", &["fs__mcp__write_file".to_owned()]), Decision::Ask(Source::UserRule));
         assert_eq!(decide("use_mcp_tool", &[]), Decision::Allow(Source::UserRule));
         assert_eq!(decide("other", &[]), Decision::Allow(Source::McpAutoApprove));
+    }
+
+    #[test]
+    fn sandboxed_commands_run_without_asking_only_when_the_rule_is_on_and_the_sandbox_is() {
+        let caps = [capability::RUNS_COMMANDS.to_owned()];
+        let decide = |on: bool, sandbox: SandboxMode, builtin: bool, high_risk: bool| {
+            let mut approval = config(&[], true, false, false);
+            approval.auto_approve_sandboxed = on;
+            Policy::new(&approval, false).with_sandbox(&approval, sandbox).decide(&PolicyRequest {
+                tool: "execute_command",
+                also: &[],
+                builtin,
+                capabilities: &caps,
+                inside_workspace: true,
+                mcp_auto_approve: false,
+                session_allowed: false,
+                high_risk,
+            })
+        };
+        let ask = Decision::Ask(Source::Default);
+        assert_eq!(decide(true, SandboxMode::WorkspaceWrite, true, false), Decision::Allow(Source::Sandboxed));
+        assert_eq!(decide(true, SandboxMode::ReadOnly, true, false), Decision::Allow(Source::Sandboxed));
+        assert_eq!(decide(false, SandboxMode::WorkspaceWrite, true, false), ask, "off by default");
+        assert_eq!(decide(true, SandboxMode::Off, true, false), ask, "no sandbox, no auto-approval");
+        assert_eq!(decide(true, SandboxMode::WorkspaceWrite, false, false), ask, "a third-party tool");
+        assert_eq!(decide(true, SandboxMode::WorkspaceWrite, true, true), ask, "requires_approval still asks");
     }
 
     #[test]

@@ -21,7 +21,10 @@
 //! reaped here, each by its own pid; and each shell is waited for with `WNOWAIT` first and reaped only once
 //! its tree is gone, so neither its pid nor its group id can be reused while anything may still signal them.
 
+mod sandbox;
 mod table;
+
+pub(crate) use sandbox::Sandbox;
 
 use dashmap::DashMap;
 use nix::sys::signal::{kill, killpg, Signal};
@@ -53,7 +56,8 @@ pub(crate) fn register(
             Some(dir) => std::path::PathBuf::from(dir),
             None => call.task.workspace.primary().to_owned(),
         };
-        let (id, pid) = manager.spawn(&call.task.info.task_id, &req.command, &cwd, &req.env).map_err(failed)?;
+        let roots: Vec<&Path> = call.task.workspace.roots().collect();
+        let (id, pid) = manager.spawn(&call.task.info.task_id, &req.command, &cwd, &req.env, &roots).map_err(failed)?;
         Ok(SpawnResponse { id, pid })
     });
     let manager = Arc::clone(processes);
@@ -113,6 +117,8 @@ static NEXT_MANAGER: AtomicU64 = AtomicU64::new(1);
 pub(crate) enum ProcessError {
     Unknown(u64),
     Spawn(String),
+    /// The sandbox the configuration asks for cannot be enforced; the command did not run.
+    Sandbox(String),
     ShutDown,
 }
 
@@ -120,7 +126,7 @@ impl std::fmt::Display for ProcessError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ProcessError::Unknown(id) => write!(f, "no process with id {id}"),
-            ProcessError::Spawn(message) => f.write_str(message),
+            ProcessError::Spawn(message) | ProcessError::Sandbox(message) => f.write_str(message),
             ProcessError::ShutDown => f.write_str("the runtime is shutting down; the command was killed"),
         }
     }
@@ -356,6 +362,8 @@ pub(crate) struct ProcessManager {
     /// Processes whose tree is not finished yet (a superset of `procs`).
     trees: Arc<DashMap<u64, Arc<Proc>>>,
     settings: Settings,
+    /// The kernel sandbox every command runs in.
+    sandbox: Sandbox,
     /// This manager's part of the marker value.
     marker_prefix: String,
 }
@@ -369,18 +377,30 @@ impl ProcessManager {
             procs: DashMap::new(),
             trees: Arc::new(DashMap::new()),
             settings: Settings { kill_grace, keep_background },
+            sandbox: Sandbox::default(),
             marker_prefix: format!("{}:{manager}", std::process::id()),
         }
     }
 
-    /// Starts `$SHELL -c command` in `cwd`.
+    /// Runs every command of this manager inside `sandbox`.
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// Starts `$SHELL -c command` in `cwd`, inside the sandbox, whose writable places are `roots` (the task's
+    /// workspace roots) and the temporary directories.
     pub fn spawn(
         &self,
         task_id: &str,
         command: &str,
         cwd: &Path,
         env: &BTreeMap<String, String>,
+        roots: &[&Path],
     ) -> Result<(u64, u32), ProcessError> {
+        // Built before the fork: the child may only make system calls.
+        let confinement = self.sandbox.prepare(roots).map_err(ProcessError::Sandbox)?;
+        let confined = confinement.is_some();
         let shell = std::env::var("SHELL").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "/bin/bash".to_owned());
         let (reader, writer) =
             std::io::pipe().map_err(|e| ProcessError::Spawn(format!("cannot create a pipe: {e}")))?;
@@ -400,16 +420,29 @@ impl ProcessManager {
         cmd.env(MARKER, &marker_value);
         // Its own group, so the whole tree (grandchildren included) is stopped with one signal.
         cmd.process_group(0);
-        // SAFETY: prctl is async-signal-safe and the closure allocates nothing. The shell becomes a subreaper
-        // (kept across exec), so orphans inside the command stay below it while it runs.
+        // SAFETY: prctl, landlock_restrict_self and seccomp are system calls, async-signal-safe, and the closure
+        // allocates nothing (the confinement was built before the fork). The shell becomes a subreaper (kept
+        // across exec), so orphans inside the command stay below it while it runs; then it is confined, and an
+        // error there ends the spawn before the command runs.
         unsafe {
-            cmd.pre_exec(|| nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from));
+            cmd.pre_exec(move || {
+                nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)?;
+                match &confinement {
+                    Some(confinement) => confinement.apply(),
+                    None => Ok(()),
+                }
+            });
         }
         let spawned = cmd.spawn();
         // Drop our copies of the pipe's write end now, or the reader would never see end of file.
         drop(cmd);
-        let child =
-            spawned.map_err(|e| ProcessError::Spawn(format!("cannot start {shell} in {}: {e}", cwd.display())))?;
+        let child = spawned.map_err(|e| match confined {
+            true => ProcessError::Sandbox(format!(
+                "cannot start {shell} in {} inside the command sandbox (the command was not run): {e}",
+                cwd.display()
+            )),
+            false => ProcessError::Spawn(format!("cannot start {shell} in {}: {e}", cwd.display())),
+        })?;
         let pid = child.id();
         let proc = Arc::new(Proc::new(task_id, pid as i32, &marker_value));
         self.procs.insert(id, Arc::clone(&proc));
@@ -767,7 +800,7 @@ mod tests {
 
     fn run(manager: &ProcessManager, command: &str) -> (String, Chunk) {
         let dir = std::env::temp_dir();
-        let (id, _) = manager.spawn("t", command, &dir, &BTreeMap::new()).unwrap();
+        let (id, _) = manager.spawn("t", command, &dir, &BTreeMap::new(), &[]).unwrap();
         let mut output = String::new();
         let never = crate::task::NeverCancelled::default();
         loop {
@@ -813,7 +846,7 @@ mod tests {
         let manager = ProcessManager::new(Duration::from_millis(100), false);
         let dir = std::env::temp_dir();
         let command = "sleep 30 & echo $!; setsid sleep 30 & echo $!; ( ( sleep 30 & echo $! ) & ); wait";
-        let (id, _) = manager.spawn("t", command, &dir, &BTreeMap::new()).unwrap();
+        let (id, _) = manager.spawn("t", command, &dir, &BTreeMap::new(), &[]).unwrap();
         let mut output = String::new();
         let never = crate::task::NeverCancelled::default();
         while pids(&output).len() < 3 {
