@@ -365,26 +365,19 @@ pub fn mapped() -> (u64, u64) {
         return opened();
     };
     let dir = format!("{}/", dir.display());
-    let mut copies = std::collections::HashMap::<(&str, &str), u64>::new();
+    let mut copies = std::collections::HashMap::<&str, u64>::new();
     for line in maps.lines() {
-        // `start-end perms offset dev inode path`; the path may end in " (deleted)" (copies are removed once
-        // open). An in-memory copy shows as `/memfd:toolshed:NAME (deleted)`; each has its own inode, and the
-        // inode is part of the key so two copies of one library count twice.
+        // `start-end perms offset dev inode path`; the path may end in " (deleted)" (copies are removed once open).
         let mut fields = line.splitn(6, ' ');
         let range = fields.next().unwrap_or_default();
-        let Some(path) = fields
-            .nth(4)
-            .map(str::trim_start)
-            .filter(|path| path.starts_with(&dir) || path.starts_with(memfd::MAPS_PREFIX))
-        else {
+        let Some(path) = fields.nth(4).map(str::trim_start).filter(|path| path.starts_with(&dir)) else {
             continue;
         };
         let size = range
             .split_once('-')
             .and_then(|(start, end)| Some(u64::from_str_radix(end, 16).ok()? - u64::from_str_radix(start, 16).ok()?))
             .unwrap_or(0);
-        let inode = line.split_whitespace().nth(4).unwrap_or_default();
-        *copies.entry((inode, path)).or_default() += size;
+        *copies.entry(path).or_default() += size;
     }
     (copies.len() as u64, copies.values().sum())
 }
@@ -394,8 +387,7 @@ pub fn content_hash(file: &Path) -> std::io::Result<String> {
     copy_hashing(file, None).map(|(hash, _)| hash)
 }
 
-/// Loads one library: copy it (into memory where the kernel allows, else to the shadow directory), open the
-/// copy through a content-named shadow path, check the ABI, read the declarations.
+/// Loads one library: copy to a content-named shadow path, open, check the ABI, read the declarations.
 pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
     load_read(file).0
 }
@@ -407,54 +399,11 @@ pub(crate) fn load_read(file: &Path) -> (Result<LoadedPlugin, LoadError>, Option
         Ok(dir) => dir,
         Err(message) => return (Err(LoadError::new(file, message)), None),
     };
+    // Copy to a temporary name while hashing (one pass, bounded memory), then rename to the content's name,
+    // so a concurrent load of the same content never maps a half-written file.
     let copy = NEXT_COPY.fetch_add(1, Ordering::Relaxed);
-    let (loaded, read) = match memfd::create(file) {
-        Some(memfd) => load_in_memory(file, dir, memfd, copy),
-        None => load_on_disk(file, dir, copy),
-    };
-    if loaded.is_ok() {
-        // One line per library opened, so a one-shot call's loads can be counted (`RUST_LOG=toolshed=debug`).
-        tracing::debug!(file = %file.display(), "plugin library loaded");
-    }
-    (loaded, read)
-}
-
-type Loaded = (Result<LoadedPlugin, LoadError>, Option<(FileStamp, String)>);
-
-/// Copies the library into a sealed in-memory file while hashing it (one pass), and loads it from there
-/// through a content-named link in the shadow directory. Nothing touches the disk: on this kind of machine
-/// writing a disk copy cost more than `dlopen` itself (README, Performance, 5.01–5.24). Sealed, the copy can
-/// be changed by nobody — not by the library's file being overwritten in place, not by a child process that
-/// inherits it (`crate::services::isolate`).
-fn load_in_memory(file: &Path, dir: &Path, mut memfd: std::fs::File, copy: u64) -> Loaded {
-    let (hash, stamp) = match copy_hashing(file, Some(&mut memfd)).and_then(|read| memfd::seal(&memfd).map(|()| read)) {
-        Ok(read) => read,
-        Err(e) => return (Err(LoadError::new(file, format!("cannot copy the library into memory: {e}"))), None),
-    };
-    let read = Some((stamp, hash.clone()));
-    let fd_path = PathBuf::from(format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&memfd)));
-    let bytes = memfd.metadata().map(|m| m.len()).unwrap_or(0);
-    // The dynamic loader knows a library by the path it was opened with, and descriptor numbers are reused:
-    // a library still mapped under `/proc/self/fd/N` (closing deferred by a thread-local destructor, or never
-    // closed) would be handed back for a new copy that got the same N. A link with a name of its own keeps
-    // every copy apart, as the named disk copies did.
-    let link = shadow_name(dir, &hash, copy, file);
-    if let Err(e) = std::os::unix::fs::symlink(&fd_path, &link) {
-        return (Err(LoadError::new(file, format!("cannot link the copy {}: {e}", link.display()))), read);
-    }
-    let loaded = check_complete(&fd_path, bytes)
-        .map_err(|reason| LoadError::new(file, reason))
-        .and_then(|()| open(file, &link, bytes, Some(memfd)));
-    let _ = std::fs::remove_file(&link);
-    (loaded.and_then(|(module, library)| finish(file, hash, module, library)), read)
-}
-
-/// Where `memfd_create` is refused (an old kernel, `vm.memfd_noexec = 2`, a sandbox): the copy goes to the
-/// shadow directory on disk, written to a temporary name while hashing (one pass, bounded memory), then
-/// renamed to the content's name, so a concurrent load of the same content never maps a half-written file.
-fn load_on_disk(file: &Path, dir: &Path, copy: u64) -> Loaded {
     let partial = dir.join(format!("{copy}.partial"));
-    let (hash, stamp) = match std::fs::File::create(&partial).and_then(|mut out| copy_hashing(file, Some(&mut out))) {
+    let (hash, stamp) = match copy_hashing(file, Some(&partial)) {
         Ok(read) => read,
         Err(e) => {
             let _ = std::fs::remove_file(&partial);
@@ -463,21 +412,21 @@ fn load_on_disk(file: &Path, dir: &Path, copy: u64) -> Loaded {
         }
     };
     let read = Some((stamp, hash.clone()));
-    (load_copy(file, dir, &partial, copy, hash), read)
+    let loaded = load_copy(file, dir, &partial, copy, hash);
+    if loaded.is_ok() {
+        // One line per library opened, so a one-shot call's loads can be counted (`RUST_LOG=toolshed=debug`).
+        tracing::debug!(file = %file.display(), "plugin library loaded");
+    }
+    (loaded, read)
 }
 
-/// The content-named shadow path of copy number `copy` of `file`. The copy number keeps two loads of the
-/// same content apart (two runtimes starting at once): each removes its own name after opening it, which
-/// must not pull the file from under the other.
-fn shadow_name(dir: &Path, hash: &str, copy: u64, file: &Path) -> PathBuf {
-    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    dir.join(format!("{}-{copy}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION))
-}
-
-/// The rest of [`load_on_disk`], once the bytes are copied to `partial`.
+/// The rest of [`load_read`], once the bytes are copied to `partial`.
 fn load_copy(file: &Path, dir: &Path, partial: &Path, copy: u64, hash: String) -> Result<LoadedPlugin, LoadError> {
     let bytes = std::fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
-    let shadow = shadow_name(dir, &hash, copy, file);
+    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    // The copy number keeps two loads of the same content apart (two runtimes starting at once): each
+    // removes its own name after opening it, which must not pull the file from under the other.
+    let shadow = dir.join(format!("{}-{copy}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION));
     std::fs::rename(partial, &shadow)
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
     // A library cut short (a copy or a build still being written) can map and then fault on its missing
@@ -529,10 +478,11 @@ fn finish(file: &Path, hash: String, module: PluginModRef, library: Arc<Library>
 
 /// Copies `from` to `to` (when given) and returns the xxh3-128 of the bytes, hex, and the file's stamp as it
 /// was opened (a change while it is read changes its change time, so the stamp never vouches for other bytes).
-fn copy_hashing(from: &Path, mut output: Option<&mut std::fs::File>) -> std::io::Result<(String, FileStamp)> {
+fn copy_hashing(from: &Path, to: Option<&Path>) -> std::io::Result<(String, FileStamp)> {
     use std::io::{Read, Write};
     let mut input = std::fs::File::open(from)?;
     let stamp = FileStamp::of(&input.metadata()?);
+    let mut output = to.map(std::fs::File::create).transpose()?;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
@@ -541,57 +491,14 @@ fn copy_hashing(from: &Path, mut output: Option<&mut std::fs::File>) -> std::io:
             break;
         }
         hasher.update(&buf[..n]);
-        if let Some(output) = output.as_deref_mut() {
+        if let Some(output) = &mut output {
             output.write_all(&buf[..n])?;
         }
     }
-    if let Some(output) = output {
+    if let Some(output) = &mut output {
         output.flush()?;
     }
     Ok((format!("{:032x}", hasher.digest128()), stamp))
-}
-
-/// The in-memory copy: an anonymous file the library's bytes are written into, then sealed.
-mod memfd {
-    use std::os::fd::{FromRawFd as _, OwnedFd};
-    use std::path::Path;
-
-    /// How the copies' mappings are named in `/proc/PID/maps`.
-    pub(super) const MAPS_PREFIX: &str = "/memfd:toolshed:";
-
-    /// A new in-memory file named after `file` (the name shows in `/proc/PID/maps` as `/memfd:toolshed:NAME`),
-    /// or `None` where the kernel refuses one; the caller then copies to disk.
-    pub(super) fn create(file: &Path) -> Option<std::fs::File> {
-        if std::env::var_os("TOOLSHED_NO_MEMFD").is_some_and(|v| !v.is_empty()) {
-            return None;
-        }
-        let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        // The kernel caps the name at 249 bytes and refuses a NUL; the name is only for people reading maps.
-        let name: String = format!("toolshed:{stem}").chars().filter(|c| *c != '\0').take(200).collect();
-        let name = std::ffi::CString::new(name).ok()?;
-        let flags = nix::libc::MFD_CLOEXEC | nix::libc::MFD_ALLOW_SEALING;
-        // MFD_EXEC (Linux 6.3) says the file will be mapped executable, as `vm.memfd_noexec = 1` asks; an
-        // older kernel refuses the flag it does not know, and takes the call without it.
-        for flags in [flags | nix::libc::MFD_EXEC, flags] {
-            // SAFETY: a NUL-terminated name and flags; the descriptor returned is ours alone.
-            let fd = unsafe { nix::libc::memfd_create(name.as_ptr(), flags) };
-            if fd >= 0 {
-                // SAFETY: `fd` was just opened and nothing else owns it.
-                return Some(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }));
-            }
-            if std::io::Error::last_os_error().raw_os_error() != Some(nix::libc::EINVAL) {
-                break;
-            }
-        }
-        None
-    }
-
-    /// Seals the copy: from here on nobody can write, grow or shrink it, nor remove the seals.
-    pub(super) fn seal(memfd: &std::fs::File) -> std::io::Result<()> {
-        use nix::fcntl::{fcntl, FcntlArg, SealFlag};
-        let seals = SealFlag::F_SEAL_WRITE | SealFlag::F_SEAL_GROW | SealFlag::F_SEAL_SHRINK | SealFlag::F_SEAL_SEAL;
-        fcntl(memfd, FcntlArg::F_ADD_SEALS(seals)).map(drop).map_err(std::io::Error::from)
-    }
 }
 
 /// Checks that an ELF file holds every segment and the section header table its header promises (the table
