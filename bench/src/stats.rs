@@ -117,8 +117,6 @@ pub enum Target {
     /// Our p99 divided by the reference's p99 is at most this: for rows about waiting, where the tail is the
     /// point and the medians may hide it. The ratio column is then the p99s'.
     P99RatioAtMost(f64),
-    /// Our figure is at least this (a rate).
-    AtLeast(f64),
     /// Recorded for the reader; no budget.
     Report,
     /// Not measurable yet (what it waits for is in the row's text): no figures are shown, only the budget it
@@ -184,7 +182,6 @@ impl Row {
     pub fn pass(&self) -> Option<bool> {
         match self.target {
             Target::RatioAtMost(limit) | Target::P99RatioAtMost(limit) => Some(self.ratio() <= limit),
-            Target::AtLeast(floor) => Some(self.ours.median >= floor),
             Target::Report | Target::Pending(_) => None,
         }
     }
@@ -193,7 +190,6 @@ impl Row {
         match self.target {
             Target::RatioAtMost(limit) => format!("≤ {limit}×"),
             Target::P99RatioAtMost(limit) => format!("p99 ≤ {limit}×"),
-            Target::AtLeast(floor) => format!("≥ {}", self.unit.show(floor)),
             Target::Report => "report".to_owned(),
             Target::Pending(budget) => budget.to_owned(),
         }
@@ -232,7 +228,6 @@ impl Row {
         let target = match self.target {
             Target::RatioAtMost(limit) => json!({ "ratio_at_most": limit }),
             Target::P99RatioAtMost(limit) => json!({ "p99_ratio_at_most": limit }),
-            Target::AtLeast(floor) => json!({ "at_least": floor }),
             Target::Report => Value::Null,
             Target::Pending(budget) => json!({ "pending": budget }),
         };
@@ -292,12 +287,13 @@ mod tests {
             ours: figure(500_000.0),
             reference_name: "r".to_owned(),
             reference: figure(1_000_000.0),
-            target: Target::AtLeast(300_000.0),
+            target: Target::RatioAtMost(4.0),
             higher_is_better: true,
             note: None,
         };
         assert_eq!(row.ratio(), 2.0);
         assert_eq!(row.pass(), Some(true));
+        assert_eq!(Row { ours: figure(200_000.0), ..row }.pass(), Some(false));
     }
 
     #[test]

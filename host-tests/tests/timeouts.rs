@@ -109,7 +109,7 @@ fn bulk_probe(priority: &str) -> String {
 fn bulk_tools_and_the_threads_they_start_run_at_the_configured_priority() {
     // SAFETY: a plain query about this thread: the priority a normal worker would have.
     let own = unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) };
-    // The default: nice 19 under the normal policy (0), inherited by a thread the call starts.
+    // `low`: nice 19 under the normal policy (0), inherited by a thread the call starts.
     assert_eq!(bulk_probe("low"), "nice=19 policy=0; spawned nice=19 policy=0");
     assert_eq!(
         bulk_probe("idle"),

@@ -492,9 +492,11 @@ pub enum BulkPriority {
     /// The process's own.
     Normal,
     /// Nice 19: when a normal thread wants the same core, it gets ~1/70th of the share the normal one gets.
-    #[default]
     Low,
-    /// `SCHED_IDLE`: a core only when no other thread of the machine wants it (starves under any other load).
+    /// `SCHED_IDLE`: a core only when no normal thread wants it, and a normal thread that wakes takes the core
+    /// at once. Nice values and this policy weigh threads within the process's scheduling group (autogroup:
+    /// its session), so other programs still share the machine with the runtime as a whole.
+    #[default]
     Idle,
 }
 

@@ -129,7 +129,7 @@ const ROWS: &[Row] = &[
     row("plugins", "max_abandoned", "", "1", "1", false),
     row("plugins", "max_abandoned", "", "100", "4", true),
     row("plugins", "unload", "", "false", "true", true),
-    row("plugins", "bulk_priority", "", r#""normal""#, r#""low""#, true),
+    row("plugins", "bulk_priority", "", r#""normal""#, r#""idle""#, true),
     row("plugins", "config", "", "{ my_tool = { token = \"x\" } }", "{}", true),
     row("skills", "enabled", "", "false", "false", false),
     row("skills", "enabled", "false", "true", "false", true),
