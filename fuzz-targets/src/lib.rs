@@ -11,9 +11,11 @@
 //!
 //! Input layouts: text targets split their input at `0xFF` bytes (never part of UTF-8) and read each part
 //! as UTF-8, lossily. The edit targets take a flags byte, a little-endian `u16` length, that many bytes of
-//! the original file (raw: byte-order marks, UTF-16 and invalid UTF-8 included), then the model's text.
+//! the original file (raw: byte-order marks, UTF-16 and invalid UTF-8 included), then the model's text. (The
+//! example is compiled, not linked and run: a doctest binary gets no link settings from `build.rs`, and the
+//! plugin rlibs it links each define the same root-module symbol; `tests/replay.rs` runs every target.)
 //!
-//! ```
+//! ```no_run
 //! toolshed_fuzz_targets::replace_in_file(b"\x00\x04\x00a\nb\n------- SEARCH\nb\n=======\nB\n+++++++ REPLACE\n");
 //! ```
 
