@@ -11,9 +11,20 @@ use toolshed::config::{Config, SandboxMode};
 use toolshed::{ResultStatus, Runtime};
 
 /// A directory outside `/tmp` and `TMPDIR` (which sandboxed commands may write), so only the workspace rule
-/// can let a write in.
+/// can let a write in. Every one is made in the same parent (a test reaches one from another by `..`).
 fn scratch(prefix: &str) -> tempfile::TempDir {
-    tempfile::Builder::new().prefix(prefix).tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir")
+    tempfile::Builder::new().prefix(prefix).tempdir_in(scratch_root()).expect("tempdir")
+}
+
+/// The target's temporary directory, unless it lies under `/tmp` or `TMPDIR` (a checkout under `/tmp`, as a
+/// CI clone may be); then `/var/tmp` or `/dev/shm`, which the sandbox does not open.
+fn scratch_root() -> std::path::PathBuf {
+    let open = [Path::new("/tmp").to_path_buf(), std::env::temp_dir()].map(|dir| dir.canonicalize().unwrap_or(dir));
+    [env!("CARGO_TARGET_TMPDIR"), "/var/tmp", "/dev/shm"]
+        .into_iter()
+        .filter_map(|dir| Path::new(dir).canonicalize().ok())
+        .find(|dir| !open.iter().any(|writable| dir.starts_with(writable)))
+        .expect("a directory outside /tmp and TMPDIR for the sandbox tests (/var/tmp or /dev/shm)")
 }
 
 fn sandboxed(mode: SandboxMode, network: bool, edit: impl FnOnce(&mut Config)) -> Runtime {
