@@ -43,32 +43,18 @@ const BUTTON: (f64, f64) = (200.0, 100.0);
 /// What the button's click handler logs, and the text it sets.
 const CLICK_LOG: &str = "bench button clicked";
 const CLICKED: &str = "Clicked";
-/// Chromium's flags: the runtime's own (`start_chrome`), which the reference repeats; `--no-sandbox` is the
-/// runtime's as root, and the bench runs as root in CI. Then `--user-data-dir` and `about:blank`.
-const FLAGS: [&str; 22] = [
-    "--headless",
-    "--disable-gpu",
-    "--no-first-run",
-    "--no-default-browser-check",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--disable-default-apps",
-    "--disable-extensions",
-    "--disable-breakpad",
-    "--disable-crash-reporter",
-    "--disable-dev-shm-usage",
-    "--metrics-recording-only",
-    "--password-store=basic",
-    "--use-mock-keychain",
-    "--hide-scrollbars",
-    "--mute-audio",
-    "--remote-debugging-address=127.0.0.1",
-    "--remote-debugging-port=0",
-    "--user-agent=Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/128.0.0.0 Safari/537.36",
-    "--window-size=900,600",
-    "--no-sandbox",
-];
+/// What the bench's Chromium gets beyond the runtime's own flags (`toolshed::CHROMIUM_FLAGS`), which the
+/// reference takes as they are: the runtime's user agent and default viewport, and `--no-sandbox` (the runtime's
+/// as root; the bench runs as root in CI). Then `--user-data-dir` and `about:blank`.
+fn reference_flags() -> Vec<String> {
+    let mut flags: Vec<String> = toolshed::CHROMIUM_FLAGS.iter().map(|flag| (*flag).to_owned()).collect();
+    flags.extend([
+        format!("--user-agent={}", toolshed::CHROMIUM_USER_AGENT),
+        "--window-size=900,600".to_owned(),
+        "--no-sandbox".to_owned(),
+    ]);
+    flags
+}
 /// The runtime's settle waits as the bench sets them (`[browser]`): the reference pauses as long.
 const STABLE_INTERVAL_MS: u64 = 1;
 const NETWORK_PROBE_MS: u64 = 0;
@@ -245,7 +231,7 @@ async fn reference_session(chromium: &Path, profile: &Path, url: &str, check: bo
     use std::os::unix::process::CommandExt as _;
     let start = Instant::now();
     let mut child = Command::new(chromium)
-        .args(FLAGS)
+        .args(reference_flags())
         .arg(format!("--user-data-dir={}", profile.display()))
         .arg("about:blank")
         .process_group(0)

@@ -106,6 +106,8 @@ pub use registry::tool_id::{check_plugin_tool_name, NameError, ToolId};
 pub use registry::watch::{PluginEvent, PluginEvents, ReloadStats, WatchError};
 pub use runtime::turn::{interrupted, MistakeLimit, TurnResult};
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeError, TaskHandle, ToolInfo};
+#[cfg(feature = "browser")]
+pub use services::browser::{CHROMIUM_FLAGS, CHROMIUM_USER_AGENT};
 pub use services::interaction::{HostAction, Interaction, Question, UserReply};
 pub use services::process::kill_descendants;
 pub use services::subagents::SUBAGENT_SYSTEM_SUFFIX;

@@ -8,6 +8,8 @@
 
 #[cfg(feature = "browser")]
 mod session;
+#[cfg(feature = "browser")]
+pub use session::{CHROMIUM_FLAGS, USER_AGENT as CHROMIUM_USER_AGENT};
 
 #[cfg(feature = "browser")]
 use crate::config::BrowserConfig;

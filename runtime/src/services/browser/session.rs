@@ -35,8 +35,35 @@ use toolshed_plugin_api::services::{
 };
 use toolshed_plugin_api::ServiceError;
 
+/// The flags every Chromium the runtime launches gets, before its user agent, window size, profile directory,
+/// `--no-sandbox` as root and `[browser] args`: a locked-down headless browser (no first run, no background
+/// networking, no sync, no crash reports) whose DevTools endpoint listens on loopback only.
+pub const CHROMIUM_FLAGS: &[&str] = &[
+    "--headless",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--disable-breakpad",
+    "--disable-crash-reporter",
+    "--disable-dev-shm-usage",
+    "--metrics-recording-only",
+    "--password-store=basic",
+    "--use-mock-keychain",
+    "--hide-scrollbars",
+    "--mute-audio",
+    // Popups would be pages nobody screenshots and whose loads the file gate does not see.
+    "--block-new-web-contents",
+    "--remote-debugging-address=127.0.0.1",
+    "--remote-debugging-port=0",
+];
+
 /// Cline's user agent for its local browser (a desktop Chrome, so pages serve their desktop layout).
-const USER_AGENT: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/128.0.0.0 Safari/537.36";
+pub const USER_AGENT: &str = "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/128.0.0.0 Safari/537.36";
 
 /// Cline's scroll step, in CSS pixels.
 const SCROLL_STEP: i64 = 600;
@@ -180,29 +207,7 @@ pub(super) fn start_chrome(
     .map_err(|e| failed(format!("cannot make the browser's profile directory: {e}")))?;
     let mut command = Command::new(&executable);
     command
-        .args([
-            "--headless",
-            "--disable-gpu",
-            "--no-first-run",
-            "--no-default-browser-check",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-default-apps",
-            "--disable-extensions",
-            "--disable-breakpad",
-            "--disable-crash-reporter",
-            "--disable-dev-shm-usage",
-            "--metrics-recording-only",
-            "--password-store=basic",
-            "--use-mock-keychain",
-            "--hide-scrollbars",
-            "--mute-audio",
-            // Popups would be pages nobody screenshots and whose loads the file gate does not see.
-            "--block-new-web-contents",
-            "--remote-debugging-address=127.0.0.1",
-            "--remote-debugging-port=0",
-        ])
+        .args(CHROMIUM_FLAGS)
         .arg(format!("--user-agent={USER_AGENT}"))
         .arg(format!("--window-size={},{}", config.viewport_width, config.viewport_height))
         .arg(format!("--user-data-dir={}", profile.path().display()));
