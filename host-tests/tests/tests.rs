@@ -17,6 +17,7 @@ mod encodings;
 mod execute_command;
 mod hostile;
 mod install;
+mod isolation;
 mod list_files;
 mod loading;
 mod mcp;

@@ -45,8 +45,8 @@ mod web;
 pub use loader::ConfigLoader;
 pub use sections::{
     ApprovalConfig, BrowserConfig, BulkPriority, CommandsConfig, HookCommand, HooksConfig, IsolationConfig,
-    LimitsConfig, McpConfig, PluginsConfig, Profile, Rule, SandboxMode, ServeConfig, SkillsConfig, SubagentsConfig,
-    TasksConfig, TimeoutsConfig, AGENT_LOOP_TOOLS,
+    LimitsConfig, McpConfig, PluginIsolation, PluginsConfig, ProcessLimits, Profile, Rule, SandboxMode, ServeConfig,
+    SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, AGENT_LOOP_TOOLS,
 };
 #[cfg(feature = "web")]
 pub(crate) use web::HostRule;

@@ -7,5 +7,6 @@ pub(crate) mod coordinator;
 pub(crate) mod index;
 pub(crate) mod loader;
 pub(crate) mod on_demand;
+pub(crate) mod remote;
 pub(crate) mod tool_id;
 pub(crate) mod watch;

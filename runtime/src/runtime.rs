@@ -248,7 +248,11 @@ impl RuntimeBuilder {
             Some(names) => LoadSet::Declaring { names: names.clone(), index: self.declaration_index.clone() },
             None => LoadSet::All,
         };
-        let first = on_demand::first_load(&files, &set, overrides);
+        let policy = Arc::new(crate::registry::remote::Policy::new(
+            &self.config.plugins,
+            Arc::new(crate::registry::watch::EventHub::default()),
+        ));
+        let first = on_demand::first_load(&files, &set, overrides, &policy);
         load_errors.extend(first.errors);
         let plugins = first.plugins;
         if !self.config.plugins.unload {
@@ -279,6 +283,7 @@ impl RuntimeBuilder {
             reload_config,
             &loaded,
             config.plugins.unload,
+            policy,
         ));
         let on_demand = first.pending.map(|pending| Arc::new(on_demand::OnDemand::new(pending, Arc::clone(&reloader))));
         for event in &events {

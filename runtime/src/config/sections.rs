@@ -466,6 +466,14 @@ pub struct PluginsConfig {
     /// The CPU priority of `bulk` tools' calls (searches, walks, outlines) and of every thread they start, so
     /// short calls never wait behind them for a core.
     pub bulk_priority: BulkPriority,
+    /// Where plugins outside the shipped set run: `in-process` (the default: fastest, but a crash of the
+    /// plugin is a crash of the host) or `process` (each library in a child process of its own).
+    pub isolation: PluginIsolation,
+    /// Per plugin, by the library's name (its file name without `lib` and the extension, as
+    /// `fixture_crash` for `libfixture_crash.so`): where it runs, whatever `isolation` says.
+    pub isolation_per_plugin: BTreeMap<String, PluginIsolation>,
+    /// The limits and the crash handling of the child processes of `process` plugins.
+    pub process: ProcessLimits,
     /// Per-plugin config tables, by plugin name; see
     /// [`PluginsConfig::config_json`].
     pub config: BTreeMap<String, Table>,
@@ -480,7 +488,70 @@ impl Default for PluginsConfig {
             max_abandoned: 4,
             unload: true,
             bulk_priority: BulkPriority::default(),
+            isolation: PluginIsolation::default(),
+            isolation_per_plugin: BTreeMap::new(),
+            process: ProcessLimits::default(),
             config: BTreeMap::new(),
+        }
+    }
+}
+
+/// `[plugins] isolation`: where a plugin library runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PluginIsolation {
+    /// Mapped into the host: a call costs a function call, and a crash of the plugin ends the host.
+    #[default]
+    InProcess,
+    /// In a child process (the `toolshed` binary in a hidden mode) that speaks to the host over a socket: a
+    /// segfault, an abort, an `exit` or a hang ends the child, the calls in flight get a tool error, and the
+    /// child restarts for the next call.
+    Process,
+}
+
+/// `[plugins.process]`: the child processes of plugins that run out of process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProcessLimits {
+    /// The child's address-space limit (`RLIMIT_AS`), in MiB; 0 for none.
+    pub memory_mb: u64,
+    /// The child's CPU-time limit over its whole life (`RLIMIT_CPU`, rounded up to whole seconds), in
+    /// milliseconds; 0 for none. A child that reaches it is killed and restarts like any crash.
+    pub cpu_ms: u64,
+    /// The wait before the first restart after a crash, in milliseconds; each further crash within
+    /// `quarantine_window_ms` doubles it, up to `restart_backoff_max_ms`.
+    pub restart_backoff_ms: u64,
+    /// The longest wait before a restart, in milliseconds.
+    pub restart_backoff_max_ms: u64,
+    /// This many crashes within `quarantine_window_ms` quarantine the plugin: its calls fail at once until
+    /// its library changes (a `quarantined` plugin event says so).
+    pub quarantine_after: u32,
+    /// The window `quarantine_after` counts crashes in, in milliseconds.
+    pub quarantine_window_ms: u64,
+    /// How often a call waiting for the child looks whether it was cancelled, in milliseconds.
+    pub poll_ms: u64,
+    /// How long a cancelled call's child may take to answer before it is killed (and restarted), in
+    /// milliseconds: a plugin that ignores cancellation cannot keep a worker forever.
+    pub kill_grace_ms: u64,
+    /// How long a child may take to load its library and build its handlers, in milliseconds.
+    pub start_timeout_ms: u64,
+    /// The largest message (a call, an answer, a host-service request) either side accepts, in bytes.
+    pub max_message_bytes: u64,
+}
+
+impl Default for ProcessLimits {
+    fn default() -> Self {
+        Self {
+            memory_mb: 4096,
+            cpu_ms: 0,
+            restart_backoff_ms: 100,
+            restart_backoff_max_ms: 10_000,
+            quarantine_after: 5,
+            quarantine_window_ms: 60_000,
+            poll_ms: 20,
+            kill_grace_ms: 250,
+            start_timeout_ms: 10_000,
+            max_message_bytes: 256 * 1024 * 1024,
         }
     }
 }

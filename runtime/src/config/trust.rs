@@ -248,6 +248,9 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
         max_abandoned,
         unload: _,
         bulk_priority: _,
+        isolation: _,
+        isolation_per_plugin: _,
+        process: _,
         config: _,
     } = ws;
     s.never("dirs");
@@ -256,6 +259,11 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
     s.shrink("max_abandoned", &mut base.max_abandoned, max_abandoned);
     s.never("unload");
     s.never("bulk_priority");
+    // Where the user's plugins run, and their limits, are the user's: a repository cannot move a plugin
+    // into the host or loosen a child's limits.
+    s.never("isolation");
+    s.never("isolation_per_plugin");
+    s.never("process");
     s.never("config");
 }
 

@@ -303,7 +303,8 @@ impl Coordinator {
             }
         }
         let declares = |name: &str| decl.capabilities.iter().any(|c| c == name);
-        let lane = if declares(capability::INLINE) {
+        // A handler in a child process may block on its socket: never on an async caller's thread.
+        let lane = if declares(capability::INLINE) && !handler.out_of_process() {
             Lane::Inline
         } else if declares(capability::BULK) {
             Lane::Workers(self.settings.bulk_priority)

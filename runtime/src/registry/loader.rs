@@ -105,6 +105,9 @@ fn give_back_free_memory() {
 pub struct PluginHandler {
     handler: ToolHandlerBox,
     origin: Arc<HandlerOrigin>,
+    /// The handler lives in a child process: each phase is a round trip on a socket and may block, so it is
+    /// never called on an async caller's thread.
+    remote: bool,
 }
 
 /// Where a handler came from: enough for a child process to build the same handler again (`crate::services::isolate`).
@@ -123,6 +126,11 @@ impl PluginHandler {
     pub fn origin(&self) -> &Arc<HandlerOrigin> {
         &self.origin
     }
+
+    /// Whether the handler runs in a child process (`[plugins] isolation = "process"`).
+    pub fn out_of_process(&self) -> bool {
+        self.remote
+    }
 }
 
 impl std::ops::Deref for PluginHandler {
@@ -140,8 +148,17 @@ pub struct LoadedPlugin {
     pub identity: Arc<PluginIdentity>,
     /// Its tools.
     pub declaration: PluginDeclaration,
-    module: PluginModRef,
+    factory: Factory,
     library: Arc<Library>,
+}
+
+/// Where a plugin's handlers come from.
+#[derive(Clone)]
+enum Factory {
+    /// The root module of a library mapped into this process.
+    Module(PluginModRef),
+    /// A child process that loaded the library (`crate::registry::remote`).
+    Process(Arc<crate::registry::remote::Supervisor>),
 }
 
 impl fmt::Debug for LoadedPlugin {
@@ -153,17 +170,34 @@ impl fmt::Debug for LoadedPlugin {
 impl LoadedPlugin {
     /// Asks the plugin's factory for the handler of `tool`; `Ok(None)` when the plugin declines it.
     pub fn new_handler(&self, tool: &str, config_json: &str) -> Result<Option<PluginHandler>, String> {
-        match (self.module.new_handler())(RStr::from_str(tool), RStr::from_str(config_json)) {
-            RResult::ROk(handler) => Ok(handler.into_option().map(|handler| PluginHandler {
-                handler,
-                origin: Arc::new(HandlerOrigin {
-                    library: Arc::clone(&self.library),
-                    tool: tool.to_owned(),
-                    config: config_json.to_owned(),
-                }),
-            })),
-            RResult::RErr(message) => Err(message.into_string()),
+        let origin = || {
+            Arc::new(HandlerOrigin {
+                library: Arc::clone(&self.library),
+                tool: tool.to_owned(),
+                config: config_json.to_owned(),
+            })
+        };
+        match &self.factory {
+            Factory::Module(module) => {
+                match (module.new_handler())(RStr::from_str(tool), RStr::from_str(config_json)) {
+                    RResult::ROk(handler) => Ok(handler.into_option().map(|handler| PluginHandler {
+                        handler,
+                        origin: origin(),
+                        remote: false,
+                    })),
+                    RResult::RErr(message) => Err(message.into_string()),
+                }
+            }
+            Factory::Process(supervisor) => {
+                Ok(crate::registry::remote::Supervisor::handler(supervisor, tool, config_json)?
+                    .map(|handler| PluginHandler { handler, origin: origin(), remote: true }))
+            }
         }
+    }
+
+    /// Whether the plugin runs in a child process.
+    pub fn out_of_process(&self) -> bool {
+        matches!(self.factory, Factory::Process(_))
     }
 
     /// The mapped copy this plugin was loaded from.
@@ -389,12 +423,16 @@ pub fn content_hash(file: &Path) -> std::io::Result<String> {
 
 /// Loads one library: copy to a content-named shadow path, open, check the ABI, read the declarations.
 pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
-    load_read(file).0
+    load_read(file, None).0
 }
 
 /// [`load`], with what the declaration index records of the bytes it read: the file's stamp when it was
 /// opened and their content hash (`None` when they could not be read), whether or not the library loaded.
-pub(crate) fn load_read(file: &Path) -> (Result<LoadedPlugin, LoadError>, Option<(FileStamp, String)>) {
+/// With a `policy` that isolates the file, the library is loaded in a child process instead of this one.
+pub(crate) fn load_read(
+    file: &Path,
+    policy: Option<&Arc<crate::registry::remote::Policy>>,
+) -> (Result<LoadedPlugin, LoadError>, Option<(FileStamp, String)>) {
     let dir = match shadow_dir() {
         Ok(dir) => dir,
         Err(message) => return (Err(LoadError::new(file, message)), None),
@@ -412,7 +450,8 @@ pub(crate) fn load_read(file: &Path) -> (Result<LoadedPlugin, LoadError>, Option
         }
     };
     let read = Some((stamp, hash.clone()));
-    let loaded = load_copy(file, dir, &partial, copy, hash);
+    let remote = policy.filter(|policy| policy.isolates(file));
+    let loaded = load_copy(file, dir, &partial, copy, hash, remote);
     if loaded.is_ok() {
         // One line per library opened, so a one-shot call's loads can be counted (`RUST_LOG=toolshed=debug`).
         tracing::debug!(file = %file.display(), "plugin library loaded");
@@ -421,7 +460,14 @@ pub(crate) fn load_read(file: &Path) -> (Result<LoadedPlugin, LoadError>, Option
 }
 
 /// The rest of [`load_read`], once the bytes are copied to `partial`.
-fn load_copy(file: &Path, dir: &Path, partial: &Path, copy: u64, hash: String) -> Result<LoadedPlugin, LoadError> {
+fn load_copy(
+    file: &Path,
+    dir: &Path,
+    partial: &Path,
+    copy: u64,
+    hash: String,
+    remote: Option<&Arc<crate::registry::remote::Policy>>,
+) -> Result<LoadedPlugin, LoadError> {
     let bytes = std::fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
     // The copy number keeps two loads of the same content apart (two runtimes starting at once): each
@@ -431,9 +477,35 @@ fn load_copy(file: &Path, dir: &Path, partial: &Path, copy: u64, hash: String) -
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
     // A library cut short (a copy or a build still being written) can map and then fault on its missing
     // pages, which kills the process: refuse it before the dynamic loader sees it.
-    let loaded = check_complete(&shadow, bytes)
-        .map_err(|reason| LoadError::new(file, reason))
-        .and_then(|()| open(file, &shadow, bytes, std::fs::File::open(&shadow).ok()));
+    let checked = check_complete(&shadow, bytes).map_err(|reason| LoadError::new(file, reason));
+    if let Some(policy) = remote {
+        // Out of process: this process never maps the library (its constructors run in the child); the child
+        // loads the checked copy from an open descriptor and says what it declares.
+        let copy = checked.and_then(|()| {
+            std::fs::File::open(&shadow).map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
+        });
+        let _ = std::fs::remove_file(&shadow);
+        let library =
+            Arc::new(Library { raw: None, closable: false, keep: AtomicBool::new(false), bytes, file: Some(copy?) });
+        let (supervisor, hello) = crate::registry::remote::Supervisor::start(policy, file, Arc::clone(&library))
+            .map_err(|reason| LoadError::new(file, reason))?;
+        let declaration = serde_json::from_str::<PluginDeclaration>(&hello.declarations)
+            .map_err(|e| LoadError::new(file, format!("unreadable tool declarations: {e}")))?;
+        let identity = PluginIdentity {
+            file: file.to_owned(),
+            name: hello.name,
+            version: hello.version,
+            api_version: hello.api_version,
+            content_hash: hash,
+        };
+        return Ok(LoadedPlugin {
+            identity: Arc::new(identity),
+            declaration,
+            factory: Factory::Process(supervisor),
+            library,
+        });
+    }
+    let loaded = checked.and_then(|()| open(file, &shadow, bytes, std::fs::File::open(&shadow).ok()));
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
     let _ = std::fs::remove_file(&shadow);
     let (module, library) = loaded?;
@@ -473,7 +545,7 @@ fn finish(file: &Path, hash: String, module: PluginModRef, library: Arc<Library>
         api_version,
         content_hash: hash,
     };
-    Ok(LoadedPlugin { identity: Arc::new(identity), declaration, module, library })
+    Ok(LoadedPlugin { identity: Arc::new(identity), declaration, factory: Factory::Module(module), library })
 }
 
 /// Copies `from` to `to` (when given) and returns the xxh3-128 of the bytes, hex, and the file's stamp as it

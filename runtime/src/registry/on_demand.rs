@@ -10,6 +10,7 @@
 
 use crate::registry::index::{self, Declarations, Index};
 use crate::registry::loader::{self, LoadError, LoadedPlugin};
+use crate::registry::remote::Policy;
 use crate::registry::watch::Reloader;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -45,13 +46,15 @@ pub(crate) struct Pending {
     everything: bool,
     /// Whether the index learned something since it was read.
     changed: bool,
+    /// Which libraries run out of process.
+    policy: Arc<Policy>,
 }
 
 /// Loads what `set` asks for from `files` (in discovery order). `blocked` is why the index may not choose
 /// (`[plugins] overrides` let one library take another's names: only the whole load order decides).
-pub(crate) fn first_load(files: &[PathBuf], set: &LoadSet, blocked: Option<&str>) -> FirstLoad {
+pub(crate) fn first_load(files: &[PathBuf], set: &LoadSet, blocked: Option<&str>, policy: &Arc<Policy>) -> FirstLoad {
     let LoadSet::Declaring { names, index: index_path } = set else {
-        let mut pending = Pending::new(Declarations::default(), Index::default(), None);
+        let mut pending = Pending::new(Declarations::default(), Index::default(), None, policy);
         let (plugins, errors) = pending.load_all(files, Vec::new());
         return FirstLoad { plugins, errors, pending: None };
     };
@@ -68,7 +71,7 @@ pub(crate) fn first_load(files: &[PathBuf], set: &LoadSet, blocked: Option<&str>
         (true, Some(why)) => Err(why.to_owned()),
         (false, _) => Err("no usable index".to_owned()),
     };
-    let mut pending = Pending::new(Declarations::default(), index, index_path.clone());
+    let mut pending = Pending::new(Declarations::default(), index, index_path.clone(), policy);
     pending.changed = !usable;
     let declarations = match declarations {
         Ok(declarations) => declarations,
@@ -119,14 +122,15 @@ pub(crate) fn first_load(files: &[PathBuf], set: &LoadSet, blocked: Option<&str>
 }
 
 impl Pending {
-    fn new(declarations: Declarations, index: Index, index_path: Option<PathBuf>) -> Self {
-        Self { declarations, index, index_path, opened: HashSet::new(), everything: false, changed: false }
+    fn new(declarations: Declarations, index: Index, index_path: Option<PathBuf>, policy: &Arc<Policy>) -> Self {
+        let policy = Arc::clone(policy);
+        Self { declarations, index, index_path, opened: HashSet::new(), everything: false, changed: false, policy }
     }
 
     /// Loads one file, recording in the index what it turned out to be.
     fn open(&mut self, file: &Path) -> Result<LoadedPlugin, LoadError> {
         self.opened.insert(file.to_owned());
-        let (loaded, read) = loader::load_read(file);
+        let (loaded, read) = loader::load_read(file, Some(&self.policy));
         self.learn(file, &loaded, read);
         loaded
     }
@@ -232,7 +236,7 @@ impl OnDemand {
             return false;
         }
         pending.opened.insert(file.clone());
-        let (loaded, read) = load_off_thread(file.clone()).await;
+        let (loaded, read) = load_off_thread(file.clone(), Arc::clone(&pending.policy)).await;
         pending.learn(&file, &loaded, read);
         let verified = match &loaded {
             Ok(plugin) => pending.verify(plugin, &[&name.to_owned()]),
@@ -268,7 +272,7 @@ impl OnDemand {
             if !pending.opened.insert(file.clone()) {
                 continue;
             }
-            let (loaded, read) = load_off_thread(file.clone()).await;
+            let (loaded, read) = load_off_thread(file.clone(), Arc::clone(&pending.policy)).await;
             pending.learn(&file, &loaded, read);
             match loaded {
                 Ok(plugin) => {
@@ -289,9 +293,12 @@ impl OnDemand {
 }
 
 /// [`loader::load_read`] of `file` on a thread of its own.
-async fn load_off_thread(file: PathBuf) -> (Result<LoadedPlugin, LoadError>, Option<(index::FileStamp, String)>) {
+async fn load_off_thread(
+    file: PathBuf,
+    policy: Arc<Policy>,
+) -> (Result<LoadedPlugin, LoadError>, Option<(index::FileStamp, String)>) {
     let failed = LoadError { file: file.clone(), reason: "cannot start a thread to load it".to_owned() };
-    off_thread(move || loader::load_read(&file)).await.unwrap_or((Err(failed), None))
+    off_thread(move || loader::load_read(&file, Some(&policy))).await.unwrap_or((Err(failed), None))
 }
 
 /// Runs blocking work (copying and mapping a library, writing the index) on a thread of its own, so the

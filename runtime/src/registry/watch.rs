@@ -58,6 +58,15 @@ pub enum PluginEvent {
         /// The names it served, sorted.
         tools: Vec<String>,
     },
+    /// An out-of-process plugin crashed too often: its calls fail at once until its library changes.
+    Quarantined {
+        /// The library file.
+        file: PathBuf,
+        /// The plugin's name.
+        plugin: String,
+        /// How many crashes in what window, and the last one's cause.
+        reason: String,
+    },
     /// A library could not be loaded, or one of its tools could not be registered; a previous version, if
     /// any, keeps serving.
     Failed {
@@ -73,7 +82,7 @@ impl PluginEvent {
     pub fn file(&self) -> &Path {
         match self {
             Self::Loaded { file, .. } | Self::Reloaded { file, .. } | Self::Unloaded { file, .. } => file,
-            Self::Failed { file, .. } => file,
+            Self::Failed { file, .. } | Self::Quarantined { file, .. } => file,
         }
     }
 
@@ -82,7 +91,7 @@ impl PluginEvent {
     pub fn changes_tools(&self) -> bool {
         match self {
             Self::Loaded { .. } | Self::Reloaded { .. } | Self::Unloaded { .. } => true,
-            Self::Failed { .. } => false,
+            Self::Failed { .. } | Self::Quarantined { .. } => false,
         }
     }
 }
@@ -117,6 +126,9 @@ impl fmt::Display for PluginEvent {
             ),
             Self::Unloaded { file, tools } => write!(f, "unloaded {} tools={}", path(file), list(tools)),
             Self::Failed { file, reason } => write!(f, "failed {}: {}", path(file), shown(reason)),
+            Self::Quarantined { file, plugin, reason } => {
+                write!(f, "quarantined {} plugin={}: {}", path(file), shown(plugin), shown(reason))
+            }
         }
     }
 }
@@ -164,7 +176,7 @@ impl EventHub {
         PluginEvents { rx }
     }
 
-    fn emit(&self, event: &PluginEvent) {
+    pub(crate) fn emit(&self, event: &PluginEvent) {
         tracing::info!("{event}");
         lock(&self.subscribers).retain(|tx| tx.send(event.clone()).is_ok());
     }
@@ -231,7 +243,9 @@ pub(crate) struct Reloader {
     coordinator: Addr<Coordinator>,
     plugin_config: BTreeMap<String, String>,
     state: tokio::sync::Mutex<ReloadState>,
-    pub hub: EventHub,
+    pub hub: Arc<EventHub>,
+    /// Which libraries run out of process.
+    policy: Arc<crate::registry::remote::Policy>,
     reloads: AtomicU64,
     retired: Mutex<Vec<Retired>>,
     /// `[plugins] unload`: close copies nobody uses any more.
@@ -245,6 +259,7 @@ impl Reloader {
         plugin_config: BTreeMap<String, String>,
         loaded: &[LoadedPlugin],
         unload: bool,
+        policy: Arc<crate::registry::remote::Policy>,
     ) -> Self {
         let serving = loaded
             .iter()
@@ -258,7 +273,8 @@ impl Reloader {
             coordinator,
             plugin_config,
             state: tokio::sync::Mutex::new(ReloadState { serving, failed: HashMap::new() }),
-            hub: EventHub::default(),
+            hub: Arc::clone(policy.hub()),
+            policy,
             reloads: AtomicU64::new(0),
             retired: Mutex::new(Vec::new()),
             unload,
@@ -353,7 +369,7 @@ impl Reloader {
         if state.serving.get(file).is_some_and(|s| s.hash == hash) || state.failed.get(file) == Some(&hash) {
             return Vec::new();
         }
-        let plugin = match loader::load(file) {
+        let plugin = match loader::load_read(file, Some(&self.policy)).0 {
             Ok(plugin) => plugin,
             Err(error) => {
                 state.failed.insert(file.to_owned(), hash);

@@ -13,10 +13,11 @@
 //! then points at its stderr, so a plugin that prints cannot corrupt the frames. Its stderr is kept (the
 //! tail) to say why it died.
 
-mod child;
+pub(crate) mod child;
 mod exit;
-mod frames;
+pub(crate) mod frames;
 
+pub use crate::registry::remote::{child_main as plugin_host_main, PLUGIN_HOST_ARG};
 pub use child::main as child_main;
 
 use crate::config::IsolationConfig;
@@ -37,7 +38,7 @@ use toolshed_plugin_api::{Host, ServiceError, ServiceErrorKind};
 pub const CHILD_ARG: &str = "__isolated-job";
 
 /// The descriptor the library copy arrives on in the child (its stdin).
-const LIBRARY_FD: i32 = 0;
+pub(crate) const LIBRARY_FD: i32 = 0;
 
 /// The most of a child's stderr kept to explain its death.
 const STDERR_TAIL: usize = 16 * 1024;
@@ -52,7 +53,7 @@ pub fn set_executable(path: PathBuf) {
     let _ = EXECUTABLE.set(path);
 }
 
-fn executable() -> Result<PathBuf, String> {
+pub(crate) fn executable() -> Result<PathBuf, String> {
     if let Some(path) = EXECUTABLE.get() {
         return Ok(path.clone());
     }

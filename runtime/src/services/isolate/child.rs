@@ -63,14 +63,15 @@ impl Host for Forwarding {
 
 /// Leaves without running the plugin's or the runtime's destructors: the answer is sent, and the parent
 /// kills the group anyway.
-fn exit(code: i32) -> ! {
+pub(crate) fn exit(code: i32) -> ! {
     // SAFETY: ends the process.
     unsafe { nix::libc::_exit(code) }
 }
 
-/// Sets the limits the host passed as arguments (address space, CPU seconds) on this process, no core dumps,
-/// and death with the host, whose pid is the third argument, before anything of the job is read.
-fn limit_self() {
+/// Sets the limits the host passed as arguments (address space, CPU seconds; 0 for none) on this process, no
+/// core dumps, and death with the host, whose pid is the third argument, before anything of the job is read.
+/// Shared with out-of-process plugins' children (`crate::registry::remote`).
+pub(crate) fn limit_self() {
     use nix::libc;
     let args: Vec<u64> = std::env::args().skip(2).filter_map(|arg| arg.parse().ok()).collect();
     let [memory, cpu_seconds, parent] = args[..] else { exit(2) };
@@ -81,9 +82,13 @@ fn limit_self() {
             exit(2);
         }
     };
-    limit(libc::RLIMIT_AS, memory, memory);
-    // SIGXCPU at the soft limit; SIGKILL a second later if it is caught.
-    limit(libc::RLIMIT_CPU, cpu_seconds, cpu_seconds + 1);
+    if memory > 0 {
+        limit(libc::RLIMIT_AS, memory, memory);
+    }
+    if cpu_seconds > 0 {
+        // SIGXCPU at the soft limit; SIGKILL a second later if it is caught.
+        limit(libc::RLIMIT_CPU, cpu_seconds, cpu_seconds + 1);
+    }
     limit(libc::RLIMIT_CORE, 0, 0);
     // SAFETY: plain system calls. The parent check after the prctl closes the race with a host that died
     // before it: then this process already belongs to someone else.
@@ -94,19 +99,23 @@ fn limit_self() {
     }
 }
 
-/// The child's `main`: returns only through [`exit`].
-pub fn main() -> ! {
-    limit_self();
-    // The frames travel on a copy of stdout (a socket to the host); stdout proper then points at stderr, so
-    // whatever the plugin prints lands in the stderr the parent keeps, not in the frames.
+/// The socket to the host: a copy of stdout, taken before anything else runs; stdout proper then points at
+/// stderr, so whatever the plugin prints lands in the stderr the parent keeps, not in the frames.
+pub(crate) fn take_socket() -> File {
     // SAFETY: plain descriptor calls on the standard descriptors.
-    let socket = unsafe {
+    unsafe {
         let fd = nix::libc::dup(1);
         if fd < 0 || nix::libc::dup2(2, 1) < 0 {
             exit(2);
         }
         File::from_raw_fd(fd)
-    };
+    }
+}
+
+/// The child's `main`: returns only through [`exit`].
+pub fn main() -> ! {
+    limit_self();
+    let socket = take_socket();
     let Ok(mut input) = socket.try_clone() else { exit(2) };
     let Ok(start) = frames::read_blocking(&mut input, u64::from(u32::MAX)) else { exit(2) };
     let Ok(start) = serde_json::from_slice::<Start>(&start) else { exit(2) };

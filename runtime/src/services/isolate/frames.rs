@@ -7,7 +7,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::time::Duration;
 
 /// Writes one frame (blocking: the peer reads its frames whole).
-pub(super) fn write(to: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write(to: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
     let len = u32::try_from(bytes.len()).map_err(|_| io::Error::other("frame too large"))?;
     to.write_all(&len.to_le_bytes())?;
     to.write_all(bytes)?;
@@ -15,7 +15,7 @@ pub(super) fn write(to: &mut impl Write, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Reads one frame, blocking (the child's side).
-pub(super) fn read_blocking(from: &mut impl Read, max: u64) -> io::Result<Vec<u8>> {
+pub(crate) fn read_blocking(from: &mut impl Read, max: u64) -> io::Result<Vec<u8>> {
     let mut len = [0u8; 4];
     from.read_exact(&mut len)?;
     let len = u32::from_le_bytes(len);
