@@ -151,7 +151,44 @@ pub fn rows(fixture: &Path, workspace: &Path) -> Result<Vec<Row>> {
     });
 
     rows.extend(host_rows(&runtime, &task, inline_reference)?);
+    rows.push(isolated_row(fixture, workspace, &on_runtime, &task)?);
     Ok(rows)
+}
+
+/// Row 1f: `noop_pooled` with the fixture library in a child process (`[plugins] isolation = "process"`)
+/// against the same tool in process, interleaved: the price of a socket round trip per phase.
+fn isolated_row(fixture: &Path, workspace: &Path, on_runtime: &OnRuntime<'_>, task: &TaskHandle) -> Result<Row> {
+    let config = toolshed::Config::from_toml_str("[plugins]\nisolation = \"process\"\n")?;
+    let isolated = Runtime::builder().config(config).plugin_file(fixture).yes(true).build()?;
+    if let Some(error) = isolated.load_errors().first() {
+        bail!("{error}");
+    }
+    let isolated_task = isolated.task(TaskContext::new(workspace));
+    let check = on_runtime.driver.block_on(isolated_task.execute(noop("noop_pooled")));
+    if !is_ok(&check) {
+        bail!("the isolated `noop_pooled` answered {:?}: {}", check.status, check.to_model_text());
+    }
+    let (mut ours, mut reference) = interleave(ROUNDS, |ours| {
+        let task = if ours { isolated_task.clone() } else { task.clone() };
+        on_runtime.run(move || async move {
+            let mut timer = Timer::start(POOLED_CALLS);
+            for _ in 0..POOLED_CALLS {
+                timer.record(is_ok(&task.execute(noop("noop_pooled")).await));
+            }
+            timer.finish()
+        })
+    })?;
+    Ok(Row {
+        id: "1f".to_owned(),
+        what: "dispatch: `noop_pooled` with its plugin in a child process".to_owned(),
+        unit: Unit::Nanos,
+        ours: Figure::with_p99(&mut ours),
+        reference_name: "the same tool in process (1b's)".to_owned(),
+        reference: Figure::with_p99(&mut reference),
+        target: Target::Report,
+        higher_is_better: false,
+        note: Some("two socket round trips to the plugin's process: prepare and execute".to_owned()),
+    })
 }
 
 /// Runs timed loops on the runtime's actor thread and waits for them from this one.

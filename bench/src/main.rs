@@ -109,6 +109,11 @@ fn run(args: &Args) -> Result<()> {
     // The dispatch rows' workspace: an empty directory, since the no-op tools touch no files.
     let workspace = out.join("workspace");
     std::fs::create_dir_all(&workspace)?;
+    // Children (parser jobs, out-of-process plugins) run the release `toolshed` binary given.
+    // Absolute: children are started from another directory.
+    toolshed::isolate::set_executable(
+        args.toolshed.canonicalize().with_context(|| format!("the toolshed binary {}", args.toolshed.display()))?,
+    );
     let mut info = report::RunInfo::collect(&std::env::current_dir()?);
     if let Some(tools) = &args.tools {
         info.tools.push(("rg", report::version(&tools.join("rg"))));
