@@ -90,6 +90,7 @@ mod types;
 mod workspace;
 
 /// Child-process jobs: where the runtime finds the `toolshed` binary that runs them.
+mod child_process;
 pub use services::isolate;
 
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};

@@ -248,10 +248,18 @@ impl RuntimeBuilder {
             Some(names) => LoadSet::Declaring { names: names.clone(), index: self.declaration_index.clone() },
             None => LoadSet::All,
         };
-        let policy = Arc::new(crate::registry::remote::Policy::new(
-            &self.config.plugins,
-            Arc::new(crate::registry::watch::EventHub::default()),
-        ));
+        let hub = Arc::new(crate::registry::watch::EventHub::default());
+        let quarantined: crate::registry::remote::OnQuarantine = {
+            let hub = Arc::clone(&hub);
+            Arc::new(move |file: &std::path::Path, plugin: &str, reason: &str| {
+                hub.emit(&crate::registry::watch::PluginEvent::Quarantined {
+                    file: file.to_owned(),
+                    plugin: plugin.to_owned(),
+                    reason: reason.to_owned(),
+                })
+            })
+        };
+        let policy = Arc::new(crate::registry::remote::Policy::new(&self.config.plugins, quarantined));
         let first = on_demand::first_load(&files, &set, overrides, &policy);
         load_errors.extend(first.errors);
         let plugins = first.plugins;
@@ -284,6 +292,7 @@ impl RuntimeBuilder {
             &loaded,
             config.plugins.unload,
             policy,
+            hub,
         ));
         let on_demand = first.pending.map(|pending| Arc::new(on_demand::OnDemand::new(pending, Arc::clone(&reloader))));
         for event in &events {

@@ -14,32 +14,32 @@
 //! socket, a protocol violation), its reader thread ends every call in flight with an error naming the plugin
 //! and the cause, and the next call starts a new child after a backoff that doubles with each crash inside
 //! `quarantine_window_ms`; `quarantine_after` crashes in that window quarantine the plugin (a
-//! [`PluginEvent::Quarantined`]) until its library changes. A cancelled call whose plugin does not answer
+//! `PluginEvent::Quarantined`) until its library changes. A cancelled call whose plugin does not answer
 //! within `kill_grace_ms` gets its child killed, so a plugin that loops cannot hold a worker. A hot reload
 //! loads the new library in a new child; calls in flight finish on the old one, which is killed when the
 //! last handler of the old version is dropped.
 
 mod child;
+mod handler;
+mod spawn;
+#[cfg(test)]
+mod tests;
 
 pub use child::main as child_main;
 
 use crate::config::{PluginIsolation, ProcessLimits};
 use crate::registry::loader::Library;
-use crate::registry::watch::{EventHub, PluginEvent};
-use crate::services::isolate::frames;
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RResult, RStr, RString};
+use handler::RemoteHandler;
 use serde::{Deserialize, Serialize};
+use spawn::spawn;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::io::Read;
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use toolshed_plugin_api::{HostRef, ToolHandler, ToolHandlerBox, ToolHandler_TO};
+use toolshed_plugin_api::{HostRef, ToolHandlerBox, ToolHandler_TO};
 
 /// The first argument that puts the binary in plugin-host mode.
 pub const PLUGIN_HOST_ARG: &str = "__plugin-host";
@@ -74,9 +74,6 @@ pub const SHIPPED: &[&str] = &[
     "write_to_file",
 ];
 
-/// The most of a child's stderr kept to explain its death.
-const STDERR_TAIL: usize = 16 * 1024;
-
 /// The stack of each thread a child runs a call on.
 const CALL_STACK: usize = 8 * 1024 * 1024;
 
@@ -88,27 +85,25 @@ pub(crate) fn library_name(file: &Path) -> String {
 }
 
 /// Which libraries of a runtime run out of process, and how their children are kept.
-#[derive(Debug)]
 pub(crate) struct Policy {
     default: PluginIsolation,
     per_plugin: BTreeMap<String, PluginIsolation>,
     limits: ProcessLimits,
-    hub: Arc<EventHub>,
+    quarantined: OnQuarantine,
 }
 
+/// Told when a plugin is quarantined: its library file, its name, and why (the runtime makes it a plugin
+/// event; the loading layer cannot name those).
+pub(crate) type OnQuarantine = Arc<dyn Fn(&Path, &str, &str) + Send + Sync>;
+
 impl Policy {
-    pub fn new(config: &crate::config::PluginsConfig, hub: Arc<EventHub>) -> Self {
+    pub fn new(config: &crate::config::PluginsConfig, quarantined: OnQuarantine) -> Self {
         Self {
             default: config.isolation,
             per_plugin: config.isolation_per_plugin.clone(),
             limits: config.process.clone(),
-            hub,
+            quarantined,
         }
-    }
-
-    /// Where the runtime's plugin events go.
-    pub fn hub(&self) -> &Arc<EventHub> {
-        &self.hub
     }
 
     /// Whether the library `file` runs in a child process.
@@ -263,7 +258,7 @@ struct Conn {
     /// signal), and whether it counts as a crash.
     intent: Mutex<Option<(String, bool)>>,
     /// The child is being killed or its socket closed: no new calls.
-    ending: std::sync::atomic::AtomicBool,
+    ending: AtomicBool,
 }
 
 #[derive(Default)]
@@ -356,7 +351,7 @@ struct Shared {
     file: PathBuf,
     library: Arc<Library>,
     limits: ProcessLimits,
-    hub: Arc<EventHub>,
+    quarantined: OnQuarantine,
     state: Mutex<State>,
 }
 
@@ -388,7 +383,7 @@ impl Supervisor {
             file: file.to_owned(),
             library,
             limits: policy.limits.clone(),
-            hub: Arc::clone(&policy.hub),
+            quarantined: Arc::clone(&policy.quarantined),
             state: Mutex::new(State {
                 child: None,
                 specs: Vec::new(),
@@ -516,363 +511,11 @@ impl Shared {
                 crate::shown::escape_line(&self.file.display().to_string())
             ));
             drop(state);
-            self.hub.emit(&PluginEvent::Quarantined { file: self.file.clone(), plugin, reason });
+            (self.quarantined)(&self.file, &plugin, &reason);
         }
-    }
-}
-
-/// Starts a child on `shared`'s library, builds `specs` in it, and waits for its hello.
-fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, Hello), String> {
-    let limits = &shared.limits;
-    let plugin = shared.plugin();
-    let failed =
-        |why: String| format!("the plugin `{}` cannot start its process: {why}", crate::shown::escape_line(&plugin));
-    let executable = crate::services::isolate::executable().map_err(failed)?;
-    let library = shared.library.file().ok_or_else(|| failed("the library copy is not open".to_owned()))?;
-    let library = library.try_clone().map_err(|e| failed(format!("cannot hand the library copy down: {e}")))?;
-    let (ours, theirs) = UnixStream::pair().map_err(|e| failed(format!("cannot make a socket: {e}")))?;
-    let memory = limits.memory_mb.saturating_mul(1024 * 1024);
-    let cpu_seconds = limits.cpu_ms.div_ceil(1000);
-    let mut process = Command::new(&executable)
-        .arg(PLUGIN_HOST_ARG)
-        .args([memory.to_string(), cpu_seconds.to_string(), std::process::id().to_string()])
-        .stdin(Stdio::from(library))
-        .stdout(Stdio::from(std::os::fd::OwnedFd::from(theirs)))
-        .stderr(Stdio::piped())
-        .env_clear()
-        .current_dir("/")
-        .process_group(0)
-        .spawn()
-        .map_err(|e| failed(format!("cannot run {}: {e}", executable.display())))?;
-    let stderr = process.stderr.take().map(keep_tail);
-    let pid = i32::try_from(process.id()).unwrap_or(0);
-    let conn = Arc::new(Conn {
-        socket: ours,
-        writer: Mutex::new(()),
-        routes: Mutex::new(Routes::default()),
-        next_id: AtomicU64::new(1),
-        pid,
-        intent: Mutex::new(None),
-        ending: std::sync::atomic::AtomicBool::new(false),
-    });
-    let hello = handshake(&conn, specs, limits);
-    let hello = match hello {
-        Ok(hello) => hello,
-        Err(why) => {
-            conn.kill(why.clone(), true);
-            let status = process.wait().ok();
-            let tail = stderr.and_then(|rx| rx.recv_timeout(Duration::from_millis(limits.kill_grace_ms)).ok());
-            let why = match why.as_str() {
-                "" => describe(&plugin, status, tail.as_deref().unwrap_or(""), limits),
-                _ => why,
-            };
-            return Err(format!("the plugin `{}` did not start: {why}", crate::shown::escape_line(&plugin)));
-        }
-    };
-    let reader = conn.socket.try_clone().map_err(|e| failed(format!("cannot use the socket: {e}")))?;
-    let weak = Arc::downgrade(shared);
-    let watched = Arc::clone(&conn);
-    let max = limits.max_message_bytes;
-    let name = hello.name.clone();
-    let limits = limits.clone();
-    std::thread::Builder::new()
-        .name("toolshed-plugin-reader".to_owned())
-        .spawn(move || read_child(watched, reader, process, stderr, weak, name, max, limits))
-        .map_err(|e| {
-            conn.kill(String::new(), false);
-            failed(format!("cannot start its reader thread: {e}"))
-        })?;
-    Ok((conn, hello))
-}
-
-/// Sends the start frame and reads the hello, within `start_timeout_ms`. An empty error means the child
-/// died or closed the socket (its exit status says why).
-fn handshake(conn: &Conn, specs: &[Spec], limits: &ProcessLimits) -> Result<Hello, String> {
-    let start = Start { handlers: specs.to_vec(), max_message: limits.max_message_bytes };
-    conn.send(&start).map_err(|_| String::new())?;
-    let timeout = Duration::from_millis(limits.start_timeout_ms.max(1));
-    let _ = conn.socket.set_read_timeout(Some(timeout));
-    let mut socket = &conn.socket;
-    let answer = frames::read_blocking(&mut socket, limits.max_message_bytes);
-    let _ = conn.socket.set_read_timeout(None);
-    let bytes = match answer {
-        Ok(bytes) => bytes,
-        Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-            return Err(format!(
-                "it did not load its library within [plugins.process] start_timeout_ms = {}",
-                limits.start_timeout_ms
-            ))
-        }
-        Err(_) => return Err(String::new()),
-    };
-    match serde_json::from_slice::<ToHost>(&bytes) {
-        Ok(ToHost::Hello(hello)) => Ok(hello),
-        Ok(ToHost::Broken { message }) => Err(message),
-        Ok(_) | Err(_) => Err("its process sent something other than its declarations".to_owned()),
-    }
-}
-
-/// The reader thread of one child: routes every frame to the call it answers until the child dies, then
-/// reaps it, tells every call in flight why, and counts the crash.
-#[allow(clippy::too_many_arguments)]
-fn read_child(
-    conn: Arc<Conn>,
-    socket: UnixStream,
-    mut process: Child,
-    stderr: Option<std::sync::mpsc::Receiver<String>>,
-    shared: Weak<Shared>,
-    plugin: String,
-    max: u64,
-    limits: ProcessLimits,
-) {
-    let mut reader = std::io::BufReader::with_capacity(64 * 1024, socket);
-    let broke = loop {
-        let bytes = match frames::read_blocking(&mut reader, max) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break None,
-            Err(e) if e.kind() == std::io::ErrorKind::Other => {
-                break Some(format!("it sent a message over [plugins.process] max_message_bytes = {max} ({e})"))
-            }
-            Err(_) => break None,
-        };
-        let message = match serde_json::from_slice::<ToHost>(&bytes) {
-            Ok(message) => message,
-            Err(e) => break Some(format!("it sent an unreadable message ({e})")),
-        };
-        let id = match &message {
-            ToHost::Built { id, .. }
-            | ToHost::Service { id, .. }
-            | ToHost::ListServices { id }
-            | ToHost::Log { id, .. }
-            | ToHost::Done { id, .. } => *id,
-            ToHost::Hello(_) | ToHost::Broken { .. } => break Some("it sent a second hello".to_owned()),
-        };
-        let route = lock(&conn.routes).waiting.get(&id).cloned();
-        if let Some(route) = route {
-            let _ = route.send(Routed::Message(message));
-        }
-    };
-    conn.ending.store(true, Ordering::Release);
-    if let Some(why) = broke {
-        conn.kill(format!("the plugin `{}` broke the protocol: {why}", crate::shown::escape_line(&plugin)), true);
-    }
-    // Whatever ended the conversation, the child has nothing left to do. Its exit status is fixed once it
-    // started exiting, so the kill does not hide why it died.
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(conn.pid), nix::sys::signal::Signal::SIGKILL);
-    let status = process.wait().ok();
-    let intent = lock(&conn.intent).clone();
-    let (why, crash) = match intent {
-        Some((why, crash)) => (why, crash),
-        None => {
-            let tail = stderr
-                .and_then(|rx| rx.recv_timeout(Duration::from_millis(limits.kill_grace_ms.max(1))).ok())
-                .unwrap_or_default();
-            (describe(&plugin, status, &tail, &limits), true)
-        }
-    };
-    let waiting = {
-        let mut routes = lock(&conn.routes);
-        routes.dead = Some(why.clone());
-        std::mem::take(&mut routes.waiting)
-    };
-    for route in waiting.into_values() {
-        let _ = route.send(Routed::Died(why.clone()));
-    }
-    if crash && let Some(shared) = shared.upgrade() {
-        tracing::warn!(plugin = %plugin, "{why}");
-        shared.crashed(&why);
-    }
-}
-
-/// Why a plugin's child died, in one line: the plugin, the signal or exit status, the last line it printed.
-fn describe(plugin: &str, status: Option<std::process::ExitStatus>, stderr: &str, limits: &ProcessLimits) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    let plugin = crate::shown::escape_line(plugin);
-    // The last line that says something: Rust's hint about backtraces says nothing here.
-    let line = stderr
-        .lines()
-        .rev()
-        .map(str::trim)
-        .find(|line| !line.is_empty() && !line.starts_with("note: run with `RUST_BACKTRACE"))
-        .unwrap_or("");
-    let line: String = line.chars().take(300).collect();
-    let why = match line.is_empty() {
-        true => String::new(),
-        false => format!(": {}", crate::shown::escape_line(&line)),
-    };
-    let how = match (status.and_then(|s| s.signal()), status.and_then(|s| s.code())) {
-        _ if limits.memory_mb > 0
-            && (stderr.contains("memory allocation of") || stderr.contains("capacity overflow")) =>
-        {
-            format!("ran out of memory, [plugins.process] memory_mb = {}", limits.memory_mb)
-        }
-        (Some(nix::libc::SIGXCPU), _) => {
-            format!("used up its CPU time, [plugins.process] cpu_ms = {} (SIGXCPU)", limits.cpu_ms)
-        }
-        (Some(signal), _) => {
-            let name =
-                nix::sys::signal::Signal::try_from(signal).map_or_else(|_| signal.to_string(), |s| s.to_string());
-            format!("crashed ({name})")
-        }
-        (None, Some(code)) => format!("exited with status {code}"),
-        (None, None) => "closed its connection".to_owned(),
-    };
-    format!("the plugin `{plugin}` {how}{why}; its process restarts for the next call")
-}
-
-/// Reads a child's stderr to its end, keeping the last [`STDERR_TAIL`] bytes, and sends them.
-fn keep_tail(mut stderr: std::process::ChildStderr) -> std::sync::mpsc::Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new().name("toolshed-plugin-stderr".to_owned()).spawn(move || {
-        let mut tail = Vec::new();
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = stderr.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > 2 * STDERR_TAIL {
-                tail.drain(..tail.len() - STDERR_TAIL);
-            }
-        }
-        let _ = tx.send(String::from_utf8_lossy(&tail).into_owned());
-    });
-    drop(spawned);
-    rx
-}
-
-/// A handler that lives in a child process: the frozen vtable, implemented by the host.
-struct RemoteHandler {
-    supervisor: Arc<Supervisor>,
-    handler: u32,
-    tool: String,
-}
-
-impl ToolHandler for RemoteHandler {
-    fn prepare(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
-        self.run(Phase::Prepare, call, host)
-    }
-
-    fn execute(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
-        self.run(Phase::Execute, call, host)
-    }
-
-    fn partial(&self, block: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
-        self.run(Phase::Partial, block, host)
-    }
-}
-
-impl RemoteHandler {
-    fn run(&self, phase: Phase, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
-        match self.converse(phase, call.as_str(), &host) {
-            Ok((true, text)) => RResult::ROk(text.into()),
-            Ok((false, text)) => RResult::RErr(text.into()),
-            Err(why) => RResult::RErr(format!("{why} (while running `{}`'s {})", self.tool, phase.name()).into()),
-        }
-    }
-
-    /// Sends the call and serves the child's host-service requests until it answers or dies.
-    fn converse(&self, phase: Phase, call: &str, host: &HostRef<'_>) -> Result<(bool, String), String> {
-        let limits = &self.supervisor.shared.limits;
-        let conn = self.supervisor.live(host)?;
-        let id = conn.id();
-        let answers = conn.register(id)?;
-        // A failed write means the child is dying: its reader thread sends why.
-        let _ = conn.send(&ToChild::Call { id, handler: self.handler, phase, call: call.to_owned() });
-        let poll = Duration::from_millis(limits.poll_ms.max(1));
-        let mut cancelled_at: Option<Instant> = None;
-        let answer = loop {
-            let message = match answers.recv_timeout(poll) {
-                Ok(Routed::Message(message)) => message,
-                Ok(Routed::Died(why)) => break Err(why),
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    match cancelled_at {
-                        None if host.is_cancelled() => {
-                            cancelled_at = Some(Instant::now());
-                            let _ = conn.send(&ToChild::Cancel { id });
-                        }
-                        Some(at) if at.elapsed() >= Duration::from_millis(limits.kill_grace_ms) => {
-                            conn.kill(
-                                format!(
-                                    "the plugin `{}` did not stop within [plugins.process] kill_grace_ms = {} of \
-                                     its call's cancellation; its process was killed and restarts for the next call",
-                                    crate::shown::escape_line(&self.supervisor.shared.plugin()),
-                                    limits.kill_grace_ms
-                                ),
-                                true,
-                            );
-                            // The reader thread answers with the reason once the child is reaped.
-                            cancelled_at = Some(Instant::now() + Duration::from_secs(3600));
-                        }
-                        _ => {}
-                    }
-                    continue;
-                }
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
-                    break Err("the plugin's process is gone".to_owned());
-                }
-            };
-            match message {
-                ToHost::Service { name, request, .. } => {
-                    let (ok, text) = match host.service(name.as_str().into(), request.as_str().into()) {
-                        RResult::ROk(text) => (true, text.into_string()),
-                        RResult::RErr(text) => (false, text.into_string()),
-                    };
-                    let _ = conn.send(&ToChild::Reply { id, ok, text });
-                }
-                ToHost::ListServices { .. } => {
-                    let names = host.services().into_iter().map(RString::into_string).collect();
-                    let _ = conn.send(&ToChild::Services { id, names });
-                }
-                ToHost::Log { level, message, .. } => host.log(level, message.as_str().into()),
-                ToHost::Done { ok, text, .. } => break Ok((ok, text)),
-                ToHost::Built { .. } | ToHost::Hello(_) | ToHost::Broken { .. } => {}
-            }
-        };
-        conn.unregister(id);
-        answer
     }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_shipped_set_is_the_plugins_directory() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
-        let mut found: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap()
-            .filter_map(|entry| entry.ok())
-            .filter(|entry| entry.path().join("Cargo.toml").is_file())
-            .map(|entry| entry.file_name().to_string_lossy().into_owned())
-            .collect();
-        found.sort();
-        assert_eq!(found, SHIPPED, "SHIPPED lists every library of plugins/ (by its lib name, which is its directory's)");
-    }
-
-    #[test]
-    fn a_library_is_named_by_its_file_without_prefix_and_extension() {
-        assert_eq!(library_name(Path::new("/p/libfixture_crash.so")), "fixture_crash");
-        assert_eq!(library_name(Path::new("/p/read_file.so")), "read_file");
-    }
-
-    #[test]
-    fn crash_reports_name_the_signal_the_status_and_the_memory_limit() {
-        use std::os::unix::process::ExitStatusExt;
-        let limits = ProcessLimits::default();
-        let segv = describe("p", Some(std::process::ExitStatus::from_raw(11)), "", &limits);
-        assert_eq!(segv, "the plugin `p` crashed (SIGSEGV); its process restarts for the next call");
-        let exit = describe("p", Some(std::process::ExitStatus::from_raw(3 << 8)), "bye\n\n", &limits);
-        assert_eq!(exit, "the plugin `p` exited with status 3: bye; its process restarts for the next call");
-        let tail = "memory allocation of 5 bytes failed\nnote: run with `RUST_BACKTRACE=1` environment variable\n";
-        let oom = describe("p", Some(std::process::ExitStatus::from_raw(6)), tail, &limits);
-        assert!(oom.starts_with("the plugin `p` ran out of memory, [plugins.process] memory_mb = 4096: memory allocation"), "{oom}");
-        let hostile = describe("p\x1b[2J", None, "\x1b]0;evil\x07", &limits);
-        assert!(!hostile.contains('\x1b') && !hostile.contains('\x07'), "{hostile}");
-    }
 }

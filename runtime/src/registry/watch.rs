@@ -260,6 +260,7 @@ impl Reloader {
         loaded: &[LoadedPlugin],
         unload: bool,
         policy: Arc<crate::registry::remote::Policy>,
+        hub: Arc<EventHub>,
     ) -> Self {
         let serving = loaded
             .iter()
@@ -273,7 +274,7 @@ impl Reloader {
             coordinator,
             plugin_config,
             state: tokio::sync::Mutex::new(ReloadState { serving, failed: HashMap::new() }),
-            hub: Arc::clone(policy.hub()),
+            hub,
             policy,
             reloads: AtomicU64::new(0),
             retired: Mutex::new(Vec::new()),

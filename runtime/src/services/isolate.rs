@@ -15,21 +15,19 @@
 
 pub(crate) mod child;
 mod exit;
-pub(crate) mod frames;
 
 pub use crate::registry::remote::{child_main as plugin_host_main, PLUGIN_HOST_ARG};
 pub use child::main as child_main;
 
+use crate::child_process::frames::{self, Frame, FrameReader};
+pub use crate::child_process::set_executable;
+use crate::child_process::{executable, keep_tail};
 use crate::config::IsolationConfig;
 use crate::registry::loader::HandlerOrigin;
-use frames::{Frame, FrameReader};
 use serde::{Deserialize, Serialize};
-use std::io::Read;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use toolshed_plugin_api::services::{IsolateRequest, IsolateResponse};
 use toolshed_plugin_api::{Host, ServiceError, ServiceErrorKind};
@@ -38,36 +36,7 @@ use toolshed_plugin_api::{Host, ServiceError, ServiceErrorKind};
 pub const CHILD_ARG: &str = "__isolated-job";
 
 /// The descriptor the library copy arrives on in the child (its stdin).
-pub(crate) const LIBRARY_FD: i32 = 0;
-
-/// The most of a child's stderr kept to explain its death.
-const STDERR_TAIL: usize = 16 * 1024;
-
-/// The executable children run: set by the `toolshed` binary to itself; else found beside the current
-/// executable (an embedding host, a test binary in `target/*/deps`).
-static EXECUTABLE: OnceLock<PathBuf> = OnceLock::new();
-
-/// Makes children run `path` (the `toolshed` binary, or a host binary whose `main` calls [`child_main`] when
-/// its first argument is [`CHILD_ARG`]).
-pub fn set_executable(path: PathBuf) {
-    let _ = EXECUTABLE.set(path);
-}
-
-pub(crate) fn executable() -> Result<PathBuf, String> {
-    if let Some(path) = EXECUTABLE.get() {
-        return Ok(path.clone());
-    }
-    let current = std::env::current_exe().map_err(|e| format!("cannot find the host executable: {e}"))?;
-    let name = format!("toolshed{}", std::env::consts::EXE_SUFFIX);
-    let beside = current.parent().into_iter().flat_map(|dir| [dir.join(&name), dir.join("..").join(&name)]);
-    beside.into_iter().find(|path| path.is_file()).ok_or_else(|| {
-        format!(
-            "no `{name}` binary beside {} to run the parser in a child process; install it there, call \
-             toolshed::isolate::set_executable, or set [isolation] enabled = false to parse inside the host",
-            current.display()
-        )
-    })
-}
+const LIBRARY_FD: i32 = crate::child_process::LIBRARY_FD;
 
 /// The first frame a child gets.
 #[derive(Debug, Serialize, Deserialize)]
@@ -370,27 +339,6 @@ fn kill_group(child: &Child) {
     if let Ok(pid) = i32::try_from(child.id()) {
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
     }
-}
-
-/// Reads the child's stderr to its end, keeping the last [`STDERR_TAIL`] bytes, and sends them. (A channel,
-/// not a join: a process the job started outside its group could hold the pipe open.)
-fn keep_tail(mut stderr: std::process::ChildStderr) -> std::sync::mpsc::Receiver<String> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut tail = Vec::new();
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = stderr.read(&mut buf) {
-            if n == 0 {
-                break;
-            }
-            tail.extend_from_slice(&buf[..n]);
-            if tail.len() > 2 * STDERR_TAIL {
-                tail.drain(..tail.len() - STDERR_TAIL);
-            }
-        }
-        let _ = tx.send(String::from_utf8_lossy(&tail).into_owned());
-    });
-    rx
 }
 
 /// Sends the job and answers the child's service calls until it answers, dies, or runs out of time.

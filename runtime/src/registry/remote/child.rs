@@ -2,9 +2,8 @@
 //! asks for, run each call on a thread of its own, and forward every host-service call to the host.
 
 use super::{frame, Built, Hello, Phase, Spec, Start, ToChild, ToHost, CALL_STACK};
+use crate::child_process::{exit, frames, limit_self, take_socket, LIBRARY_FD};
 use crate::registry::loader::{LoadedPlugin, PluginHandler};
-use crate::services::isolate::child::{exit, limit_self, take_socket};
-use crate::services::isolate::{frames, LIBRARY_FD};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr, RString, RVec};
 use std::collections::HashMap;

@@ -1,12 +1,12 @@
 //! The child's side of a job: load the library handed down, build the handler, run the job on a thread with
 //! the configured stack, and forward every host-service call to the parent.
 
-use super::{frames, Reply, Start, ToHost, LIBRARY_FD};
+use super::{Reply, Start, ToHost, LIBRARY_FD};
+use crate::child_process::{exit, frames, limit_self, take_socket};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr, RString, RVec};
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::FromRawFd;
 use std::sync::Mutex;
 use toolshed_plugin_api::{Host, Host_TO};
 
@@ -58,57 +58,6 @@ impl Host for Forwarding {
 
     fn log(&self, level: u8, message: RStr<'_>) {
         let _ = self.send(&ToHost::Log { level, message: message.as_str().to_owned() });
-    }
-}
-
-/// Leaves without running the plugin's or the runtime's destructors: the answer is sent, and the parent
-/// kills the group anyway.
-pub(crate) fn exit(code: i32) -> ! {
-    // SAFETY: ends the process.
-    unsafe { nix::libc::_exit(code) }
-}
-
-/// Sets the limits the host passed as arguments (address space, CPU seconds; 0 for none) on this process, no
-/// core dumps, and death with the host, whose pid is the third argument, before anything of the job is read.
-/// Shared with out-of-process plugins' children (`crate::registry::remote`).
-pub(crate) fn limit_self() {
-    use nix::libc;
-    let args: Vec<u64> = std::env::args().skip(2).filter_map(|arg| arg.parse().ok()).collect();
-    let [memory, cpu_seconds, parent] = args[..] else { exit(2) };
-    let limit = |resource, soft: u64, hard: u64| {
-        let value = libc::rlimit { rlim_cur: soft as libc::rlim_t, rlim_max: hard as libc::rlim_t };
-        // SAFETY: a plain system call on a stack value.
-        if unsafe { libc::setrlimit(resource, &value) } != 0 {
-            exit(2);
-        }
-    };
-    if memory > 0 {
-        limit(libc::RLIMIT_AS, memory, memory);
-    }
-    if cpu_seconds > 0 {
-        // SIGXCPU at the soft limit; SIGKILL a second later if it is caught.
-        limit(libc::RLIMIT_CPU, cpu_seconds, cpu_seconds + 1);
-    }
-    limit(libc::RLIMIT_CORE, 0, 0);
-    // SAFETY: plain system calls. The parent check after the prctl closes the race with a host that died
-    // before it: then this process already belongs to someone else.
-    unsafe {
-        if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || u64::from(libc::getppid() as u32) != parent {
-            exit(2);
-        }
-    }
-}
-
-/// The socket to the host: a copy of stdout, taken before anything else runs; stdout proper then points at
-/// stderr, so whatever the plugin prints lands in the stderr the parent keeps, not in the frames.
-pub(crate) fn take_socket() -> File {
-    // SAFETY: plain descriptor calls on the standard descriptors.
-    unsafe {
-        let fd = nix::libc::dup(1);
-        if fd < 0 || nix::libc::dup2(2, 1) < 0 {
-            exit(2);
-        }
-        File::from_raw_fd(fd)
     }
 }
 

@@ -1,4 +1,4 @@
-//! The frames both sides of a child-process job speak: a little-endian `u32` length, then that many bytes.
+//! The frames both sides of a child process speak: a little-endian `u32` length, then that many bytes.
 //! The host's reader never blocks past its wait and never buffers more than the frame cap, so a child that
 //! stalls mid-frame or announces a huge one cannot hold or flood the host.
 
@@ -28,7 +28,7 @@ pub(crate) fn read_blocking(from: &mut impl Read, max: u64) -> io::Result<Vec<u8
 }
 
 /// What one wait for a frame gave.
-pub(super) enum Frame {
+pub(crate) enum Frame {
     Complete(Vec<u8>),
     /// Nothing whole yet.
     Pending,
@@ -36,26 +36,26 @@ pub(super) enum Frame {
     Closed,
 }
 
-pub(super) enum Error {
+pub(crate) enum Error {
     Io,
     /// A frame announced this many bytes, over the cap.
     TooLarge(u64),
 }
 
 /// A non-blocking frame reader over a pipe.
-pub(super) struct FrameReader<R> {
+pub(crate) struct FrameReader<R> {
     pipe: R,
     max: u64,
     buffer: Vec<u8>,
 }
 
 impl<R: Read + AsFd> FrameReader<R> {
-    pub(super) fn new(pipe: R, max: u64) -> Self {
+    pub(crate) fn new(pipe: R, max: u64) -> Self {
         Self { pipe, max, buffer: Vec::new() }
     }
 
     /// Waits up to `wait` for a whole frame.
-    pub(super) fn next(&mut self, wait: Duration) -> Result<Frame, Error> {
+    pub(crate) fn next(&mut self, wait: Duration) -> Result<Frame, Error> {
         if let Some(frame) = self.take()? {
             return Ok(Frame::Complete(frame));
         }

@@ -1,0 +1,101 @@
+//! The host's side of a handler that lives in a child process: the frozen `ToolHandler` vtable, implemented
+//! by sending each phase over the socket and serving the plugin's host-service calls until it answers.
+
+use super::{Phase, Routed, Supervisor, ToChild, ToHost};
+use abi_stable::std_types::{RResult, RStr, RString};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use toolshed_plugin_api::{HostRef, ToolHandler};
+
+/// A handler that lives in a child process: the frozen vtable, implemented by the host.
+pub(super) struct RemoteHandler {
+    pub(super) supervisor: Arc<Supervisor>,
+    pub(super) handler: u32,
+    pub(super) tool: String,
+}
+
+impl ToolHandler for RemoteHandler {
+    fn prepare(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        self.run(Phase::Prepare, call, host)
+    }
+
+    fn execute(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        self.run(Phase::Execute, call, host)
+    }
+
+    fn partial(&self, block: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        self.run(Phase::Partial, block, host)
+    }
+}
+
+impl RemoteHandler {
+    fn run(&self, phase: Phase, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
+        match self.converse(phase, call.as_str(), &host) {
+            Ok((true, text)) => RResult::ROk(text.into()),
+            Ok((false, text)) => RResult::RErr(text.into()),
+            Err(why) => RResult::RErr(format!("{why} (while running `{}`'s {})", self.tool, phase.name()).into()),
+        }
+    }
+
+    /// Sends the call and serves the child's host-service requests until it answers or dies.
+    fn converse(&self, phase: Phase, call: &str, host: &HostRef<'_>) -> Result<(bool, String), String> {
+        let limits = &self.supervisor.shared.limits;
+        let conn = self.supervisor.live(host)?;
+        let id = conn.id();
+        let answers = conn.register(id)?;
+        // A failed write means the child is dying: its reader thread sends why.
+        let _ = conn.send(&ToChild::Call { id, handler: self.handler, phase, call: call.to_owned() });
+        let poll = Duration::from_millis(limits.poll_ms.max(1));
+        let mut cancelled_at: Option<Instant> = None;
+        let answer = loop {
+            let message = match answers.recv_timeout(poll) {
+                Ok(Routed::Message(message)) => message,
+                Ok(Routed::Died(why)) => break Err(why),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    match cancelled_at {
+                        None if host.is_cancelled() => {
+                            cancelled_at = Some(Instant::now());
+                            let _ = conn.send(&ToChild::Cancel { id });
+                        }
+                        Some(at) if at.elapsed() >= Duration::from_millis(limits.kill_grace_ms) => {
+                            conn.kill(
+                                format!(
+                                    "the plugin `{}` did not stop within [plugins.process] kill_grace_ms = {} of \
+                                     its call's cancellation; its process was killed and restarts for the next call",
+                                    crate::shown::escape_line(&self.supervisor.shared.plugin()),
+                                    limits.kill_grace_ms
+                                ),
+                                true,
+                            );
+                            // The reader thread answers with the reason once the child is reaped.
+                            cancelled_at = Some(Instant::now() + Duration::from_secs(3600));
+                        }
+                        _ => {}
+                    }
+                    continue;
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                    break Err("the plugin's process is gone".to_owned());
+                }
+            };
+            match message {
+                ToHost::Service { name, request, .. } => {
+                    let (ok, text) = match host.service(name.as_str().into(), request.as_str().into()) {
+                        RResult::ROk(text) => (true, text.into_string()),
+                        RResult::RErr(text) => (false, text.into_string()),
+                    };
+                    let _ = conn.send(&ToChild::Reply { id, ok, text });
+                }
+                ToHost::ListServices { .. } => {
+                    let names = host.services().into_iter().map(RString::into_string).collect();
+                    let _ = conn.send(&ToChild::Services { id, names });
+                }
+                ToHost::Log { level, message, .. } => host.log(level, message.as_str().into()),
+                ToHost::Done { ok, text, .. } => break Ok((ok, text)),
+                ToHost::Built { .. } | ToHost::Hello(_) | ToHost::Broken { .. } => {}
+            }
+        };
+        conn.unregister(id);
+        answer
+    }
+}
