@@ -8,7 +8,7 @@ fn the_shipped_set_is_the_plugins_directory() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../plugins");
     let mut found: Vec<String> = std::fs::read_dir(&dir)
         .unwrap()
-        .filter_map(|entry| entry.ok())
+        .filter_map(Result::ok)
         .filter(|entry| entry.path().join("Cargo.toml").is_file())
         .map(|entry| entry.file_name().to_string_lossy().into_owned())
         .collect();
