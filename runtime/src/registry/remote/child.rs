@@ -9,7 +9,7 @@ use abi_stable::std_types::{RResult, RStr, RString, RVec};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use toolshed_plugin_api::{Host, Host_TO, ServiceError, ServiceErrorKind};
 
@@ -126,6 +126,8 @@ pub fn main() -> ! {
         declarations,
         built,
     }));
+    let workers = Workers::new();
+    let mut input = std::io::BufReader::with_capacity(64 * 1024, input);
     loop {
         let Ok(bytes) = frames::read_blocking(&mut input, start.max_message) else {
             // The host closed its end (it unloaded the plugin) or broke the protocol.
@@ -152,7 +154,7 @@ pub fn main() -> ! {
                     .get(handler as usize)
                     .cloned()
                     .flatten();
-                start_call(&link, id, handler, phase, call);
+                start_call(&link, &workers, id, handler, phase, call);
             }
             ToChild::Reply { id, ok, text } => route(&link, id, Answer::Reply { ok, text }),
             ToChild::Services { id, names } => route(&link, id, Answer::Services(names)),
@@ -171,8 +173,59 @@ fn route(link: &Link, id: u64, answer: Answer) {
     }
 }
 
-/// Runs one call on a thread of its own and sends its answer.
-fn start_call(link: &Arc<Link>, id: u64, handler: Option<Arc<PluginHandler>>, phase: Phase, call: String) {
+/// The threads calls run on: an idle one if there is one, else a new one, so a call never waits behind
+/// another (one may wait for what another does) and a call costs no thread start once the pool is warm.
+struct Workers {
+    jobs: crossbeam_channel::Sender<Job>,
+    waiting: crossbeam_channel::Receiver<Job>,
+    /// Workers blocked on `waiting` that no job has been promised to yet.
+    idle: AtomicUsize,
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+impl Workers {
+    fn new() -> Arc<Self> {
+        let (jobs, waiting) = crossbeam_channel::unbounded();
+        Arc::new(Self { jobs, waiting, idle: AtomicUsize::new(0) })
+    }
+
+    /// Runs `job` on an idle worker (taking its place, so no other job is promised to it) or a new one.
+    fn run(self: &Arc<Self>, job: Job) -> Result<(), Job> {
+        if self.idle.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok() {
+            return self.jobs.send(job).map_err(|e| e.into_inner());
+        }
+        let workers = Arc::clone(self);
+        let slot = Arc::new(Mutex::new(Some(job)));
+        let first = Arc::clone(&slot);
+        let spawned = std::thread::Builder::new().name("call".to_owned()).stack_size(CALL_STACK).spawn(move || {
+            if let Some(job) = lock(&first).take() {
+                job();
+            }
+            loop {
+                workers.idle.fetch_add(1, Ordering::AcqRel);
+                match workers.waiting.recv() {
+                    Ok(job) => job(),
+                    Err(_) => return,
+                }
+            }
+        });
+        match spawned {
+            Ok(_) => Ok(()),
+            Err(_) => Err(lock(&slot).take().unwrap_or_else(|| Box::new(|| {}))),
+        }
+    }
+}
+
+/// Runs one call on a worker thread and sends its answer.
+fn start_call(
+    link: &Arc<Link>,
+    workers: &Arc<Workers>,
+    id: u64,
+    handler: Option<Arc<PluginHandler>>,
+    phase: Phase,
+    call: String,
+) {
     let Some(handler) = handler else {
         link.send(&ToHost::Done { id, ok: false, text: "the plugin's process has no such handler".to_owned() });
         return;
@@ -181,7 +234,7 @@ fn start_call(link: &Arc<Link>, id: u64, handler: Option<Arc<PluginHandler>>, ph
     let cancelled = Arc::new(AtomicBool::new(false));
     lock(&link.calls).insert(id, (tx, Arc::clone(&cancelled)));
     let host = CallHost { link: Arc::clone(link), id, answers, cancelled, services: OnceLock::new() };
-    let spawned = std::thread::Builder::new().name("call".to_owned()).stack_size(CALL_STACK).spawn(move || {
+    let spawned = workers.run(Box::new(move || {
         let answer = {
             let host_ref = Host_TO::from_ptr(&host, TD_Opaque);
             let call = RStr::from_str(&call);
@@ -197,7 +250,7 @@ fn start_call(link: &Arc<Link>, id: u64, handler: Option<Arc<PluginHandler>>, ph
             RResult::RErr(text) => (false, text.into_string()),
         };
         host.link.send(&ToHost::Done { id, ok, text });
-    });
+    }));
     if spawned.is_err() {
         lock(&link.calls).remove(&id);
         link.send(&ToHost::Done { id, ok: false, text: "the plugin's process cannot start a thread".to_owned() });
