@@ -146,8 +146,25 @@ fn read_child(
     if let Some(why) = broke {
         conn.kill(format!("the plugin `{}` broke the protocol: {why}", crate::shown::escape_line(&plugin)), true);
     }
-    // Whatever ended the conversation, the child has nothing left to do. Its exit status is fixed once it
-    // started exiting, so the kill does not hide why it died.
+    // A child whose socket closed is usually exiting: give it `kill_grace_ms` to finish, so its own status
+    // says why. One that lingers with its connection cut is killed, and said to be.
+    if lock(&conn.intent).is_none() {
+        let deadline = std::time::Instant::now() + Duration::from_millis(limits.kill_grace_ms);
+        while matches!(process.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if matches!(process.try_wait(), Ok(None)) {
+            conn.kill(
+                format!(
+                    "the plugin `{}` closed its connection to the host without exiting; its process was killed and \
+                     restarts for the next call",
+                    crate::shown::escape_line(&plugin)
+                ),
+                true,
+            );
+        }
+    }
+    // Whatever ended the conversation, the child (and its group) has nothing left to do.
     let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(conn.pid), nix::sys::signal::Signal::SIGKILL);
     let status = process.wait().ok();
     let intent = lock(&conn.intent).clone();
