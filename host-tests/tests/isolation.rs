@@ -119,6 +119,32 @@ fn a_child_that_closes_its_connection_mid_call_and_lingers_is_killed_and_the_cal
 }
 
 #[test]
+fn a_child_that_stops_reading_is_killed_after_stall_ms_instead_of_holding_the_host_thread_that_writes() {
+    let dir = plugin_dir(&["fixture_crash"]);
+    let ws = workspace();
+    let runtime = runtime_over(dir.path(), isolated_config("stall_ms = 200\n"));
+    let task = task_in(&runtime, ws.path());
+    let pid = child_pid(&task);
+    let stopped = {
+        let task = task.clone();
+        std::thread::spawn(move || probe(&task, "stop"))
+    };
+    wait_until("the child stops", || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit(')').next().is_some_and(|r| r.trim_start().starts_with('T')))
+    });
+    // 8 MiB cannot fit in the socket's buffer of a process that reads nothing.
+    let big = "x".repeat(8 << 20);
+    let result = call(&task, "crash_probe", json!({"how": "pid", "path": big}));
+    assert!(result.is_error(), "{result:?}");
+    assert!(text(&result).contains("stopped reading its messages for [plugins.process] stall_ms"), "{}", text(&result));
+    let stopped = stopped.join().unwrap();
+    assert!(stopped.is_error(), "{stopped:?}");
+    wait_until("the stopped child is reaped", || !alive(pid));
+    assert_ne!(child_pid(&task), pid);
+}
+
+#[test]
 fn a_thread_left_behind_that_crashes_the_child_later_is_contained_and_the_next_call_works() {
     let dir = plugin_dir(&["fixture_crash"]);
     let ws = workspace();

@@ -535,6 +535,9 @@ pub struct ProcessLimits {
     pub kill_grace_ms: u64,
     /// How long a child may take to load its library and build its handlers, in milliseconds.
     pub start_timeout_ms: u64,
+    /// How long the host waits for a child to take a message it stopped reading (its socket full) before it
+    /// kills it, in milliseconds: a child that stops reading cannot hold a host thread.
+    pub stall_ms: u64,
     /// The largest message (a call, an answer, a host-service request) either side accepts, in bytes.
     pub max_message_bytes: u64,
 }
@@ -551,6 +554,7 @@ impl Default for ProcessLimits {
             poll_ms: 20,
             kill_grace_ms: 250,
             start_timeout_ms: 10_000,
+            stall_ms: 10_000,
             max_message_bytes: 256 * 1024 * 1024,
         }
     }

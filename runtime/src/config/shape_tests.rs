@@ -132,7 +132,7 @@ const ROWS: &[Row] = &[
     row("plugins", "bulk_priority", "", r#""normal""#, r#""idle""#, true),
     row("plugins", "isolation", r#""process""#, r#""in-process""#, r#""process""#, true),
     row("plugins", "isolation_per_plugin", "", r#"{ evil = "in-process" }"#, "{}", true),
-    row("plugins", "process", "", "{ memory_mb = 0 }", "{ cpu_ms = 0, kill_grace_ms = 250, max_message_bytes = 268435456, memory_mb = 4096, poll_ms = 20, quarantine_after = 5, quarantine_window_ms = 60000, restart_backoff_max_ms = 10000, restart_backoff_ms = 100, start_timeout_ms = 10000 }", true),
+    row("plugins", "process", "", "{ memory_mb = 0 }", "{ cpu_ms = 0, kill_grace_ms = 250, max_message_bytes = 268435456, memory_mb = 4096, poll_ms = 20, quarantine_after = 5, quarantine_window_ms = 60000, restart_backoff_max_ms = 10000, restart_backoff_ms = 100, stall_ms = 10000, start_timeout_ms = 10000 }", true),
     row("plugins", "config", "", "{ my_tool = { token = \"x\" } }", "{}", true),
     row("skills", "enabled", "", "false", "false", false),
     row("skills", "enabled", "false", "true", "false", true),

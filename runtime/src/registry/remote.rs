@@ -294,11 +294,24 @@ impl Conn {
         !self.ending.load(Ordering::Acquire)
     }
 
-    /// Writes one message. A failure means the child is going: its reader thread reports why.
+    /// Writes one message. A failure means the child is going: its reader thread reports why. A child that
+    /// stopped reading long enough for the socket's send timeout (`stall_ms`) is killed: a message cut short
+    /// leaves nothing to resume, and no host thread may wait on it for ever.
     fn send(&self, message: &impl Serialize) -> std::io::Result<()> {
         let bytes = frame(message)?;
         let _one = lock(&self.writer);
-        write_all_nosignal(&self.socket, &bytes)
+        let sent = write_all_nosignal(&self.socket, &bytes);
+        if let Err(e) = &sent
+            && matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+        {
+            self.kill(
+                "the plugin's process stopped reading its messages for [plugins.process] stall_ms; it was \
+                       killed and restarts for the next call"
+                    .to_owned(),
+                true,
+            );
+        }
+        sent
     }
 
     /// Kills the child's process group; `why` is what the calls in flight are told, `crash` whether it

@@ -45,6 +45,7 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         intent: Mutex::new(None),
         ending: AtomicBool::new(false),
     });
+    let _ = conn.socket.set_write_timeout(Some(Duration::from_millis(limits.stall_ms.max(1))));
     let hello = handshake(&conn, specs, limits);
     let hello = match hello {
         Ok(hello) => hello,
