@@ -193,7 +193,7 @@ impl Workers {
     /// Runs `job` on an idle worker (taking its place, so no other job is promised to it) or a new one.
     fn run(self: &Arc<Self>, job: Job) -> Result<(), Job> {
         if self.idle.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1)).is_ok() {
-            return self.jobs.send(job).map_err(|e| e.into_inner());
+            return self.jobs.send(job).map_err(crossbeam_channel::SendError::into_inner);
         }
         let workers = Arc::clone(self);
         let slot = Arc::new(Mutex::new(Some(job)));
