@@ -44,6 +44,33 @@ pub(crate) fn executable() -> Result<PathBuf, String> {
     })
 }
 
+/// Starts `command` from a thread that lives as long as the process. A child asks for death with its
+/// parent (`PR_SET_PDEATHSIG`, see [`limit_self`]), and Linux takes the parent to be the *thread* that
+/// started it: a child started from a worker thread that later retires would be killed with it, mid-call.
+pub(crate) fn spawn(command: std::process::Command) -> std::io::Result<std::process::Child> {
+    type Request = (std::process::Command, std::sync::mpsc::SyncSender<std::io::Result<std::process::Child>>);
+    static SPAWNER: OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Request>>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Request>();
+        let started = std::thread::Builder::new().name("toolshed-spawner".to_owned()).spawn(move || {
+            for (mut command, answer) in rx {
+                let _ = answer.send(command.spawn());
+            }
+        });
+        started.ok().map(|_| std::sync::Mutex::new(tx))
+    });
+    let Some(spawner) = spawner else {
+        return Err(std::io::Error::other("the thread that starts child processes could not be started"));
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel(1);
+    let sent = spawner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).send((command, tx));
+    match sent {
+        Ok(()) => rx.recv().unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone"))),
+        // The spawner is gone (it never panics; only if the process is exiting): start from here.
+        Err(std::sync::mpsc::SendError((mut command, _))) => command.spawn(),
+    }
+}
+
 /// Leaves without running the plugin's or the runtime's destructors: the answer is sent, and the parent
 /// kills the group anyway.
 pub(crate) fn exit(code: i32) -> ! {

@@ -241,7 +241,8 @@ enum ToHost {
 
 /// A message for one waiting call (or build).
 enum Routed {
-    Message(ToHost),
+    /// A message, and the size of its frame (which the receiver gives back to [`Conn::taken`]).
+    Message(ToHost, u64),
     /// The child is gone; why, in one line.
     Died(String),
 }
@@ -254,18 +255,49 @@ struct Conn {
     routes: Mutex<Routes>,
     next_id: AtomicU64,
     pid: i32,
+    /// `[plugins.process] max_message_bytes`: the largest frame either side may send.
+    max_message: u64,
+    /// `[plugins.process] stall_ms`: the longest a message may take to write.
+    stall: Duration,
     /// Set before the host kills the child on purpose: why (reported to the calls in flight instead of the
     /// signal), and whether it counts as a crash.
     intent: Mutex<Option<(String, bool)>>,
     /// The child is being killed or its socket closed: no new calls.
     ending: AtomicBool,
+    /// The child's exit status once it is reaped (`Some(None)`: it could not be read). Signals go to its
+    /// group only while this is `None`, under this lock: once reaped, its number may belong to another.
+    reaped: Mutex<Option<Option<std::process::ExitStatus>>>,
+    exited: std::sync::Condvar,
 }
 
 #[derive(Default)]
 struct Routes {
-    waiting: HashMap<u64, crossbeam_channel::Sender<Routed>>,
+    waiting: HashMap<u64, Route>,
     /// Set once the child is dead: nothing will answer a new call.
     dead: Option<String>,
+}
+
+/// Where the answers to one call go, and how many of their bytes wait there untaken.
+struct Route {
+    tx: crossbeam_channel::Sender<Routed>,
+    queued: Arc<AtomicU64>,
+}
+
+/// The receiving end of a [`Route`].
+struct Answers {
+    rx: crossbeam_channel::Receiver<Routed>,
+    queued: Arc<AtomicU64>,
+}
+
+impl Answers {
+    /// The next message, waiting until `deadline`; its bytes no longer count as waiting.
+    fn recv_deadline(&self, deadline: Instant) -> Result<Routed, crossbeam_channel::RecvTimeoutError> {
+        let routed = self.rx.recv_deadline(deadline)?;
+        if let Routed::Message(_, bytes) = &routed {
+            self.queued.fetch_sub(*bytes, Ordering::AcqRel);
+        }
+        Ok(routed)
+    }
 }
 
 impl Conn {
@@ -274,18 +306,39 @@ impl Conn {
     }
 
     /// A channel for the answers to `id`, or why the child cannot give any.
-    fn register(&self, id: u64) -> Result<crossbeam_channel::Receiver<Routed>, String> {
+    fn register(&self, id: u64) -> Result<Answers, String> {
         let mut routes = lock(&self.routes);
         if let Some(dead) = &routes.dead {
             return Err(dead.clone());
         }
         let (tx, rx) = crossbeam_channel::unbounded();
-        routes.waiting.insert(id, tx);
-        Ok(rx)
+        let queued = Arc::new(AtomicU64::new(0));
+        routes.waiting.insert(id, Route { tx, queued: Arc::clone(&queued) });
+        Ok(Answers { rx, queued })
     }
 
     fn unregister(&self, id: u64) {
         lock(&self.routes).waiting.remove(&id);
+    }
+
+    /// Passes a message of `bytes` to the call it answers. A child that sends faster than the call takes
+    /// (a flood of logs while its host thread runs a long service call) would grow the host's memory without
+    /// bound: more than one message's cap waiting for a call is a protocol violation.
+    fn route(&self, id: u64, message: ToHost, bytes: u64) -> Result<(), String> {
+        let routes = lock(&self.routes);
+        let Some(route) = routes.waiting.get(&id) else {
+            return Ok(());
+        };
+        let waiting = route.queued.fetch_add(bytes, Ordering::AcqRel);
+        if waiting > 0 && waiting.saturating_add(bytes) > self.max_message {
+            return Err(format!(
+                "it sent messages faster than the host took them (over [plugins.process] max_message_bytes = {} \
+                 waiting for one call)",
+                self.max_message
+            ));
+        }
+        let _ = route.tx.send(Routed::Message(message, bytes));
+        Ok(())
     }
 
     /// Whether new calls may go to this child: it is not being killed and its socket has not closed. (Set
@@ -294,13 +347,23 @@ impl Conn {
         !self.ending.load(Ordering::Acquire)
     }
 
-    /// Writes one message. A failure means the child is going: its reader thread reports why. A child that
-    /// stopped reading long enough for the socket's send timeout (`stall_ms`) is killed: a message cut short
-    /// leaves nothing to resume, and no host thread may wait on it for ever.
-    fn send(&self, message: &impl Serialize) -> std::io::Result<()> {
-        let bytes = frame(message)?;
+    /// Whether the child is gone and every call in flight has been told.
+    fn dead(&self) -> bool {
+        lock(&self.routes).dead.is_some()
+    }
+
+    /// Writes one message, refusing one over `max_message_bytes` (the child would take it for a protocol
+    /// violation). A failure means the child is going: its reader thread reports why. A child that stopped
+    /// reading for `stall_ms` is killed: a message cut short leaves nothing to resume, and no host thread may
+    /// wait on it for ever.
+    fn send(&self, message: &impl Serialize) -> Result<(), SendError> {
+        let bytes = frame(message).map_err(|_| SendError::TooLarge(u64::MAX))?;
+        let len = (bytes.len() - 4) as u64;
+        if len > self.max_message {
+            return Err(SendError::TooLarge(len));
+        }
         let _one = lock(&self.writer);
-        let sent = write_all_nosignal(&self.socket, &bytes);
+        let sent = write_all_nosignal(&self.socket, &bytes, after(self.stall));
         if let Err(e) = &sent
             && matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
         {
@@ -311,7 +374,7 @@ impl Conn {
                 true,
             );
         }
-        sent
+        sent.map_err(|_| SendError::Gone)
     }
 
     /// Kills the child's process group; `why` is what the calls in flight are told, `crash` whether it
@@ -319,8 +382,47 @@ impl Conn {
     fn kill(&self, why: String, crash: bool) {
         lock(&self.intent).get_or_insert((why, crash));
         self.ending.store(true, Ordering::Release);
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::Signal::SIGKILL);
+        self.signal_group();
     }
+
+    /// SIGKILL to the child's group, unless the child has been reaped.
+    fn signal_group(&self) {
+        let reaped = lock(&self.reaped);
+        if reaped.is_none() {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+
+    /// Waits until the child is reaped, or `deadline`; its exit status then (`None` if not reaped by then or
+    /// unreadable).
+    fn wait_reaped(&self, deadline: Instant) -> (bool, Option<std::process::ExitStatus>) {
+        let mut reaped = lock(&self.reaped);
+        loop {
+            if let Some(status) = *reaped {
+                return (true, status);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return (false, None);
+            }
+            reaped =
+                self.exited.wait_timeout(reaped, deadline - now).unwrap_or_else(std::sync::PoisonError::into_inner).0;
+        }
+    }
+}
+
+/// Why a message did not go out.
+enum SendError {
+    /// Its frame is this many bytes, over `max_message_bytes`: nothing was written.
+    TooLarge(u64),
+    /// The child is going; its reader thread says why.
+    Gone,
+}
+
+/// `wait` from now; a configured duration too long for the clock is as good as never.
+fn after(wait: Duration) -> Instant {
+    let now = Instant::now();
+    now.checked_add(wait).unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)))
 }
 
 /// Serialises `message` into a frame: the little-endian length, then the JSON, in one buffer (one write).
@@ -334,9 +436,14 @@ fn frame(message: &impl Serialize) -> std::io::Result<Vec<u8>> {
 
 /// Writes all of `bytes` with `MSG_NOSIGNAL`: a child that died makes this an `EPIPE`, never a SIGPIPE to a
 /// host that embeds the runtime without ignoring it.
-pub(crate) fn write_all_nosignal(socket: &UnixStream, mut bytes: &[u8]) -> std::io::Result<()> {
+/// The socket's send timeout bounds each `send`; `deadline` bounds them all, so a reader that takes a
+/// little at a time cannot stretch one message for ever.
+pub(crate) fn write_all_nosignal(socket: &UnixStream, mut bytes: &[u8], deadline: Instant) -> std::io::Result<()> {
     use std::os::fd::AsRawFd;
     while !bytes.is_empty() {
+        if Instant::now() >= deadline {
+            return Err(std::io::ErrorKind::TimedOut.into());
+        }
         // SAFETY: a send from a live slice on an open socket.
         let sent =
             unsafe { nix::libc::send(socket.as_raw_fd(), bytes.as_ptr().cast(), bytes.len(), nix::libc::MSG_NOSIGNAL) };
@@ -427,12 +534,18 @@ impl Supervisor {
         };
         let id = conn.id();
         let answers = conn.register(id)?;
-        let _ = conn.send(&ToChild::Build { id, handler, spec: spec.clone() });
-        let deadline = Instant::now() + Duration::from_millis(shared.limits.start_timeout_ms);
+        if let Err(SendError::TooLarge(bytes)) = conn.send(&ToChild::Build { id, handler, spec: spec.clone() }) {
+            conn.unregister(id);
+            return Err(format!(
+                "the configuration of `{tool}` is {bytes} bytes, over [plugins.process] max_message_bytes = {}",
+                shared.limits.max_message_bytes
+            ));
+        }
+        let deadline = after(Duration::from_millis(shared.limits.start_timeout_ms));
         let built = match answers.recv_deadline(deadline) {
-            Ok(Routed::Message(ToHost::Built { built, .. })) => built,
+            Ok(Routed::Message(ToHost::Built { built, .. }, _)) => built,
             Ok(Routed::Died(why)) => return Err(why),
-            Ok(Routed::Message(_)) => Built::Failed("the plugin's process answered out of turn".to_owned()),
+            Ok(Routed::Message(..)) => Built::Failed("the plugin's process answered out of turn".to_owned()),
             Err(_) => {
                 conn.kill(
                     format!("the plugin's process did not build `{tool}` within [plugins.process] start_timeout_ms"),
@@ -468,9 +581,14 @@ impl Supervisor {
             if let Some(conn) = state.child.as_ref().filter(|c| c.usable()) {
                 return Ok(Arc::clone(conn));
             }
+            // A child that is ending but not yet reaped has not been counted: starting another now would skip
+            // the backoff its crash is about to set.
+            let ending = state.child.as_ref().is_some_and(|c| !c.dead());
             let now = Instant::now();
-            if now < state.next_start {
-                let wait = (state.next_start - now).min(Duration::from_millis(shared.limits.poll_ms.max(1)));
+            if ending || now < state.next_start {
+                let until_start = state.next_start.saturating_duration_since(now);
+                let poll = Duration::from_millis(shared.limits.poll_ms.max(1));
+                let wait = if ending { poll } else { until_start.min(poll) };
                 drop(state);
                 if host.is_cancelled() {
                     return Err("the call was cancelled while the plugin's process was restarting".to_owned());
@@ -510,7 +628,7 @@ impl Shared {
         }
         let count = state.crashes.len() as u32;
         let backoff = limits.restart_backoff_ms.saturating_mul(1u64 << (count.saturating_sub(1)).min(32));
-        state.next_start = now + Duration::from_millis(backoff.min(limits.restart_backoff_max_ms));
+        state.next_start = after(Duration::from_millis(backoff.min(limits.restart_backoff_max_ms)));
         if limits.quarantine_after > 0 && count >= limits.quarantine_after && state.quarantined.is_none() {
             let plugin = self.plugin();
             let reason = format!(

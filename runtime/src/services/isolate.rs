@@ -329,8 +329,7 @@ fn spawn(limits: &IsolationConfig, library: &std::fs::File) -> Result<(Child, Un
         .env_clear()
         .current_dir("/")
         .process_group(0);
-    let child = command
-        .spawn()
+    let child = crate::child_process::spawn(command)
         .map_err(|e| format!("cannot start the parser's child process {}: {e}", executable.display()))?;
     Ok((child, ours))
 }

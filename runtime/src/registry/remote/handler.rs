@@ -1,7 +1,7 @@
 //! The host's side of a handler that lives in a child process: the frozen `ToolHandler` vtable, implemented
 //! by sending each phase over the socket and serving the plugin's host-service calls until it answers.
 
-use super::{Phase, Routed, Supervisor, ToChild, ToHost};
+use super::{Phase, Routed, SendError, Supervisor, ToChild, ToHost};
 use abi_stable::std_types::{RResult, RStr, RString};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -43,59 +43,91 @@ impl RemoteHandler {
         let conn = self.supervisor.live(host)?;
         let id = conn.id();
         let answers = conn.register(id)?;
-        // A failed write means the child is dying: its reader thread sends why.
-        let _ = conn.send(&ToChild::Call { id, handler: self.handler, phase, call: call.to_owned() });
+        let sent = conn.send(&ToChild::Call { id, handler: self.handler, phase, call: call.to_owned() });
+        if let Err(SendError::TooLarge(bytes)) = sent {
+            conn.unregister(id);
+            return Err(format!(
+                "the call is {bytes} bytes, over [plugins.process] max_message_bytes = {}",
+                limits.max_message_bytes
+            ));
+        }
+        // Otherwise a failed write means the child is dying: its reader thread sends why.
         let poll = Duration::from_millis(limits.poll_ms.max(1));
+        let grace = Duration::from_millis(limits.kill_grace_ms);
         let mut cancelled_at: Option<Instant> = None;
+        let mut killed = false;
         let answer = loop {
-            let message = match answers.recv_timeout(poll) {
-                Ok(Routed::Message(message)) => message,
-                Ok(Routed::Died(why)) => break Err(why),
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    match cancelled_at {
-                        None if host.is_cancelled() => {
-                            cancelled_at = Some(Instant::now());
-                            let _ = conn.send(&ToChild::Cancel { id });
-                        }
-                        Some(at) if at.elapsed() >= Duration::from_millis(limits.kill_grace_ms) => {
-                            conn.kill(
-                                format!(
-                                    "the plugin `{}` did not stop within [plugins.process] kill_grace_ms = {} of \
-                                     its call's cancellation; its process was killed and restarts for the next call",
-                                    crate::shown::escape_line(&self.supervisor.shared.plugin()),
-                                    limits.kill_grace_ms
-                                ),
-                                true,
-                            );
-                            // The reader thread answers with the reason once the child is reaped.
-                            cancelled_at = Some(Instant::now() + Duration::from_secs(3600));
-                        }
-                        _ => {}
-                    }
-                    continue;
+            // Looked at on every pass, not only when the child is quiet: a child that keeps talking must not
+            // keep its cancellation from being passed on.
+            match cancelled_at {
+                None if host.is_cancelled() => {
+                    cancelled_at = Some(Instant::now());
+                    let _ = conn.send(&ToChild::Cancel { id });
                 }
+                Some(at) if !killed && at.elapsed() >= grace => {
+                    killed = true;
+                    conn.kill(
+                        format!(
+                            "the plugin `{}` did not stop within [plugins.process] kill_grace_ms = {} of its call's \
+                             cancellation; its process was killed and restarts for the next call",
+                            crate::shown::escape_line(&self.supervisor.shared.plugin()),
+                            limits.kill_grace_ms
+                        ),
+                        true,
+                    );
+                    // The reader thread answers with the reason once the child is reaped.
+                }
+                _ => {}
+            }
+            let message = match answers.recv_deadline(Instant::now() + poll) {
+                Ok(Routed::Message(message, _)) => message,
+                Ok(Routed::Died(why)) => break Err(why),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => continue,
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
                     break Err("the plugin's process is gone".to_owned());
                 }
             };
             match message {
+                // A cancelled call serves no more of the plugin's requests: it is only waiting for the answer.
+                ToHost::Service { .. } if cancelled_at.is_some() => {
+                    let text = "the call was cancelled".to_owned();
+                    let _ = conn.send(&ToChild::Reply { id, ok: false, text });
+                }
                 ToHost::Service { name, request, .. } => {
                     let (ok, text) = match host.service(name.as_str().into(), request.as_str().into()) {
                         RResult::ROk(text) => (true, text.into_string()),
                         RResult::RErr(text) => (false, text.into_string()),
                     };
-                    let _ = conn.send(&ToChild::Reply { id, ok, text });
+                    if let Err(SendError::TooLarge(bytes)) = conn.send(&ToChild::Reply { id, ok, text }) {
+                        let text = format!(
+                            "the answer of `{}` is {bytes} bytes, over [plugins.process] max_message_bytes = {}",
+                            crate::shown::escape_line(&name),
+                            limits.max_message_bytes
+                        );
+                        let _ = conn.send(&ToChild::Reply { id, ok: false, text });
+                    }
                 }
                 ToHost::ListServices { .. } => {
                     let names = host.services().into_iter().map(RString::into_string).collect();
                     let _ = conn.send(&ToChild::Services { id, names });
                 }
-                ToHost::Log { level, message, .. } => host.log(level, message.as_str().into()),
+                ToHost::Log { level, message, .. } => host.log(level, clip(&message).into()),
                 ToHost::Done { ok, text, .. } => break Ok((ok, text)),
                 ToHost::Built { .. } | ToHost::Hello(_) | ToHost::Broken { .. } => {}
             }
         };
         conn.unregister(id);
         answer
+    }
+}
+
+/// The most of one log message passed on: a log line is for a person, and the host's log is not the plugin's
+/// to fill.
+const LOG_MAX: usize = 16 * 1024;
+
+fn clip(message: &str) -> &str {
+    match message.char_indices().nth(LOG_MAX) {
+        Some((at, _)) => &message[..at],
+        None => message,
     }
 }

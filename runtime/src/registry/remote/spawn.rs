@@ -1,15 +1,15 @@
 //! Starting a plugin's child process, its handshake, and the reader thread that routes its frames and
 //! reports its death.
 
-use super::{lock, Conn, Hello, Routed, Routes, Shared, Spec, Start, ToHost, PLUGIN_HOST_ARG};
+use super::{after, lock, Conn, Hello, Routed, Routes, SendError, Shared, Spec, Start, ToHost, PLUGIN_HOST_ARG};
 use crate::child_process::{executable, frames, keep_tail};
 use crate::config::ProcessLimits;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 /// Starts a child on `shared`'s library, builds `specs` in it, and waits for its hello.
 pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, Hello), String> {
@@ -21,9 +21,13 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
     let library = shared.library.file().ok_or_else(|| failed("the library copy is not open".to_owned()))?;
     let library = library.try_clone().map_err(|e| failed(format!("cannot hand the library copy down: {e}")))?;
     let (ours, theirs) = UnixStream::pair().map_err(|e| failed(format!("cannot make a socket: {e}")))?;
+    // Before the child exists, so no error path below leaves it unwatched.
+    let watcher_socket = ours.try_clone().map_err(|e| failed(format!("cannot use the socket: {e}")))?;
+    let reader_socket = ours.try_clone().map_err(|e| failed(format!("cannot use the socket: {e}")))?;
     let memory = limits.memory_mb.saturating_mul(1024 * 1024);
     let cpu_seconds = limits.cpu_ms.div_ceil(1000);
-    let mut process = Command::new(&executable)
+    let mut command = Command::new(&executable);
+    command
         .arg(PLUGIN_HOST_ARG)
         .args([memory.to_string(), cpu_seconds.to_string(), std::process::id().to_string()])
         .stdin(Stdio::from(library))
@@ -31,8 +35,8 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         .stderr(Stdio::piped())
         .env_clear()
         .current_dir("/")
-        .process_group(0)
-        .spawn()
+        .process_group(0);
+    let mut process = crate::child_process::spawn(command)
         .map_err(|e| failed(format!("cannot run {}: {e}", executable.display())))?;
     let stderr = process.stderr.take().map(keep_tail);
     let pid = i32::try_from(process.id()).unwrap_or(0);
@@ -42,16 +46,28 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         routes: Mutex::new(Routes::default()),
         next_id: AtomicU64::new(1),
         pid,
+        max_message: limits.max_message_bytes,
+        stall: Duration::from_millis(limits.stall_ms.max(1)),
         intent: Mutex::new(None),
         ending: AtomicBool::new(false),
+        reaped: Mutex::new(None),
+        exited: Condvar::new(),
     });
-    let _ = conn.socket.set_write_timeout(Some(Duration::from_millis(limits.stall_ms.max(1))));
-    let hello = handshake(&conn, specs, limits);
-    let hello = match hello {
+    let watched = Arc::clone(&conn);
+    let watcher = std::thread::Builder::new()
+        .name("toolshed-plugin-waiter".to_owned())
+        .spawn(move || watch_child(&watched, process, &watcher_socket));
+    if let Err(e) = watcher {
+        // The process went down with the closure: it was never waited for. Nothing else knows its number.
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        return Err(failed(format!("cannot start the thread that waits for it: {e}")));
+    }
+    let _ = conn.socket.set_write_timeout(Some(conn.stall));
+    let hello = match handshake(&conn, specs, limits) {
         Ok(hello) => hello,
         Err(why) => {
             conn.kill(why.clone(), true);
-            let status = process.wait().ok();
+            let (_, status) = conn.wait_reaped(after(Duration::from_millis(limits.kill_grace_ms.max(1000))));
             let tail = stderr.and_then(|rx| rx.recv_timeout(Duration::from_millis(limits.kill_grace_ms)).ok());
             let why = match why.as_str() {
                 "" => describe(&plugin, status, tail.as_deref().unwrap_or(""), limits),
@@ -60,15 +76,13 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
             return Err(format!("the plugin `{}` did not start: {why}", crate::shown::escape_line(&plugin)));
         }
     };
-    let reader = conn.socket.try_clone().map_err(|e| failed(format!("cannot use the socket: {e}")))?;
     let weak = Arc::downgrade(shared);
     let watched = Arc::clone(&conn);
-    let max = limits.max_message_bytes;
     let name = hello.name.clone();
     let limits = limits.clone();
     std::thread::Builder::new()
         .name("toolshed-plugin-reader".to_owned())
-        .spawn(move || read_child(watched, reader, process, stderr, weak, name, max, limits))
+        .spawn(move || read_child(watched, reader_socket, stderr, weak, name, limits))
         .map_err(|e| {
             conn.kill(String::new(), false);
             failed(format!("cannot start its reader thread: {e}"))
@@ -76,17 +90,73 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
     Ok((conn, hello))
 }
 
+/// Waits for the child to exit, kills what is left of its group while its number is still reserved (an
+/// exited leader not yet reaped keeps it), reaps it, and shuts the host's end of the socket. The socket's
+/// end of file would not come by itself while something the plugin forked still holds the other end; the
+/// reader thread learns of the death from this shutdown instead.
+fn watch_child(conn: &Conn, mut process: Child, socket: &UnixStream) {
+    let pid = conn.pid;
+    loop {
+        // SAFETY: waitid on our own child with a zeroed siginfo; WNOWAIT leaves it unreaped.
+        let waited = unsafe {
+            let mut info: nix::libc::siginfo_t = std::mem::zeroed();
+            nix::libc::waitid(
+                nix::libc::P_PID,
+                pid as nix::libc::id_t,
+                &mut info,
+                nix::libc::WEXITED | nix::libc::WNOWAIT,
+            )
+        };
+        if waited == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    {
+        let mut reaped = lock(&conn.reaped);
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        *reaped = Some(process.wait().ok());
+    }
+    conn.ending.store(true, Ordering::Release);
+    conn.exited.notify_all();
+    let _ = socket.shutdown(std::net::Shutdown::Both);
+}
+
+/// Reads one frame before `deadline`, however slowly the child sends it: the socket's timeout bounds each
+/// read, this bounds them all.
+fn read_before(socket: &UnixStream, max: u64, deadline: Instant) -> std::io::Result<Vec<u8>> {
+    struct Until<'a>(&'a UnixStream, Instant);
+    impl std::io::Read for Until<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let left = self.1.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(std::io::ErrorKind::TimedOut.into());
+            }
+            self.0.set_read_timeout(Some(left))?;
+            let mut socket = self.0;
+            socket.read(buf)
+        }
+    }
+    let read = frames::read_blocking(&mut Until(socket, deadline), max);
+    let _ = socket.set_read_timeout(None);
+    read
+}
+
 /// Sends the start frame and reads the hello, within `start_timeout_ms`. An empty error means the child
 /// died or closed the socket (its exit status says why).
 fn handshake(conn: &Conn, specs: &[Spec], limits: &ProcessLimits) -> Result<Hello, String> {
     let start = Start { handlers: specs.to_vec(), max_message: limits.max_message_bytes };
-    conn.send(&start).map_err(|_| String::new())?;
-    let timeout = Duration::from_millis(limits.start_timeout_ms.max(1));
-    let _ = conn.socket.set_read_timeout(Some(timeout));
-    let mut socket = &conn.socket;
-    let answer = frames::read_blocking(&mut socket, limits.max_message_bytes);
-    let _ = conn.socket.set_read_timeout(None);
-    let bytes = match answer {
+    match conn.send(&start) {
+        Ok(()) => {}
+        Err(SendError::TooLarge(bytes)) => {
+            return Err(format!(
+                "its handlers' configuration is {bytes} bytes, over [plugins.process] max_message_bytes = {}",
+                limits.max_message_bytes
+            ))
+        }
+        Err(SendError::Gone) => return Err(String::new()),
+    }
+    let deadline = after(Duration::from_millis(limits.start_timeout_ms.max(1)));
+    let bytes = match read_before(&conn.socket, limits.max_message_bytes, deadline) {
         Ok(bytes) => bytes,
         Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
             return Err(format!(
@@ -104,18 +174,16 @@ fn handshake(conn: &Conn, specs: &[Spec], limits: &ProcessLimits) -> Result<Hell
 }
 
 /// The reader thread of one child: routes every frame to the call it answers until the child dies, then
-/// reaps it, tells every call in flight why, and counts the crash.
-#[allow(clippy::too_many_arguments)]
+/// waits for it to be reaped, counts the crash, and tells every call in flight why.
 fn read_child(
     conn: Arc<Conn>,
     socket: UnixStream,
-    mut process: Child,
     stderr: Option<std::sync::mpsc::Receiver<String>>,
     shared: Weak<Shared>,
     plugin: String,
-    max: u64,
     limits: ProcessLimits,
 ) {
+    let max = limits.max_message_bytes;
     let mut reader = std::io::BufReader::with_capacity(64 * 1024, socket);
     let broke = loop {
         let bytes = match frames::read_blocking(&mut reader, max) {
@@ -138,9 +206,8 @@ fn read_child(
             | ToHost::Done { id, .. } => *id,
             ToHost::Hello(_) | ToHost::Broken { .. } => break Some("it sent a second hello".to_owned()),
         };
-        let route = lock(&conn.routes).waiting.get(&id).cloned();
-        if let Some(route) = route {
-            let _ = route.send(Routed::Message(message));
+        if let Err(why) = conn.route(id, message, bytes.len() as u64) {
+            break Some(why);
         }
     };
     conn.ending.store(true, Ordering::Release);
@@ -149,25 +216,21 @@ fn read_child(
     }
     // A child whose socket closed is usually exiting: give it `kill_grace_ms` to finish, so its own status
     // says why. One that lingers with its connection cut is killed, and said to be.
-    if lock(&conn.intent).is_none() {
-        let deadline = std::time::Instant::now() + Duration::from_millis(limits.kill_grace_ms);
-        while matches!(process.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if matches!(process.try_wait(), Ok(None)) {
-            conn.kill(
-                format!(
-                    "the plugin `{}` closed its connection to the host without exiting; its process was killed and \
-                     restarts for the next call",
-                    crate::shown::escape_line(&plugin)
-                ),
-                true,
-            );
-        }
+    let grace = Duration::from_millis(limits.kill_grace_ms);
+    if lock(&conn.intent).is_none() && !conn.wait_reaped(after(grace)).0 {
+        conn.kill(
+            format!(
+                "the plugin `{}` closed its connection to the host without exiting; its process was killed and \
+                 restarts for the next call",
+                crate::shown::escape_line(&plugin)
+            ),
+            true,
+        );
     }
-    // Whatever ended the conversation, the child (and its group) has nothing left to do.
-    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(conn.pid), nix::sys::signal::Signal::SIGKILL);
-    let status = process.wait().ok();
+    // Whatever ended the conversation, the child (and its group) has nothing left to do. SIGKILL is not
+    // refused, but a process in uninterruptible sleep takes its time: the calls are not held for it.
+    conn.signal_group();
+    let (_, status) = conn.wait_reaped(after(grace.max(Duration::from_secs(1))));
     let intent = lock(&conn.intent).clone();
     let (why, crash) = match intent {
         Some((why, crash)) => (why, crash),
@@ -178,17 +241,19 @@ fn read_child(
             (describe(&plugin, status, &tail, &limits), true)
         }
     };
+    // Counted before the calls are told and the child is marked dead: a call that comes in meanwhile waits for
+    // the mark (`Supervisor::live`), and then sees the backoff this crash sets.
+    if crash && let Some(shared) = shared.upgrade() {
+        tracing::warn!(plugin = %crate::shown::escape_line(&plugin), "{why}");
+        shared.crashed(&why);
+    }
     let waiting = {
         let mut routes = lock(&conn.routes);
         routes.dead = Some(why.clone());
         std::mem::take(&mut routes.waiting)
     };
     for route in waiting.into_values() {
-        let _ = route.send(Routed::Died(why.clone()));
-    }
-    if crash && let Some(shared) = shared.upgrade() {
-        tracing::warn!(plugin = %plugin, "{why}");
-        shared.crashed(&why);
+        let _ = route.tx.send(Routed::Died(why.clone()));
     }
 }
 
@@ -214,9 +279,8 @@ pub(super) fn describe(
         false => format!(": {}", crate::shown::escape_line(&line)),
     };
     let how = match (status.and_then(|s| s.signal()), status.and_then(|s| s.code())) {
-        _ if limits.memory_mb > 0
-            && (stderr.contains("memory allocation of") || stderr.contains("capacity overflow")) =>
-        {
+        // Rust's allocation failure prints this and aborts; the text alone could be the plugin's own.
+        (Some(nix::libc::SIGABRT), _) if limits.memory_mb > 0 && stderr.contains("memory allocation of") => {
             format!("ran out of memory, [plugins.process] memory_mb = {}", limits.memory_mb)
         }
         (Some(nix::libc::SIGXCPU), _) => {
