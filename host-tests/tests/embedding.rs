@@ -397,3 +397,38 @@ fn a_host_on_a_multi_thread_tokio_runtime() {
         assert!(text(result).contains(&format!("file {i}")), "{}", text(result));
     }
 }
+
+#[test]
+fn a_tool_declaring_that_prepare_proceeds_runs_without_it_and_hooks_still_see_the_call() {
+    let ws = workspace();
+    // Without hooks: straight to execute (the fixture's prepare would refuse).
+    let runtime = with_fixtures().yes(true).build().unwrap();
+    let task = runtime.task(TaskContext::new(ws.path()));
+    let result = block_on(task.execute(ToolUse::new("s1", "skips_prepare", json!({}))));
+    assert_eq!(result.status, ResultStatus::Success, "{}", result.to_model_text());
+    assert_eq!(text(&result), "executed, approved = false");
+
+    // A PreToolUse hook still sees the call between the skipped prepare and execute, and can deny it.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let told = Arc::clone(&seen);
+    let runtime = with_fixtures()
+        .yes(true)
+        .pre_tool_use(move |input| {
+            told.lock().unwrap().push(input.tool_use_id.clone());
+            async move {
+                if input.tool_use_id == "deny" {
+                    HookOutcome::deny("not this one")
+                } else {
+                    HookOutcome::pass()
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    let task = runtime.task(TaskContext::new(ws.path()));
+    let denied = block_on(task.execute(ToolUse::new("deny", "skips_prepare", json!({}))));
+    assert_eq!(denied.status, ResultStatus::Denied);
+    let passed = block_on(task.execute(ToolUse::new("pass", "skips_prepare", json!({}))));
+    assert_eq!(text(&passed), "executed, approved = false");
+    assert_eq!(*seen.lock().unwrap(), ["deny", "pass"]);
+}

@@ -78,6 +78,10 @@ pub mod capability {
     /// runs them, and every thread they start, at a lower CPU priority (`[plugins] bulk_priority`), so short
     /// calls never wait behind them for a core.
     pub const BULK: &str = "bulk";
+    /// Its `prepare` always answers `Proceed` (it never asks for approval and never refuses before running): the
+    /// runtime skips the call to `prepare` and runs `execute` at once, as if `prepare` had answered `Proceed`.
+    /// The approval policy and the hooks still apply as they would to that answer.
+    pub const PROCEEDS: &str = "proceeds";
 }
 
 /// The model-facing description of a tool, as Cline's `ClineToolSpec`.

@@ -318,11 +318,27 @@ impl Engine {
         let post_input = self.hooks.has(HookEvent::PostToolUse).then(|| hook_input(HookEvent::PostToolUse));
 
         // Prepare, and when nobody has to be asked, execute in the same job: one round trip instead of two.
-        let authorizer = Arc::new(authorize::Authorizer::new(self, task, &route, &tool_use.name, &input));
+        // Made once a decision may be needed: a call whose `prepare` is skipped and has no hooks needs none.
+        let authorizer = std::sync::OnceLock::new();
+        let authorizer = || {
+            authorizer.get_or_init(|| Arc::new(authorize::Authorizer::new(self, task, &route, &tool_use.name, &input)))
+        };
         let call = Arc::new(CallJson::new(&tool_use.name, &tool_use.id, &input, task, Arc::clone(cancel)));
-        // PreToolUse hooks run between prepare and execute, so the two cannot share a job when there are any.
-        let then = (!pre_hooks).then(|| ThenExecute { approve: authorizer.clone(), timeout: self.timeouts.call });
-        let first = self.run_phase(&route, Phase::Prepare, (&call, false), task, self.timeouts.prepare, then).await;
+        let first = match (route.meta.proceeds, pre_hooks) {
+            // `prepare` would answer `Proceed`, which needs nobody: straight to `execute`, one call instead of two.
+            (true, false) => {
+                self.run_phase(&route, Phase::Execute, (&call, false), task, self.timeouts.call, None).await
+            }
+            // PreToolUse hooks still see the call between the two phases.
+            (true, true) => Ok(PhaseAnswer::Prepared(Ok(Prepared::Proceed))),
+            (false, _) => {
+                // PreToolUse hooks run between prepare and execute, so the two cannot share a job when there
+                // are any.
+                let then =
+                    (!pre_hooks).then(|| ThenExecute { approve: authorizer().clone(), timeout: self.timeouts.call });
+                self.run_phase(&route, Phase::Prepare, (&call, false), task, self.timeouts.prepare, then).await
+            }
+        };
         let mut feedback = None;
         let mut verdict = Verdict::default();
         let executed = match first {
@@ -354,7 +370,7 @@ impl Engine {
                         return (result, Some(signature));
                     }
                 }
-                match authorize::authorize(&authorizer, request, &verdict).await {
+                match authorize::authorize(authorizer(), request, &verdict).await {
                     Ok(authorized) => {
                         feedback = authorized.feedback;
                         let limit = self.timeouts.call;

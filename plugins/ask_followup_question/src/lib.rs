@@ -60,6 +60,8 @@ impl Tool for AskFollowupQuestion {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("ask_followup_question", spec::DESCRIPTION, &[]);
+        // `prepare` always proceeds: the runtime skips it and runs `execute` at once.
+        declaration.capabilities.push(toolshed_plugin_api::capability::PROCEEDS.to_owned());
         declaration.checks_parameters = true;
         declaration.display = Some("[{tool} for '{question}']".to_owned());
         declaration.specs = spec::specs();

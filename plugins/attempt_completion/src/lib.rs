@@ -61,6 +61,8 @@ impl Tool for AttemptCompletion {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("attempt_completion", spec::DESCRIPTION, &[]);
+        // `prepare` always proceeds: the runtime skips it and runs `execute` at once.
+        declaration.capabilities.push(toolshed_plugin_api::capability::PROCEEDS.to_owned());
         declaration.checks_parameters = true;
         // Cline's executor copies `response` into a missing `result` before anything else looks at the call.
         declaration.param_aliases.insert("response".to_owned(), "result".to_owned());

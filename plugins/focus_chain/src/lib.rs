@@ -17,6 +17,8 @@ impl Tool for FocusChain {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("focus_chain", "", &[]);
+        // `prepare` always proceeds: the runtime skips it and runs `execute` at once.
+        declaration.capabilities.push(toolshed_plugin_api::capability::PROCEEDS.to_owned());
         for spec in declaration.specs.values_mut() {
             spec.context_requirements = vec!["focus_chain".to_owned()];
         }

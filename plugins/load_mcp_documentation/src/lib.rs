@@ -54,6 +54,8 @@ impl Tool for LoadMcpDocumentation {
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("load_mcp_documentation", DESCRIPTION, &[]);
         declaration.capabilities = vec![capability::READ_ONLY.to_owned()];
+        // `prepare` always proceeds: the runtime skips it and runs `execute` at once.
+        declaration.capabilities.push(toolshed_plugin_api::capability::PROCEEDS.to_owned());
         for spec in declaration.specs.values_mut() {
             // Offered with an MCP hub only, as Cline offers it.
             spec.context_requirements = vec!["mcp".to_owned()];

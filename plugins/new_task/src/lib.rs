@@ -26,6 +26,8 @@ impl Tool for NewTask {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("new_task", spec::DESCRIPTION, &[]);
+        // `prepare` always proceeds: the runtime skips it and runs `execute` at once.
+        declaration.capabilities.push(toolshed_plugin_api::capability::PROCEEDS.to_owned());
         declaration.checks_parameters = true;
         declaration.display = Some("[{tool} for creating a new task]".to_owned());
         for spec in declaration.specs.values_mut() {

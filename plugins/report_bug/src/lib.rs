@@ -34,6 +34,8 @@ impl Tool for ReportBug {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("report_bug", spec::DESCRIPTION, &[]);
+        // `prepare` always proceeds: the runtime skips it and runs `execute` at once.
+        declaration.capabilities.push(toolshed_plugin_api::capability::PROCEEDS.to_owned());
         declaration.checks_parameters = true;
         for spec in declaration.specs.values_mut() {
             spec.parameters = spec::parameters();

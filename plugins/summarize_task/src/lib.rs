@@ -36,6 +36,8 @@ impl Tool for SummarizeTask {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("summarize_task", spec::DESCRIPTION, &[]);
+        // `prepare` always proceeds: the runtime skips it and runs `execute` at once.
+        declaration.capabilities.push(toolshed_plugin_api::capability::PROCEEDS.to_owned());
         declaration.checks_parameters = true;
         for spec in declaration.specs.values_mut() {
             spec.parameters = spec::parameters();

@@ -34,6 +34,8 @@ impl Tool for UseSkill {
 
     fn declaration() -> ToolDeclaration {
         let mut declaration = toolshed_plugin_api::declare("use_skill", spec::DESCRIPTION, spec::PARAMS);
+        // `prepare` always proceeds: the runtime skips it and runs `execute` at once.
+        declaration.capabilities.push(toolshed_plugin_api::capability::PROCEEDS.to_owned());
         declaration.checks_parameters = true;
         declaration.display = Some("[{tool}{?skill_name: for \"{skill_name}\"}]".to_owned());
         for spec in declaration.specs.values_mut() {

@@ -35,6 +35,8 @@ pub struct ToolMeta {
     pub required: Vec<(String, bool)>,
     /// The tool checks its parameters itself: the runtime's required-parameter check gives way.
     pub checks_parameters: bool,
+    /// The tool declared that its `prepare` always proceeds ([`capability::PROCEEDS`]): it is not called.
+    pub proceeds: bool,
     /// Parameter aliases, alias → parameter, applied before any check.
     pub param_aliases: BTreeMap<String, String>,
     /// The plugin that serves it.
@@ -331,6 +333,7 @@ impl Coordinator {
                     capabilities: decl.capabilities.clone(),
                     required: required_params(specs),
                     checks_parameters: decl.checks_parameters,
+                    proceeds: declares(capability::PROCEEDS),
                     param_aliases: decl.param_aliases.clone(),
                     specs: specs.clone(),
                     plugin: Arc::clone(&plugin.identity),
