@@ -115,34 +115,60 @@ struct RawCall<'a, A> {
 /// The task infos a handler parsed last, by their JSON text: every call of a task carries the same task JSON,
 /// so it is parsed once per task rather than once per phase (it is most of a small call's parsing cost).
 /// Kept in the handler, not in a thread-local, so it goes with the handler (see `THREAD_KEY`).
+///
+/// A call borrows its task's entry for as long as it runs and gives it back after ([`TaskCache::give_back`]),
+/// so no call copies the task (its strings and maps are a dozen allocations); a second call of the same task
+/// running meanwhile on another thread parses its own.
 #[derive(Default)]
-struct TaskCache(std::sync::Mutex<Vec<(String, crate::protocol::TaskInfo)>>);
+struct TaskCache(std::sync::Mutex<Vec<(String, Option<crate::protocol::TaskInfo>)>>);
 
 /// Tasks a handler remembers: more than a host usually runs at once on one tool.
 const CACHED_TASKS: usize = 8;
 
 impl TaskCache {
-    fn parse(&self, raw: Option<&serde_json::value::RawValue>) -> Result<crate::protocol::TaskInfo, String> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Option<crate::protocol::TaskInfo>)>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The task of a call, taken from the cache when it is there and not lent out.
+    fn take(&self, raw: Option<&serde_json::value::RawValue>) -> Result<crate::protocol::TaskInfo, String> {
         let Some(raw) = raw else {
             return Ok(crate::protocol::TaskInfo::default());
         };
-        let lock = || self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((_, task)) = lock().iter().find(|(text, _)| text == raw.get()) {
-            return Ok(task.clone());
+        if let Some(task) = self.lock().iter_mut().find(|(text, _)| text == raw.get()).and_then(|(_, t)| t.take()) {
+            return Ok(task);
         }
-        let task: crate::protocol::TaskInfo = serde_json::from_str(raw.get()).map_err(|e| super::json_error(&e))?;
-        let mut cache = lock();
-        if cache.len() >= CACHED_TASKS {
-            cache.remove(0);
+        serde_json::from_str(raw.get()).map_err(|e| super::json_error(&e))
+    }
+
+    /// Returns a call's task to the cache once the call is over, under the JSON text it was read from.
+    fn give_back(&self, raw: Option<&serde_json::value::RawValue>, task: crate::protocol::TaskInfo) {
+        let Some(raw) = raw else { return };
+        let mut cache = self.lock();
+        match cache.iter_mut().find(|(text, _)| text == raw.get()) {
+            Some((_, slot)) => *slot = Some(task),
+            None => {
+                if cache.len() >= CACHED_TASKS {
+                    cache.remove(0);
+                }
+                cache.push((raw.get().to_owned(), Some(task)));
+            }
         }
-        cache.push((raw.get().to_owned(), task.clone()));
-        Ok(task)
     }
 }
 
-fn parse_call<A: DeserializeOwned>(call: &str, tasks: &TaskCache) -> Result<ToolCall<A>, String> {
+/// Parses a call, runs `run` on it, and gives the call's task back to the cache.
+fn with_call<A: DeserializeOwned, R>(
+    call: &str,
+    tasks: &TaskCache,
+    run: impl FnOnce(&ToolCall<A>) -> R,
+) -> Result<R, String> {
     let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| super::json_error(&e))?;
-    Ok(ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: tasks.parse(raw.task)?, approved: raw.approved })
+    let call =
+        ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: tasks.take(raw.task)?, approved: raw.approved };
+    let answer = run(&call);
+    tasks.give_back(raw.task, call.task);
+    Ok(answer)
 }
 
 /// Connects a typed [`Tool`] to the [`ToolHandler`] vtable.
@@ -154,10 +180,9 @@ struct Adapter<T> {
 impl<T: Tool> ToolHandler for Adapter<T> {
     fn prepare(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
-            let answer = match parse_call::<T::Args>(call.as_str(), &self.tasks) {
-                Ok(call) => Failure::prepared(self.tool.prepare(&call, &HostClient::new(host))),
-                Err(e) => Prepared::Error(invalid_input(&e)),
-            };
+            let host = HostClient::new(host);
+            let answer = with_call::<T::Args, _>(call.as_str(), &self.tasks, |call| self.tool.prepare(call, &host))
+                .map_or_else(|e| Prepared::Error(invalid_input(&e)), Failure::prepared);
             to_json(&answer)
         })
     }
@@ -168,10 +193,8 @@ impl<T: Tool> ToolHandler for Adapter<T> {
             if let Some(answer) = run_job(&self.tool, call.as_str(), &host) {
                 return to_json(&answer);
             }
-            let answer = match parse_call::<T::Args>(call.as_str(), &self.tasks) {
-                Ok(call) => Failure::outcome(self.tool.execute(&call, &host)),
-                Err(e) => Outcome::Error(invalid_input(&e)),
-            };
+            let answer = with_call::<T::Args, _>(call.as_str(), &self.tasks, |call| self.tool.execute(call, &host))
+                .map_or_else(|e| Outcome::Error(invalid_input(&e)), Failure::outcome);
             to_json(&answer)
         })
     }
@@ -207,4 +230,48 @@ pub fn into_abi(handler: Option<ToolHandlerBox>) -> ROption<ToolHandlerBox> {
 /// Serialises the declarations of a plugin's tools.
 pub fn declarations_json(tools: Vec<ToolDeclaration>) -> Result<RString, String> {
     to_json(&crate::protocol::PluginDeclaration { tools })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(task_id: &str) -> String {
+        format!(r#"{{"tool":"t","id":"1","input":{{}},"task":{{"task_id":"{task_id}","cwd":"/w","mode":"act"}}}}"#)
+    }
+
+    #[test]
+    fn a_call_borrows_its_task_and_gives_it_back() {
+        let tasks = TaskCache::default();
+        let first = with_call::<serde_json::Value, _>(&call("a"), &tasks, |c| c.task.task_id.clone()).unwrap();
+        assert_eq!(first, "a");
+        assert!(tasks.lock().iter().any(|(_, task)| task.as_ref().is_some_and(|t| t.task_id == "a")));
+        // While one call holds the task, another of the same task reads its own copy, and both come back.
+        let nested = with_call::<serde_json::Value, _>(&call("a"), &tasks, |outer| {
+            assert!(tasks.lock().iter().all(|(_, task)| task.is_none()), "the entry is lent out");
+            let inner = with_call::<serde_json::Value, _>(&call("a"), &tasks, |c| c.task.cwd.clone()).unwrap();
+            (outer.task.mode.clone(), inner)
+        });
+        assert_eq!(nested.unwrap(), ("act".to_owned(), "/w".to_owned()));
+        assert_eq!(tasks.lock().len(), 1);
+        // Another task's text is another entry; the cache stays bounded.
+        for i in 0..(CACHED_TASKS * 2) {
+            let id = with_call::<serde_json::Value, _>(&call(&i.to_string()), &tasks, |c| c.task.task_id.clone());
+            assert_eq!(id.unwrap(), i.to_string());
+        }
+        assert_eq!(tasks.lock().len(), CACHED_TASKS);
+    }
+
+    #[test]
+    fn a_call_that_panics_leaves_the_cache_usable() {
+        let tasks = TaskCache::default();
+        with_call::<serde_json::Value, _>(&call("a"), &tasks, |_| ()).unwrap();
+        let panicked = catch_unwind(AssertUnwindSafe(|| {
+            with_call::<serde_json::Value, _>(&call("a"), &tasks, |_| panic!("boom")).unwrap();
+        }));
+        assert!(panicked.is_err());
+        let id = with_call::<serde_json::Value, _>(&call("a"), &tasks, |c| c.task.task_id.clone()).unwrap();
+        assert_eq!(id, "a");
+        assert!(tasks.lock().iter().any(|(_, task)| task.is_some()), "the entry is whole again");
+    }
 }
