@@ -430,11 +430,13 @@ pub mod log_level {
 
 /// The answers of `prepare` and `execute` read through one flat struct: serde reads internally tagged enums
 /// by buffering the whole value first, which costs more than the rest of a small call. The JSON is the same.
+/// The tags (`status`, a block's `type`) are borrowed from the answer: they are only compared.
 #[derive(Deserialize)]
-struct FlatAnswer {
-    status: String,
-    #[serde(default, deserialize_with = "budgeted_blocks")]
-    blocks: Vec<FlatBlock>,
+struct FlatAnswer<'a> {
+    #[serde(borrow)]
+    status: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow, deserialize_with = "budgeted_blocks")]
+    blocks: Vec<FlatBlock<'a>>,
     #[serde(default, deserialize_with = "budgeted_text")]
     message: Option<String>,
     #[serde(default)]
@@ -452,9 +454,9 @@ struct FlatAnswer {
 }
 
 #[derive(Deserialize)]
-struct FlatBlock {
-    #[serde(rename = "type")]
-    kind: String,
+struct FlatBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
     #[serde(default, deserialize_with = "budgeted_text")]
     text: Option<String>,
     #[serde(default)]
@@ -506,10 +508,10 @@ fn budgeted_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<St
 
 /// The blocks, read against the budget: once it is spent, further text blocks are dropped (their bytes are
 /// counted as cut), so a flood of small blocks does not become a larger structure than the answer.
-fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<FlatBlock>, D::Error> {
+fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<FlatBlock<'de>>, D::Error> {
     struct Blocks;
     impl<'de> serde::de::Visitor<'de> for Blocks {
-        type Value = Vec<FlatBlock>;
+        type Value = Vec<FlatBlock<'de>>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a list of blocks")
         }
@@ -533,7 +535,7 @@ fn flat_error(what: &str) -> serde_json::Error {
     <serde_json::Error as serde::de::Error>::custom(what)
 }
 
-impl FlatAnswer {
+impl FlatAnswer<'_> {
     fn tool_error(self) -> Result<ToolError, serde_json::Error> {
         Ok(ToolError {
             message: self.message.ok_or_else(|| flat_error("an error without a message"))?,
@@ -545,8 +547,8 @@ impl FlatAnswer {
 impl Prepared {
     /// Parses `prepare`'s JSON answer (the fast path the runtime uses).
     pub fn from_json(text: &str) -> Result<Prepared, serde_json::Error> {
-        let flat: FlatAnswer = serde_json::from_str(text)?;
-        match flat.status.as_str() {
+        let flat: FlatAnswer<'_> = serde_json::from_str(text)?;
+        match &*flat.status {
             "proceed" => Ok(Prepared::Proceed),
             "approval" => Ok(Prepared::Approval(ApprovalRequest {
                 kind: flat.kind.ok_or_else(|| flat_error("an approval request without a kind"))?,
@@ -564,13 +566,13 @@ impl Prepared {
 impl Outcome {
     /// Parses `execute`'s JSON answer (the fast path the runtime uses).
     pub fn from_json(text: &str) -> Result<Outcome, serde_json::Error> {
-        let flat: FlatAnswer = serde_json::from_str(text)?;
-        match flat.status.as_str() {
+        let flat: FlatAnswer<'_> = serde_json::from_str(text)?;
+        match &*flat.status {
             "success" => {
                 let blocks = flat
                     .blocks
                     .into_iter()
-                    .map(|b| match b.kind.as_str() {
+                    .map(|b| match &*b.kind {
                         "text" => Ok(Block::Text { text: b.text.unwrap_or_default() }),
                         "image" => Ok(Block::Image {
                             media_type: b.media_type.ok_or_else(|| flat_error("an image without a media type"))?,

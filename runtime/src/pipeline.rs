@@ -126,7 +126,9 @@ impl Engine {
     }
 
     pub fn route(&self, name: &str) -> Option<Route> {
-        self.snapshot().routes.get(name).cloned()
+        // Read under the lock: no copy of the snapshot's `Arc` for one lookup on every call.
+        let routing = self.routing.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        routing.routes.get(name).cloned()
     }
 
     pub fn tool_names(&self) -> Vec<String> {

@@ -179,43 +179,48 @@ pub(crate) fn is_missing(value: Option<&Value>, allow_empty: bool) -> bool {
 
 /// The loop-detection signature: the input with keys sorted at every level and `task_progress` left out.
 pub(crate) fn signature(input: &Value) -> String {
-    fn sorted(value: &Value, out: &mut String) {
+    /// Writes `value` with its keys sorted, leaving out the top level's `task_progress` (`top`), without
+    /// copying the input first (it can be a whole file's content).
+    fn sorted(value: &Value, top: bool, out: &mut Vec<u8>) {
         match value {
             Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                out.push('{');
+                let mut keys: Vec<&String> =
+                    map.keys().filter(|key| !(top && key.as_str() == "task_progress")).collect();
+                keys.sort_unstable();
+                out.push(b'{');
                 for (i, key) in keys.into_iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
-                    out.push_str(&Value::from(key.as_str()).to_string());
-                    out.push(':');
-                    sorted(&map[key], out);
+                    scalar(key, out);
+                    out.push(b':');
+                    sorted(&map[key], false, out);
                 }
-                out.push('}');
+                out.push(b'}');
             }
             Value::Array(items) => {
-                out.push('[');
+                out.push(b'[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
-                        out.push(',');
+                        out.push(b',');
                     }
-                    sorted(item, out);
+                    sorted(item, false, out);
                 }
-                out.push(']');
+                out.push(b']');
             }
-            other => out.push_str(&other.to_string()),
+            other => scalar(other, out),
         }
     }
-    let mut input = input.clone();
-    if let Value::Object(map) = &mut input {
-        map.remove("task_progress");
+    /// A string (quoted and escaped), number, boolean or null as JSON.
+    fn scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
+        // Writing into a `Vec` fails only for values that cannot be JSON, which these are not.
+        let _ = serde_json::to_writer(&mut *out, value);
     }
     // Printed by hand in key order, whatever map type serde_json was built with.
-    let mut out = String::new();
-    sorted(&input, &mut out);
-    out
+    let mut out = Vec::new();
+    sorted(input, true, &mut out);
+    // serde_json writes UTF-8.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 pub(crate) fn json_kind(value: &Value) -> &'static str {
@@ -269,6 +274,20 @@ mod tests {
             apply_aliases(&aliases, &mut input);
             assert_eq!(input, expected);
         }
+    }
+
+    #[test]
+    fn the_signature_sorts_keys_at_every_level_and_leaves_out_only_the_top_task_progress() {
+        let input = json!({
+            "b": 1.5, "a": {"d": [1, "x\"y\u{7}", true], "c": null, "task_progress": "kept"},
+            "task_progress": "- [ ] left out", "é": "ü",
+        });
+        assert_eq!(
+            signature(&input),
+            r#"{"a":{"c":null,"d":[1,"x\"y\u0007",true],"task_progress":"kept"},"b":1.5,"é":"ü"}"#
+        );
+        assert_eq!(signature(&json!("text")), r#""text""#);
+        assert_eq!(signature(&json!({"task_progress": "x"})), "{}");
     }
 
     #[test]
