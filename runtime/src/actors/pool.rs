@@ -7,8 +7,9 @@
 //! Idle threads wait on a stack, and a job wakes the one that went idle last: its stack and the plugin's data
 //! are still in cache, and on a virtual machine a thread woken on the core it just left runs at once, where
 //! one woken on another, idle core pays for waking that core (tens of microseconds, measured). A thread
-//! counts as idle under the same lock a job is queued under, so a job queued while its previous one is still
-//! returning never starts a thread the pool does not need.
+//! counts as idle under the same lock a job is queued under, and a job says when it is about to hand over its
+//! answer ([`Finishing`]): a job queued by the caller that answer wakes is left for that worker, which takes it
+//! before it would go idle, instead of starting a thread the pool does not need.
 
 use std::collections::VecDeque;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -16,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-type Job = Box<dyn FnOnce() + Send>;
+type Job = Box<dyn FnOnce(Finishing<'_>) + Send>;
 
 /// How long an idle worker waits for work before it exits.
 const IDLE_KEEPALIVE: Duration = Duration::from_secs(10);
@@ -72,6 +73,8 @@ struct State {
     /// Idle workers, the most recently idle last.
     idle: Vec<Arc<Slot>>,
     threads: usize,
+    /// Workers whose job said it is finishing ([`Finishing::now`]) and that have not come back for the next.
+    returning: usize,
     /// The pool was dropped: workers exit once the queue is empty.
     closed: bool,
 }
@@ -82,6 +85,7 @@ impl std::fmt::Debug for State {
             .field("queued", &self.queue.len())
             .field("idle", &self.idle.len())
             .field("threads", &self.threads)
+            .field("returning", &self.returning)
             .field("closed", &self.closed)
             .finish()
     }
@@ -93,6 +97,22 @@ struct Slot {
     wake: Condvar,
     /// Set, under the pool's lock, when the worker was taken off the idle stack for a job (or the close).
     woken: std::sync::atomic::AtomicBool,
+}
+
+/// Handed to each job: [`Finishing::now`] tells the pool the job is about to hand over its answer.
+pub(crate) struct Finishing<'a> {
+    shared: &'a Shared,
+    finished: &'a std::cell::Cell<bool>,
+}
+
+impl Finishing<'_> {
+    /// The job is done but for handing over its answer: the caller that answer wakes may queue its next job
+    /// at once, and this worker takes it rather than a new thread (call it once, just before the answer).
+    pub fn now(&self) {
+        if !self.finished.replace(true) {
+            self.shared.lock().returning += 1;
+        }
+    }
 }
 
 impl WorkerPool {
@@ -112,9 +132,10 @@ impl WorkerPool {
         Self { shared }
     }
 
-    /// Queues a job; wakes the most recently idle worker, or starts a thread when none is idle and the bound
-    /// allows.
-    pub fn submit(&self, job: impl FnOnce() + Send + 'static) -> Result<(), String> {
+    /// Queues a job; wakes the most recently idle worker, or leaves it for a worker whose job is finishing, or
+    /// starts a thread when neither is there and the bound allows. The job calls [`Finishing::now`] just
+    /// before it hands over its answer.
+    pub fn submit(&self, job: impl FnOnce(Finishing<'_>) + Send + 'static) -> Result<(), String> {
         let shared = &self.shared;
         let mut state = shared.lock();
         if state.closed {
@@ -126,7 +147,8 @@ impl WorkerPool {
             slot.wake.notify_one();
             return Ok(());
         }
-        if state.threads >= shared.max {
+        // A worker on its way back takes the queue's jobs first, one each.
+        if state.threads >= shared.max || state.queue.len() <= state.returning {
             return Ok(());
         }
         state.threads += 1;
@@ -178,9 +200,13 @@ impl Shared {
         loop {
             if let Some(job) = state.queue.pop_front() {
                 drop(state);
+                let finished = std::cell::Cell::new(false);
                 // Jobs contain their own panics; this is a second net so a worker never dies silently.
-                let _ = catch_unwind(AssertUnwindSafe(job));
+                let _ = catch_unwind(AssertUnwindSafe(|| job(Finishing { shared: self, finished: &finished })));
                 state = self.lock();
+                if finished.get() {
+                    state.returning -= 1;
+                }
                 continue;
             }
             if state.closed {
@@ -217,7 +243,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         for i in 0..20 {
             let tx = tx.clone();
-            pool.submit(move || tx.send(i).unwrap()).unwrap();
+            pool.submit(move |_| tx.send(i).unwrap()).unwrap();
         }
         let mut got: Vec<i32> = (0..20).map(|_| rx.recv().unwrap()).collect();
         got.sort();
@@ -228,33 +254,33 @@ mod tests {
     #[test]
     fn a_panicking_job_does_not_kill_the_pool() {
         let pool = WorkerPool::new("p", 1, Priority::Normal);
-        pool.submit(|| panic!("boom")).unwrap();
+        pool.submit(|_| panic!("boom")).unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        pool.submit(move || tx.send(7).unwrap()).unwrap();
+        pool.submit(move |_| tx.send(7).unwrap()).unwrap();
         assert_eq!(rx.recv().unwrap(), 7);
     }
 
     #[test]
     fn sequential_jobs_reuse_one_thread_and_idle_threads_retire() {
         let pool = WorkerPool::with_keepalive("s", 4, Priority::Normal, Duration::from_millis(50));
-        for i in 0..200 {
+        for i in 0..500 {
             let (tx, rx) = std::sync::mpsc::channel();
-            pool.submit(move || tx.send(i).unwrap()).unwrap();
+            // The next job is queued the moment this answer arrives, while its worker is still returning.
+            pool.submit(move |finishing| {
+                finishing.now();
+                tx.send(i).unwrap();
+            })
+            .unwrap();
             assert_eq!(rx.recv().unwrap(), i);
-            // The worker goes idle under the pool's lock after answering; give it the moment it needs.
-            let started = Instant::now();
-            while pool.shared.lock().idle.is_empty() && started.elapsed() < Duration::from_secs(10) {
-                std::thread::yield_now();
-            }
         }
-        assert_eq!(pool.threads(), 1, "a job after the previous one returned must not start a second thread");
+        assert_eq!(pool.threads(), 1, "a job queued as the previous one answers must not start a second thread");
         let started = Instant::now();
         while pool.threads() > 0 && started.elapsed() < Duration::from_secs(30) {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert_eq!(pool.threads(), 0, "an idle worker retires after its keep-alive");
         let (tx, rx) = std::sync::mpsc::channel();
-        pool.submit(move || tx.send(1).unwrap()).unwrap();
+        pool.submit(move |_| tx.send(1).unwrap()).unwrap();
         assert_eq!(rx.recv().unwrap(), 1, "a retired pool starts a thread again");
     }
 
@@ -264,7 +290,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         let gate = Arc::new(std::sync::Barrier::new(2));
         let held = Arc::clone(&gate);
-        pool.submit(move || {
+        pool.submit(move |_| {
             held.wait();
             tx.send(1).unwrap();
         })

@@ -1,7 +1,7 @@
 //! The tool actor: owns one handler instance and its worker pool, runs call phases there with a timeout,
 //! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
 
-use crate::actors::pool::{Priority, WorkerPool};
+use crate::actors::pool::{Finishing, Priority, WorkerPool};
 use crate::registry::loader::PluginHandler;
 use crate::services::commit_gate::CommitGate;
 use crate::services::host::{CallHost, Router};
@@ -279,9 +279,16 @@ impl InlineLane {
         router: &Arc<Router>,
         then_execute: Option<&ThenExecute>,
     ) -> Result<PhaseAnswer, PhaseError> {
-        let host = call_host(&self.name, &self.handler, call, task, router, Arc::new(CommitGate::default()));
+        let host = call_host(&self.name, &self.handler, call, task, router, inline_gate());
         run_call(&self.handler, phase, (call, approved), &host, then_execute, None)
     }
+}
+
+/// The commit gate every inline call shares: an inline call has no timeout and is never abandoned, so its gate
+/// is never closed and a commit always passes; one shared gate spares an allocation per call.
+fn inline_gate() -> Arc<CommitGate> {
+    static GATE: std::sync::OnceLock<Arc<CommitGate>> = std::sync::OnceLock::new();
+    Arc::clone(GATE.get_or_init(Arc::default))
 }
 
 /// The host object one phase of `call` sees.
@@ -333,7 +340,7 @@ impl Handler<RunPhase> for ToolActor {
         let job = {
             let (handler, state, health) = (Arc::clone(&self.handler), Arc::clone(&state), Arc::clone(&self.health));
             let (phase, call, approved, then_execute) = (msg.phase, msg.call, msg.approved, msg.then_execute);
-            move || {
+            move |finishing: Finishing<'_>| {
                 let answer =
                     run_call(&handler, phase, (&call, approved), &host, then_execute.as_ref(), Some(started_tx));
                 if state.swap(DONE, Ordering::AcqRel) == ABANDONED {
@@ -342,6 +349,8 @@ impl Handler<RunPhase> for ToolActor {
                         health.quarantined.store(false, Ordering::Release);
                     }
                 }
+                // The caller this answer wakes may queue its next call at once: this worker takes it.
+                finishing.now();
                 let _ = tx.send(answer);
             }
         };
