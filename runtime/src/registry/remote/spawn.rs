@@ -36,8 +36,15 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         .env_clear()
         .current_dir("/")
         .process_group(0);
-    let mut process = crate::child_process::spawn(command)
-        .map_err(|e| failed(format!("cannot run {}: {e}", executable.display())))?;
+    let mut process = crate::child_process::spawn(command, Duration::from_millis(limits.start_timeout_ms.max(1)))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::TimedOut => failed(format!(
+                "{} did not start within [plugins.process] start_timeout_ms = {}",
+                executable.display(),
+                limits.start_timeout_ms
+            )),
+            _ => failed(format!("cannot run {}: {e}", executable.display())),
+        })?;
     let stderr = process.stderr.take().map(keep_tail);
     let pid = i32::try_from(process.id()).unwrap_or(0);
     let conn = Arc::new(Conn {
