@@ -103,25 +103,40 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
 /// reader thread learns of the death from this shutdown instead.
 fn watch_child(conn: &Conn, mut process: Child, socket: &UnixStream) {
     let pid = conn.pid;
-    loop {
-        // SAFETY: waitid on our own child with a zeroed siginfo; WNOWAIT leaves it unreaped.
+    // Whether waitid saw our child exit (and left it unreaped). An error (ECHILD: something else reaped it,
+    // as the kernel does for a host that ignores SIGCHLD) says nothing of the kind: its number, and so its
+    // group's, may belong to another process already.
+    let exited = loop {
+        // SAFETY: waitid on our own child with a zeroed siginfo, read only after success; WNOWAIT leaves it
+        // unreaped.
         let waited = unsafe {
             let mut info: nix::libc::siginfo_t = std::mem::zeroed();
-            nix::libc::waitid(
+            match nix::libc::waitid(
                 nix::libc::P_PID,
                 pid as nix::libc::id_t,
                 &mut info,
                 nix::libc::WEXITED | nix::libc::WNOWAIT,
-            )
+            ) {
+                0 => Ok(info.si_pid()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
         };
-        if waited == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break;
+        match waited {
+            Ok(waited) => break waited == pid && pid != 0,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break false,
         }
-    }
+    };
     {
         let mut reaped = lock(&conn.reaped);
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-        *reaped = Some(process.wait().ok());
+        if exited {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            *reaped = Some(process.wait().ok());
+        } else {
+            // Never signalled, never waited for (a wait could block on a process that is not ours): what is
+            // left of the group, if anything, is out of reach.
+            *reaped = Some(process.try_wait().ok().flatten());
+        }
     }
     conn.ending.store(true, Ordering::Release);
     conn.exited.notify_all();
