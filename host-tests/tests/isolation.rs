@@ -7,7 +7,9 @@ use crate::util::*;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use toolshed::{Config, PluginEvent, PluginEvents, Runtime, TaskHandle, ToolUse};
+use toolshed::{
+    BoxFuture, Config, Interaction, PluginEvent, PluginEvents, Question, Runtime, TaskHandle, ToolUse, UserReply,
+};
 
 /// How long any one expected event may take: generous, since it only bounds a failure.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -237,6 +239,41 @@ fn a_child_outlives_the_thread_that_started_it() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(again, pid);
     assert_eq!(child_pid(&task), pid, "the child lived on after the thread that started it ended");
+}
+
+/// A user who answers a question (a file's path) once that file exists.
+struct AnswersOnceTheFileExists;
+
+impl Interaction for AnswersOnceTheFileExists {
+    fn ask(&self, question: Question) -> BoxFuture<Option<UserReply>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            wait_until("the file asked about is written", || Path::new(&question.text).exists());
+            let _ = tx.send(UserReply::text("seen"));
+        });
+        Box::pin(async move { rx.await.ok() })
+    }
+}
+
+#[test]
+fn a_plugin_that_logs_heavily_while_a_host_service_is_slow_keeps_its_child_and_its_answer() {
+    // ~1 MiB of logs from a thread of the plugin while its call waits for the user's answer, under a 64 KiB
+    // message cap: the logs that do not fit are dropped, the plugin is not taken for a flood.
+    let dir = plugin_dir(&["fixture_crash"]);
+    let ws = workspace();
+    let runtime = Runtime::builder()
+        .config(isolated_config("max_message_bytes = 65536\n"))
+        .plugin_dir(dir.path())
+        .interaction(AnswersOnceTheFileExists)
+        .build()
+        .unwrap();
+    let task = task_in(&runtime, ws.path());
+    let pid = child_pid(&task);
+    let logged = ws.path().join("logged");
+    let result = call(&task, "crash_probe", json!({"how": "log_while_asking", "path": logged.to_string_lossy()}));
+    assert!(!result.is_error(), "{result:?}");
+    assert_eq!(text(&result), format!("answered=true pid {pid}"), "answered in the same child");
+    assert_eq!(child_pid(&task), pid);
 }
 
 #[test]

@@ -277,16 +277,19 @@ struct Routes {
     dead: Option<String>,
 }
 
-/// Where the answers to one call go, and how many of their bytes wait there untaken.
+/// Where the answers to one call go, how many of their bytes wait there untaken, and how many log messages
+/// were dropped because too many waited.
 struct Route {
     tx: crossbeam_channel::Sender<Routed>,
     queued: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
 }
 
 /// The receiving end of a [`Route`].
 struct Answers {
     rx: crossbeam_channel::Receiver<Routed>,
     queued: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl Answers {
@@ -297,6 +300,11 @@ impl Answers {
             self.queued.fetch_sub(*bytes, Ordering::AcqRel);
         }
         Ok(routed)
+    }
+
+    /// How many of the call's log messages were dropped so far.
+    fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Acquire)
     }
 }
 
@@ -312,9 +320,9 @@ impl Conn {
             return Err(dead.clone());
         }
         let (tx, rx) = crossbeam_channel::unbounded();
-        let queued = Arc::new(AtomicU64::new(0));
-        routes.waiting.insert(id, Route { tx, queued: Arc::clone(&queued) });
-        Ok(Answers { rx, queued })
+        let (queued, dropped) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        routes.waiting.insert(id, Route { tx, queued: Arc::clone(&queued), dropped: Arc::clone(&dropped) });
+        Ok(Answers { rx, queued, dropped })
     }
 
     fn unregister(&self, id: u64) {
@@ -322,18 +330,31 @@ impl Conn {
     }
 
     /// Passes a message of `bytes` to the call it answers. A child that sends faster than the call takes
-    /// (a flood of logs while its host thread runs a long service call) would grow the host's memory without
-    /// bound: more than one message's cap waiting for a call is a protocol violation.
+    /// would grow the host's memory without bound, but an honest plugin does so too: it logs from a thread of
+    /// its own while the call's host thread runs a long service call. So log messages that would make more than
+    /// `max_message_bytes` wait for one call are dropped (and counted; the call warns once when it ends), and
+    /// only other messages over twice that are a protocol violation: an honest plugin has at most one of
+    /// those outstanding per call (a service request waits for its answer, the answer ends the call), and
+    /// each is at most `max_message_bytes`.
     fn route(&self, id: u64, message: ToHost, bytes: u64) -> Result<(), String> {
         let routes = lock(&self.routes);
         let Some(route) = routes.waiting.get(&id) else {
             return Ok(());
         };
-        let waiting = route.queued.fetch_add(bytes, Ordering::AcqRel);
-        if waiting > 0 && waiting.saturating_add(bytes) > self.max_message {
+        let log = matches!(message, ToHost::Log { .. });
+        let bound = if log { self.max_message } else { self.max_message.saturating_mul(2) };
+        // A message always fits when nothing waits: its frame is within the cap.
+        let admitted = route.queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |waiting| {
+            (waiting == 0 || waiting.saturating_add(bytes) <= bound).then(|| waiting.saturating_add(bytes))
+        });
+        if admitted.is_err() {
+            if log {
+                route.dropped.fetch_add(1, Ordering::AcqRel);
+                return Ok(());
+            }
             return Err(format!(
-                "it sent messages faster than the host took them (over [plugins.process] max_message_bytes = {} \
-                 waiting for one call)",
+                "it sent messages faster than the host took them (over twice [plugins.process] max_message_bytes \
+                 = {} waiting for one call)",
                 self.max_message
             ));
         }
@@ -357,7 +378,10 @@ impl Conn {
     /// reading for `stall_ms` is killed: a message cut short leaves nothing to resume, and no host thread may
     /// wait on it for ever.
     fn send(&self, message: &impl Serialize) -> Result<(), SendError> {
-        let bytes = frame(message).map_err(|_| SendError::TooLarge(u64::MAX))?;
+        let bytes = frame(message).map_err(|e| match e {
+            FrameError::Unserializable(why) => SendError::Unserializable(why),
+            FrameError::TooLarge(len) => SendError::TooLarge(len),
+        })?;
         let len = (bytes.len() - 4) as u64;
         if len > self.max_message {
             return Err(SendError::TooLarge(len));
@@ -415,8 +439,18 @@ impl Conn {
 enum SendError {
     /// Its frame is this many bytes, over `max_message_bytes`: nothing was written.
     TooLarge(u64),
+    /// It could not be serialised (why): nothing was written, and the child is not to blame.
+    Unserializable(String),
     /// The child is going; its reader thread says why.
     Gone,
+}
+
+/// Why a message could not be made into a frame.
+enum FrameError {
+    /// Serialising it failed: why.
+    Unserializable(String),
+    /// Its JSON is this many bytes, more than a frame's length can say.
+    TooLarge(u64),
 }
 
 /// `wait` from now; a configured duration too long for the clock is as good as never.
@@ -426,10 +460,11 @@ fn after(wait: Duration) -> Instant {
 }
 
 /// Serialises `message` into a frame: the little-endian length, then the JSON, in one buffer (one write).
-fn frame(message: &impl Serialize) -> std::io::Result<Vec<u8>> {
+fn frame(message: &impl Serialize) -> Result<Vec<u8>, FrameError> {
     let mut bytes = vec![0u8; 4];
-    serde_json::to_writer(&mut bytes, message).map_err(std::io::Error::other)?;
-    let len = u32::try_from(bytes.len() - 4).map_err(|_| std::io::Error::other("message too large"))?;
+    serde_json::to_writer(&mut bytes, message).map_err(|e| FrameError::Unserializable(e.to_string()))?;
+    let json = bytes.len() - 4;
+    let len = u32::try_from(json).map_err(|_| FrameError::TooLarge(json as u64))?;
     bytes[..4].copy_from_slice(&len.to_le_bytes());
     Ok(bytes)
 }

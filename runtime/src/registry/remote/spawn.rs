@@ -175,6 +175,9 @@ fn handshake(conn: &Conn, specs: &[Spec], limits: &ProcessLimits) -> Result<Hell
                 limits.max_message_bytes
             ))
         }
+        Err(SendError::Unserializable(why)) => {
+            return Err(format!("its handlers' configuration cannot be sent to it: {why}"));
+        }
         Err(SendError::Gone) => return Err(String::new()),
     }
     let deadline = after(Duration::from_millis(limits.start_timeout_ms.max(1)));
