@@ -241,6 +241,35 @@ fn a_child_outlives_the_thread_that_started_it() {
     assert_eq!(child_pid(&task), pid, "the child lived on after the thread that started it ended");
 }
 
+/// Runs `work` on a thread of its own and waits for its answer at most [`PATIENCE`]: a call that would hang
+/// fails the test instead of holding it.
+fn within_patience<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    rx.recv_timeout(PATIENCE).unwrap_or_else(|_| panic!("{what} did not come back within {PATIENCE:?}"))
+}
+
+#[test]
+fn a_killed_child_that_left_its_process_group_is_still_killed_and_the_next_call_does_not_wait_for_it() {
+    let dir = plugin_dir(&["fixture_crash"]);
+    let ws = workspace();
+    let mut config = isolated_config("");
+    config.timeouts.call_ms = 300;
+    let runtime = runtime_over(dir.path(), config);
+    let task = task_in(&runtime, ws.path());
+    let pid = child_pid(&task);
+    // The child moves into the host's process group and ignores its cancellation: the kill after
+    // kill_grace_ms must reach it all the same, and the worker that waited for it must come back.
+    let result = probe(&task, "escape_group");
+    assert!(result.is_error() && !text(&result).contains("setpgid failed"), "the call timed out: {result:?}");
+    wait_until("the child that left its group is killed", || !alive(pid));
+    wait_until("no abandoned call", || runtime.tools().into_iter().all(|t| t.abandoned == 0));
+    let next = within_patience("the call after the kill", move || child_pid(&task));
+    assert_ne!(next, pid, "the next call runs in a new child");
+}
+
 /// A user who answers a question (a file's path) once that file exists.
 struct AnswersOnceTheFileExists;
 

@@ -401,19 +401,30 @@ impl Conn {
         sent.map_err(|_| SendError::Gone)
     }
 
-    /// Kills the child's process group; `why` is what the calls in flight are told, `crash` whether it
-    /// counts toward the backoff and the quarantine. The first intent wins.
+    /// Kills the child and its process group; `why` is what the calls in flight are told, `crash` whether
+    /// it counts toward the backoff and the quarantine. The first intent wins.
+    ///
+    /// The host's end of the socket is shut down too: the reader thread then ends at once, tells the calls in
+    /// flight and counts the death, even if the child cannot die yet (a process in uninterruptible sleep
+    /// takes SIGKILL only when its system call ends) or something it forked still holds the other end. A call
+    /// that waits for that report (`Supervisor::live`) is not held by the child.
     fn kill(&self, why: String, crash: bool) {
         lock(&self.intent).get_or_insert((why, crash));
         self.ending.store(true, Ordering::Release);
         self.signal_group();
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
     }
 
-    /// SIGKILL to the child's group, unless the child has been reaped.
+    /// SIGKILL to the child and to its group, unless the child has been reaped. The child itself by its
+    /// number, not only its group: it may have left the group (`setpgid` into another group of the session),
+    /// which leaves its own group empty. Until it is reaped its number cannot belong to another process.
     fn signal_group(&self) {
         let reaped = lock(&self.reaped);
-        if reaped.is_none() {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::Signal::SIGKILL);
+        // A number 0 (or less) would signal the host's own group.
+        if reaped.is_none() && self.pid > 0 {
+            let pid = nix::unistd::Pid::from_raw(self.pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
         }
     }
 
