@@ -8,7 +8,8 @@ use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
 use toolshed::{
-    BoxFuture, Config, Interaction, PluginEvent, PluginEvents, Question, Runtime, TaskHandle, ToolUse, UserReply,
+    BoxFuture, Config, Interaction, PluginEvent, PluginEvents, Question, RegisterEvent, Runtime, TaskHandle, ToolUse,
+    UserReply,
 };
 
 /// How long any one expected event may take: generous, since it only bounds a failure.
@@ -249,6 +250,27 @@ fn within_patience<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Sen
         let _ = tx.send(work());
     });
     rx.recv_timeout(PATIENCE).unwrap_or_else(|_| panic!("{what} did not come back within {PATIENCE:?}"))
+}
+
+#[test]
+fn a_child_that_dies_while_a_handler_is_built_fails_the_build_with_its_signal_not_the_start_timeout() {
+    // The factory segfaults in the child while the host waits for the handler. The start timeout is far past
+    // the bound: the build must end with the child's death, and say how it died.
+    let dir = plugin_dir(&["fixture_crash"]);
+    let path = dir.path().to_owned();
+    let config = isolated_with("start_timeout_ms = 600000\n", "[plugins.config.fixture_crash]\nbuild = \"segv\"\n");
+    let runtime = within_patience("building the runtime", move || runtime_over(&path, config));
+    let refused: Vec<String> = runtime
+        .register_events()
+        .iter()
+        .filter_map(|e| match e {
+            RegisterEvent::Refused { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].contains("the plugin `fixture_crash` crashed (SIGSEGV)"), "{refused:?}");
+    assert!(!refused[0].contains("start_timeout_ms"), "{refused:?}");
 }
 
 #[test]

@@ -264,6 +264,10 @@ struct Conn {
     intent: Mutex<Option<(String, bool)>>,
     /// The child is being killed or its socket closed: no new calls.
     ending: AtomicBool,
+    /// The reader thread has told the calls in flight of the child's death and counted it (if it counts): a
+    /// call that finds the child ending waits for this, so the next child starts after the backoff the crash
+    /// sets.
+    counted: AtomicBool,
     /// The child's exit status once it is reaped (`Some(None)`: it could not be read). Signals go to its
     /// group only while this is `None`, under this lock: once reaped, its number may belong to another.
     reaped: Mutex<Option<Option<std::process::ExitStatus>>>,
@@ -368,9 +372,9 @@ impl Conn {
         !self.ending.load(Ordering::Acquire)
     }
 
-    /// Whether the child is gone and every call in flight has been told.
-    fn dead(&self) -> bool {
-        lock(&self.routes).dead.is_some()
+    /// Whether the child's death has been reported to its calls and counted.
+    fn counted(&self) -> bool {
+        self.counted.load(Ordering::Acquire)
     }
 
     /// Writes one message, refusing one over `max_message_bytes` (the child would take it for a protocol
@@ -480,6 +484,20 @@ fn frame(message: &impl Serialize) -> Result<Vec<u8>, FrameError> {
     Ok(bytes)
 }
 
+/// The least time the reader thread of a killed child waits for it to be reaped, however small
+/// `kill_grace_ms` is: SIGKILL is not refused, but the kernel takes a moment to end a process.
+const REAP_WAIT_MIN: Duration = Duration::from_secs(1);
+
+/// The longest a call waits for the reader thread of a child that is ending to report its death, before it
+/// gives up with an error: the reader's own waits (`kill_grace_ms` for the child to exit by itself, as long
+/// again but at least [`REAP_WAIT_MIN`] for it to be reaped once killed, `kill_grace_ms` for the last lines
+/// of its stderr), and `kill_grace_ms` more as a margin. The reader ends within its waits once the host's end
+/// of the socket is shut down; this bound only keeps a call from waiting for ever should it not.
+fn settle_time(limits: &ProcessLimits) -> Duration {
+    let grace = Duration::from_millis(limits.kill_grace_ms);
+    grace.saturating_mul(3).saturating_add(grace.max(REAP_WAIT_MIN))
+}
+
 /// Writes all of `bytes` with `MSG_NOSIGNAL`: a child that died makes this an `EPIPE`, never a SIGPIPE to a
 /// host that embeds the runtime without ignoring it.
 /// The socket's send timeout bounds each `send`; `deadline` bounds them all, so a reader that takes a
@@ -518,6 +536,11 @@ struct Shared {
     library: Arc<Library>,
     limits: ProcessLimits,
     quarantined: OnQuarantine,
+    /// Held while a handler is built (its number is the next one, and its answer awaited) and while a child
+    /// starts: a child started meanwhile would miss the handler being built. Taken before `state`, which is
+    /// never held while the child is awaited: the reader thread of a child that dies takes `state` to count
+    /// the crash.
+    building: Mutex<()>,
     state: Mutex<State>,
 }
 
@@ -550,6 +573,7 @@ impl Supervisor {
             library,
             limits: policy.limits.clone(),
             quarantined: Arc::clone(&policy.quarantined),
+            building: Mutex::new(()),
             state: Mutex::new(State {
                 child: None,
                 specs: Vec::new(),
@@ -568,27 +592,41 @@ impl Supervisor {
     pub fn handler(this: &Arc<Self>, tool: &str, config: &str) -> Result<Option<ToolHandlerBox>, String> {
         let shared = &this.shared;
         let spec = Spec { tool: tool.to_owned(), config: config.to_owned() };
-        let mut state = lock(&shared.state);
-        let handler = u32::try_from(state.specs.len()).map_err(|_| "too many handlers".to_owned())?;
-        let conn = match state.child.clone().filter(|c| c.usable()) {
-            Some(conn) => conn,
-            None => {
-                let (conn, _) = spawn(shared, &state.specs)?;
-                state.child = Some(Arc::clone(&conn));
-                conn
-            }
+        let _building = lock(&shared.building);
+        let (conn, handler) = {
+            let mut state = lock(&shared.state);
+            let handler = u32::try_from(state.specs.len()).map_err(|_| "too many handlers".to_owned())?;
+            let conn = match state.child.clone().filter(|c| c.usable()) {
+                Some(conn) => conn,
+                None => {
+                    let (conn, _) = spawn(shared, &state.specs)?;
+                    state.child = Some(Arc::clone(&conn));
+                    conn
+                }
+            };
+            (conn, handler)
         };
         let id = conn.id();
         let answers = conn.register(id)?;
-        if let Err(SendError::TooLarge(bytes)) = conn.send(&ToChild::Build { id, handler, spec: spec.clone() }) {
-            conn.unregister(id);
-            return Err(format!(
+        let refused = match conn.send(&ToChild::Build { id, handler, spec: spec.clone() }) {
+            // A failed write means the child is going: its reader thread answers why.
+            Ok(()) | Err(SendError::Gone) => None,
+            Err(SendError::TooLarge(bytes)) => Some(format!(
                 "the configuration of `{tool}` is {bytes} bytes, over [plugins.process] max_message_bytes = {}",
                 shared.limits.max_message_bytes
-            ));
+            )),
+            Err(SendError::Unserializable(why)) => {
+                Some(format!("the configuration of `{tool}` cannot be sent to the plugin's process: {why}"))
+            }
+        };
+        if let Some(why) = refused {
+            conn.unregister(id);
+            return Err(why);
         }
         let deadline = after(Duration::from_millis(shared.limits.start_timeout_ms));
-        let built = match answers.recv_deadline(deadline) {
+        let answer = answers.recv_deadline(deadline);
+        conn.unregister(id);
+        let built = match answer {
             Ok(Routed::Message(ToHost::Built { built, .. }, _)) => built,
             Ok(Routed::Died(why)) => return Err(why),
             Ok(Routed::Message(..)) => Built::Failed("the plugin's process answered out of turn".to_owned()),
@@ -603,8 +641,8 @@ impl Supervisor {
                 ));
             }
         };
-        conn.unregister(id);
-        state.specs.push(spec);
+        // Numbered even when declined or failed: the child holds an empty slot under this number too.
+        lock(&shared.state).specs.push(spec);
         match built {
             Built::Ready => Ok(Some(ToolHandler_TO::from_value(
                 RemoteHandler { supervisor: Arc::clone(this), handler, tool: tool.to_owned() },
@@ -616,30 +654,41 @@ impl Supervisor {
     }
 
     /// A live child for a call: the current one, or a new one once the backoff has passed. Waits out the
-    /// backoff (looking at the call's cancellation every `poll_ms`).
+    /// backoff and the report of a dying child's death (looking at the call's cancellation every `poll_ms`),
+    /// the latter at most [`settle_time`].
     fn live(&self, host: &HostRef<'_>) -> Result<Arc<Conn>, String> {
         let shared = &self.shared;
+        let limits = &shared.limits;
+        let poll = Duration::from_millis(limits.poll_ms.max(1));
+        let mut ending_since: Option<Instant> = None;
         loop {
-            let mut state = lock(&shared.state);
-            if let Some(why) = &state.quarantined {
-                return Err(why.clone());
-            }
-            if let Some(conn) = state.child.as_ref().filter(|c| c.usable()) {
-                return Ok(Arc::clone(conn));
-            }
-            // A child that is ending but not yet reaped has not been counted: starting another now would skip
-            // the backoff its crash is about to set.
-            let ending = state.child.as_ref().is_some_and(|c| !c.dead());
-            let now = Instant::now();
-            if ending || now < state.next_start {
-                let until_start = state.next_start.saturating_duration_since(now);
-                let poll = Duration::from_millis(shared.limits.poll_ms.max(1));
-                let wait = if ending { poll } else { until_start.min(poll) };
-                drop(state);
-                if host.is_cancelled() {
-                    return Err("the call was cancelled while the plugin's process was restarting".to_owned());
+            let next = lock(&shared.state).next(poll);
+            match next {
+                Next::Use(conn) => return Ok(conn),
+                Next::Refuse(why) => return Err(why),
+                Next::Wait { ending, pause } => {
+                    if ending && ending_since.get_or_insert_with(Instant::now).elapsed() >= settle_time(limits) {
+                        return Err(format!(
+                            "the plugin `{}`'s previous process was killed but its end was not reported within {} \
+                             ms (derived from [plugins.process] kill_grace_ms = {}); the call did not run. Try it \
+                             again; if this repeats, the process is stuck in the kernel and the host needs a look",
+                            crate::shown::escape_line(&shared.plugin()),
+                            settle_time(limits).as_millis(),
+                            limits.kill_grace_ms
+                        ));
+                    }
+                    if host.is_cancelled() {
+                        return Err("the call was cancelled while the plugin's process was restarting".to_owned());
+                    }
+                    std::thread::sleep(pause);
+                    continue;
                 }
-                std::thread::sleep(wait);
+                Next::Start => {}
+            }
+            // A child starts with every handler built so far: not while one is being built.
+            let _building = lock(&shared.building);
+            let mut state = lock(&shared.state);
+            if !matches!(state.next(poll), Next::Start) {
                 continue;
             }
             match spawn(shared, &state.specs) {
@@ -654,6 +703,39 @@ impl Supervisor {
                 }
             }
         }
+    }
+}
+
+/// What a call that needs a child does next.
+enum Next {
+    /// Run on this child.
+    Use(Arc<Conn>),
+    /// Fail at once: the plugin is quarantined.
+    Refuse(String),
+    /// Look again after `pause`: the child is `ending` but its death not yet counted, or the backoff runs.
+    Wait { ending: bool, pause: Duration },
+    /// Start a new child.
+    Start,
+}
+
+impl State {
+    fn next(&self, poll: Duration) -> Next {
+        if let Some(why) = &self.quarantined {
+            return Next::Refuse(why.clone());
+        }
+        if let Some(conn) = self.child.as_ref().filter(|c| c.usable()) {
+            return Next::Use(Arc::clone(conn));
+        }
+        // A child that is ending but not yet counted: starting another now would skip the backoff its crash is
+        // about to set.
+        if self.child.as_ref().is_some_and(|c| !c.counted()) {
+            return Next::Wait { ending: true, pause: poll };
+        }
+        let until_start = self.next_start.saturating_duration_since(Instant::now());
+        if !until_start.is_zero() {
+            return Next::Wait { ending: false, pause: until_start.min(poll) };
+        }
+        Next::Start
     }
 }
 

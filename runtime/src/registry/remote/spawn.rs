@@ -1,7 +1,9 @@
 //! Starting a plugin's child process, its handshake, and the reader thread that routes its frames and
 //! reports its death.
 
-use super::{after, lock, Conn, Hello, Routed, Routes, SendError, Shared, Spec, Start, ToHost, PLUGIN_HOST_ARG};
+use super::{
+    after, lock, Conn, Hello, Routed, Routes, SendError, Shared, Spec, Start, ToHost, PLUGIN_HOST_ARG, REAP_WAIT_MIN,
+};
 use crate::child_process::{executable, frames, keep_tail};
 use crate::config::ProcessLimits;
 use std::os::unix::net::UnixStream;
@@ -57,6 +59,7 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         stall: Duration::from_millis(limits.stall_ms.max(1)),
         intent: Mutex::new(None),
         ending: AtomicBool::new(false),
+        counted: AtomicBool::new(false),
         reaped: Mutex::new(None),
         exited: Condvar::new(),
     });
@@ -74,7 +77,8 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         Ok(hello) => hello,
         Err(why) => {
             conn.kill(why.clone(), true);
-            let (_, status) = conn.wait_reaped(after(Duration::from_millis(limits.kill_grace_ms.max(1000))));
+            let grace = Duration::from_millis(limits.kill_grace_ms);
+            let (_, status) = conn.wait_reaped(after(grace.max(REAP_WAIT_MIN)));
             let tail = stderr.and_then(|rx| rx.recv_timeout(Duration::from_millis(limits.kill_grace_ms)).ok());
             let why = match why.as_str() {
                 "" => describe(&plugin, status, tail.as_deref().unwrap_or(""), limits),
@@ -199,7 +203,7 @@ fn handshake(conn: &Conn, specs: &[Spec], limits: &ProcessLimits) -> Result<Hell
 }
 
 /// The reader thread of one child: routes every frame to the call it answers until the child dies, then
-/// waits for it to be reaped, counts the crash, and tells every call in flight why.
+/// waits for it to be reaped, tells every call in flight why, and counts the crash.
 fn read_child(
     conn: Arc<Conn>,
     socket: UnixStream,
@@ -255,7 +259,7 @@ fn read_child(
     // Whatever ended the conversation, the child (and its group) has nothing left to do. SIGKILL is not
     // refused, but a process in uninterruptible sleep takes its time: the calls are not held for it.
     conn.signal_group();
-    let (_, status) = conn.wait_reaped(after(grace.max(Duration::from_secs(1))));
+    let (_, status) = conn.wait_reaped(after(grace.max(REAP_WAIT_MIN)));
     let intent = lock(&conn.intent).clone();
     let (why, crash) = match intent {
         Some((why, crash)) => (why, crash),
@@ -266,12 +270,9 @@ fn read_child(
             (describe(&plugin, status, &tail, &limits), true)
         }
     };
-    // Counted before the calls are told and the child is marked dead: a call that comes in meanwhile waits for
-    // the mark (`Supervisor::live`), and then sees the backoff this crash sets.
-    if crash && let Some(shared) = shared.upgrade() {
-        tracing::warn!(plugin = %crate::shown::escape_line(&plugin), "{why}");
-        shared.crashed(&why);
-    }
+    // The calls are told first: counting takes the supervisor's state, which a thread may hold for a while
+    // (starting another child). A call that comes in meanwhile waits for the count (`Supervisor::live`), and
+    // then sees the backoff this crash sets.
     let waiting = {
         let mut routes = lock(&conn.routes);
         routes.dead = Some(why.clone());
@@ -280,6 +281,11 @@ fn read_child(
     for route in waiting.into_values() {
         let _ = route.tx.send(Routed::Died(why.clone()));
     }
+    if crash && let Some(shared) = shared.upgrade() {
+        tracing::warn!(plugin = %crate::shown::escape_line(&plugin), "{why}");
+        shared.crashed(&why);
+    }
+    conn.counted.store(true, Ordering::Release);
 }
 
 /// Why a plugin's child died, in one line: the plugin, the signal or exit status, the last line it printed.
