@@ -7,7 +7,10 @@ use crate::util::*;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use toolshed::{Config, PluginEvent, PluginEvents, Runtime, TaskHandle, ToolUse};
+use toolshed::{
+    BoxFuture, Config, Interaction, PluginEvent, PluginEvents, Question, RegisterEvent, Runtime, TaskHandle, ToolUse,
+    UserReply,
+};
 
 /// How long any one expected event may take: generous, since it only bounds a failure.
 const PATIENCE: Duration = Duration::from_secs(60);
@@ -237,6 +240,91 @@ fn a_child_outlives_the_thread_that_started_it() {
     std::thread::sleep(Duration::from_millis(100));
     assert_eq!(again, pid);
     assert_eq!(child_pid(&task), pid, "the child lived on after the thread that started it ended");
+}
+
+/// Runs `work` on a thread of its own and waits for its answer at most [`PATIENCE`]: a call that would hang
+/// fails the test instead of holding it.
+fn within_patience<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    rx.recv_timeout(PATIENCE).unwrap_or_else(|_| panic!("{what} did not come back within {PATIENCE:?}"))
+}
+
+#[test]
+fn a_child_that_dies_while_a_handler_is_built_fails_the_build_with_its_signal_not_the_start_timeout() {
+    // The factory segfaults in the child while the host waits for the handler. The start timeout is far past
+    // the bound: the build must end with the child's death, and say how it died.
+    let dir = plugin_dir(&["fixture_crash"]);
+    let path = dir.path().to_owned();
+    let config = isolated_with("start_timeout_ms = 600000\n", "[plugins.config.fixture_crash]\nbuild = \"segv\"\n");
+    let runtime = within_patience("building the runtime", move || runtime_over(&path, config));
+    let refused: Vec<String> = runtime
+        .register_events()
+        .iter()
+        .filter_map(|e| match e {
+            RegisterEvent::Refused { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(refused[0].contains("the plugin `fixture_crash` crashed (SIGSEGV)"), "{refused:?}");
+    assert!(!refused[0].contains("start_timeout_ms"), "{refused:?}");
+}
+
+#[test]
+fn a_killed_child_that_left_its_process_group_is_still_killed_and_the_next_call_does_not_wait_for_it() {
+    let dir = plugin_dir(&["fixture_crash"]);
+    let ws = workspace();
+    let mut config = isolated_config("");
+    config.timeouts.call_ms = 300;
+    let runtime = runtime_over(dir.path(), config);
+    let task = task_in(&runtime, ws.path());
+    let pid = child_pid(&task);
+    // The child moves into the host's process group and ignores its cancellation: the kill after
+    // kill_grace_ms must reach it all the same, and the worker that waited for it must come back.
+    let result = probe(&task, "escape_group");
+    assert!(result.is_error() && !text(&result).contains("setpgid failed"), "the call timed out: {result:?}");
+    wait_until("the child that left its group is killed", || !alive(pid));
+    wait_until("no abandoned call", || runtime.tools().into_iter().all(|t| t.abandoned == 0));
+    let next = within_patience("the call after the kill", move || child_pid(&task));
+    assert_ne!(next, pid, "the next call runs in a new child");
+}
+
+/// A user who answers a question (a file's path) once that file exists.
+struct AnswersOnceTheFileExists;
+
+impl Interaction for AnswersOnceTheFileExists {
+    fn ask(&self, question: Question) -> BoxFuture<Option<UserReply>> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        std::thread::spawn(move || {
+            wait_until("the file asked about is written", || Path::new(&question.text).exists());
+            let _ = tx.send(UserReply::text("seen"));
+        });
+        Box::pin(async move { rx.await.ok() })
+    }
+}
+
+#[test]
+fn a_plugin_that_logs_heavily_while_a_host_service_is_slow_keeps_its_child_and_its_answer() {
+    // ~1 MiB of logs from a thread of the plugin while its call waits for the user's answer, under a 64 KiB
+    // message cap: the logs that do not fit are dropped, the plugin is not taken for a flood.
+    let dir = plugin_dir(&["fixture_crash"]);
+    let ws = workspace();
+    let runtime = Runtime::builder()
+        .config(isolated_config("max_message_bytes = 65536\n"))
+        .plugin_dir(dir.path())
+        .interaction(AnswersOnceTheFileExists)
+        .build()
+        .unwrap();
+    let task = task_in(&runtime, ws.path());
+    let pid = child_pid(&task);
+    let logged = ws.path().join("logged");
+    let result = call(&task, "crash_probe", json!({"how": "log_while_asking", "path": logged.to_string_lossy()}));
+    assert!(!result.is_error(), "{result:?}");
+    assert_eq!(text(&result), format!("answered=true pid {pid}"), "answered in the same child");
+    assert_eq!(child_pid(&task), pid);
 }
 
 #[test]

@@ -3,12 +3,15 @@
 //! and the tail of its stderr kept to explain its death.
 
 pub(crate) mod frames;
+#[cfg(test)]
+mod tests;
 
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::FromRawFd;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 /// The descriptor the library copy arrives on in a child (its stdin).
 pub(crate) const LIBRARY_FD: i32 = 0;
@@ -47,28 +50,103 @@ pub(crate) fn executable() -> Result<PathBuf, String> {
 /// Starts `command` from a thread that lives as long as the process. A child asks for death with its
 /// parent (`PR_SET_PDEATHSIG`, see [`limit_self`]), and Linux takes the parent to be the *thread* that
 /// started it: a child started from a worker thread that later retires would be killed with it, mid-call.
-pub(crate) fn spawn(command: std::process::Command) -> std::io::Result<std::process::Child> {
-    type Request = (std::process::Command, std::sync::mpsc::SyncSender<std::io::Result<std::process::Child>>);
-    static SPAWNER: OnceLock<Option<std::sync::Mutex<std::sync::mpsc::Sender<Request>>>> = OnceLock::new();
-    let spawner = SPAWNER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::channel::<Request>();
-        let started = std::thread::Builder::new().name("toolshed-spawner".to_owned()).spawn(move || {
-            for (mut command, answer) in rx {
-                let _ = answer.send(command.spawn());
+///
+/// That thread is started by the first call, or by the next one if starting it failed (a failure is not
+/// kept: threads may be short only for a moment). The answer is awaited at most `wait` (an `exec` from a
+/// hung file system, a spawn queued behind one): then the error is `TimedOut`, and a child that starts after
+/// all is killed and reaped by the spawner, since nobody is left to own it.
+pub(crate) fn spawn(command: std::process::Command, wait: Duration) -> std::io::Result<std::process::Child> {
+    static SPAWNER: Mutex<Option<std::sync::mpsc::Sender<Request>>> = Mutex::new(None);
+    let reply = Arc::new(Reply { slot: Mutex::new(Slot::Waiting), ready: Condvar::new() });
+    let mut request = (command, Arc::clone(&reply));
+    let mut spawner = SPAWNER.lock().unwrap_or_else(PoisonError::into_inner);
+    // Twice at most: a spawner found gone (it never panics; only as the process exits) is replaced once.
+    for _ in 0..2 {
+        let tx = match &*spawner {
+            Some(tx) => tx.clone(),
+            None => {
+                let tx = start_spawner().map_err(|e| {
+                    std::io::Error::new(e.kind(), format!("the thread that starts child processes cannot start: {e}"))
+                })?;
+                *spawner = Some(tx.clone());
+                tx
             }
-        });
-        started.ok().map(|_| std::sync::Mutex::new(tx))
-    });
-    let Some(spawner) = spawner else {
-        return Err(std::io::Error::other("the thread that starts child processes could not be started"));
-    };
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let sent = spawner.lock().unwrap_or_else(std::sync::PoisonError::into_inner).send((command, tx));
-    match sent {
-        Ok(()) => rx.recv().unwrap_or_else(|_| Err(std::io::Error::other("the spawner thread is gone"))),
-        // The spawner is gone (it never panics; only if the process is exiting): start from here.
-        Err(std::sync::mpsc::SendError((mut command, _))) => command.spawn(),
+        };
+        match tx.send(request) {
+            Ok(()) => {
+                drop(spawner);
+                return reply.wait(wait);
+            }
+            Err(std::sync::mpsc::SendError(back)) => {
+                request = back;
+                *spawner = None;
+            }
+        }
     }
+    Err(std::io::Error::other("the thread that starts child processes is gone"))
+}
+
+/// A command for the spawner thread, and where its child goes.
+type Request = (std::process::Command, Arc<Reply>);
+
+/// Where the spawner thread leaves a child for the thread that asked for it.
+struct Reply {
+    slot: Mutex<Slot>,
+    ready: Condvar,
+}
+
+enum Slot {
+    Waiting,
+    /// The asking thread stopped waiting: the child, if one starts, is nobody's.
+    Abandoned,
+    Done(std::io::Result<std::process::Child>),
+}
+
+impl Reply {
+    /// The spawner's answer, waiting at most `wait`; after that the request is abandoned.
+    fn wait(&self, wait: Duration) -> std::io::Result<std::process::Child> {
+        let now = Instant::now();
+        let deadline = now.checked_add(wait).unwrap_or_else(|| now + Duration::from_secs(u64::from(u32::MAX)));
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            match std::mem::replace(&mut *slot, Slot::Waiting) {
+                Slot::Done(spawned) => return spawned,
+                other => *slot = other,
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                *slot = Slot::Abandoned;
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    format!("the child process did not start within {} ms", wait.as_millis()),
+                ));
+            }
+            slot = self.ready.wait_timeout(slot, deadline - now).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+}
+
+/// Starts the spawner thread; the sender that reaches it.
+fn start_spawner() -> std::io::Result<std::sync::mpsc::Sender<Request>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Request>();
+    std::thread::Builder::new().name("toolshed-spawner".to_owned()).spawn(move || {
+        for (mut command, reply) in rx {
+            let spawned = command.spawn();
+            let mut slot = reply.slot.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Slot::Abandoned = &*slot {
+                drop(slot);
+                // Started after its caller gave up: killed and reaped here, or it would run unowned.
+                if let Ok(mut child) = spawned {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                continue;
+            }
+            *slot = Slot::Done(spawned);
+            reply.ready.notify_all();
+        }
+    })?;
+    Ok(tx)
 }
 
 /// Leaves without running the plugin's or the runtime's destructors: the answer is sent, and the parent

@@ -531,7 +531,9 @@ pub struct ProcessLimits {
     /// How often a call waiting for the child looks whether it was cancelled, in milliseconds.
     pub poll_ms: u64,
     /// How long a cancelled call's child may take to answer before it is killed (and restarted), in
-    /// milliseconds: a plugin that ignores cancellation cannot keep a worker forever.
+    /// milliseconds: a plugin that ignores cancellation cannot keep a worker forever. It also bounds how long a
+    /// call waits for a dying child's death to be reported and counted: three times this, plus this or a
+    /// second, whichever is longer.
     pub kill_grace_ms: u64,
     /// How long a child may take to load its library and build its handlers, in milliseconds.
     pub start_timeout_ms: u64,

@@ -264,6 +264,10 @@ struct Conn {
     intent: Mutex<Option<(String, bool)>>,
     /// The child is being killed or its socket closed: no new calls.
     ending: AtomicBool,
+    /// The reader thread has told the calls in flight of the child's death and counted it (if it counts): a
+    /// call that finds the child ending waits for this, so the next child starts after the backoff the crash
+    /// sets.
+    counted: AtomicBool,
     /// The child's exit status once it is reaped (`Some(None)`: it could not be read). Signals go to its
     /// group only while this is `None`, under this lock: once reaped, its number may belong to another.
     reaped: Mutex<Option<Option<std::process::ExitStatus>>>,
@@ -277,16 +281,19 @@ struct Routes {
     dead: Option<String>,
 }
 
-/// Where the answers to one call go, and how many of their bytes wait there untaken.
+/// Where the answers to one call go, how many of their bytes wait there untaken, and how many log messages
+/// were dropped because too many waited.
 struct Route {
     tx: crossbeam_channel::Sender<Routed>,
     queued: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
 }
 
 /// The receiving end of a [`Route`].
 struct Answers {
     rx: crossbeam_channel::Receiver<Routed>,
     queued: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
 }
 
 impl Answers {
@@ -297,6 +304,11 @@ impl Answers {
             self.queued.fetch_sub(*bytes, Ordering::AcqRel);
         }
         Ok(routed)
+    }
+
+    /// How many of the call's log messages were dropped so far.
+    fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Acquire)
     }
 }
 
@@ -312,9 +324,9 @@ impl Conn {
             return Err(dead.clone());
         }
         let (tx, rx) = crossbeam_channel::unbounded();
-        let queued = Arc::new(AtomicU64::new(0));
-        routes.waiting.insert(id, Route { tx, queued: Arc::clone(&queued) });
-        Ok(Answers { rx, queued })
+        let (queued, dropped) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        routes.waiting.insert(id, Route { tx, queued: Arc::clone(&queued), dropped: Arc::clone(&dropped) });
+        Ok(Answers { rx, queued, dropped })
     }
 
     fn unregister(&self, id: u64) {
@@ -322,18 +334,31 @@ impl Conn {
     }
 
     /// Passes a message of `bytes` to the call it answers. A child that sends faster than the call takes
-    /// (a flood of logs while its host thread runs a long service call) would grow the host's memory without
-    /// bound: more than one message's cap waiting for a call is a protocol violation.
+    /// would grow the host's memory without bound, but an honest plugin does so too: it logs from a thread of
+    /// its own while the call's host thread runs a long service call. So log messages that would make more than
+    /// `max_message_bytes` wait for one call are dropped (and counted; the call warns once when it ends), and
+    /// only other messages over twice that are a protocol violation: an honest plugin has at most one of
+    /// those outstanding per call (a service request waits for its answer, the answer ends the call), and
+    /// each is at most `max_message_bytes`.
     fn route(&self, id: u64, message: ToHost, bytes: u64) -> Result<(), String> {
         let routes = lock(&self.routes);
         let Some(route) = routes.waiting.get(&id) else {
             return Ok(());
         };
-        let waiting = route.queued.fetch_add(bytes, Ordering::AcqRel);
-        if waiting > 0 && waiting.saturating_add(bytes) > self.max_message {
+        let log = matches!(message, ToHost::Log { .. });
+        let bound = if log { self.max_message } else { self.max_message.saturating_mul(2) };
+        // A message always fits when nothing waits: its frame is within the cap.
+        let admitted = route.queued.fetch_update(Ordering::AcqRel, Ordering::Acquire, |waiting| {
+            (waiting == 0 || waiting.saturating_add(bytes) <= bound).then(|| waiting.saturating_add(bytes))
+        });
+        if admitted.is_err() {
+            if log {
+                route.dropped.fetch_add(1, Ordering::AcqRel);
+                return Ok(());
+            }
             return Err(format!(
-                "it sent messages faster than the host took them (over [plugins.process] max_message_bytes = {} \
-                 waiting for one call)",
+                "it sent messages faster than the host took them (over twice [plugins.process] max_message_bytes \
+                 = {} waiting for one call)",
                 self.max_message
             ));
         }
@@ -347,9 +372,9 @@ impl Conn {
         !self.ending.load(Ordering::Acquire)
     }
 
-    /// Whether the child is gone and every call in flight has been told.
-    fn dead(&self) -> bool {
-        lock(&self.routes).dead.is_some()
+    /// Whether the child's death has been reported to its calls and counted.
+    fn counted(&self) -> bool {
+        self.counted.load(Ordering::Acquire)
     }
 
     /// Writes one message, refusing one over `max_message_bytes` (the child would take it for a protocol
@@ -357,7 +382,10 @@ impl Conn {
     /// reading for `stall_ms` is killed: a message cut short leaves nothing to resume, and no host thread may
     /// wait on it for ever.
     fn send(&self, message: &impl Serialize) -> Result<(), SendError> {
-        let bytes = frame(message).map_err(|_| SendError::TooLarge(u64::MAX))?;
+        let bytes = frame(message).map_err(|e| match e {
+            FrameError::Unserializable(why) => SendError::Unserializable(why),
+            FrameError::TooLarge(len) => SendError::TooLarge(len),
+        })?;
         let len = (bytes.len() - 4) as u64;
         if len > self.max_message {
             return Err(SendError::TooLarge(len));
@@ -377,19 +405,30 @@ impl Conn {
         sent.map_err(|_| SendError::Gone)
     }
 
-    /// Kills the child's process group; `why` is what the calls in flight are told, `crash` whether it
-    /// counts toward the backoff and the quarantine. The first intent wins.
+    /// Kills the child and its process group; `why` is what the calls in flight are told, `crash` whether
+    /// it counts toward the backoff and the quarantine. The first intent wins.
+    ///
+    /// The host's end of the socket is shut down too: the reader thread then ends at once, tells the calls in
+    /// flight and counts the death, even if the child cannot die yet (a process in uninterruptible sleep
+    /// takes SIGKILL only when its system call ends) or something it forked still holds the other end. A call
+    /// that waits for that report (`Supervisor::live`) is not held by the child.
     fn kill(&self, why: String, crash: bool) {
         lock(&self.intent).get_or_insert((why, crash));
         self.ending.store(true, Ordering::Release);
         self.signal_group();
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
     }
 
-    /// SIGKILL to the child's group, unless the child has been reaped.
+    /// SIGKILL to the child and to its group, unless the child has been reaped. The child itself by its
+    /// number, not only its group: it may have left the group (`setpgid` into another group of the session),
+    /// which leaves its own group empty. Until it is reaped its number cannot belong to another process.
     fn signal_group(&self) {
         let reaped = lock(&self.reaped);
-        if reaped.is_none() {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(self.pid), nix::sys::signal::Signal::SIGKILL);
+        // A number 0 (or less) would signal the host's own group.
+        if reaped.is_none() && self.pid > 0 {
+            let pid = nix::unistd::Pid::from_raw(self.pid);
+            let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL);
+            let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
         }
     }
 
@@ -415,8 +454,18 @@ impl Conn {
 enum SendError {
     /// Its frame is this many bytes, over `max_message_bytes`: nothing was written.
     TooLarge(u64),
+    /// It could not be serialised (why): nothing was written, and the child is not to blame.
+    Unserializable(String),
     /// The child is going; its reader thread says why.
     Gone,
+}
+
+/// Why a message could not be made into a frame.
+enum FrameError {
+    /// Serialising it failed: why.
+    Unserializable(String),
+    /// Its JSON is this many bytes, more than a frame's length can say.
+    TooLarge(u64),
 }
 
 /// `wait` from now; a configured duration too long for the clock is as good as never.
@@ -426,12 +475,27 @@ fn after(wait: Duration) -> Instant {
 }
 
 /// Serialises `message` into a frame: the little-endian length, then the JSON, in one buffer (one write).
-fn frame(message: &impl Serialize) -> std::io::Result<Vec<u8>> {
+fn frame(message: &impl Serialize) -> Result<Vec<u8>, FrameError> {
     let mut bytes = vec![0u8; 4];
-    serde_json::to_writer(&mut bytes, message).map_err(std::io::Error::other)?;
-    let len = u32::try_from(bytes.len() - 4).map_err(|_| std::io::Error::other("message too large"))?;
+    serde_json::to_writer(&mut bytes, message).map_err(|e| FrameError::Unserializable(e.to_string()))?;
+    let json = bytes.len() - 4;
+    let len = u32::try_from(json).map_err(|_| FrameError::TooLarge(json as u64))?;
     bytes[..4].copy_from_slice(&len.to_le_bytes());
     Ok(bytes)
+}
+
+/// The least time the reader thread of a killed child waits for it to be reaped, however small
+/// `kill_grace_ms` is: SIGKILL is not refused, but the kernel takes a moment to end a process.
+const REAP_WAIT_MIN: Duration = Duration::from_secs(1);
+
+/// The longest a call waits for the reader thread of a child that is ending to report its death, before it
+/// gives up with an error: the reader's own waits (`kill_grace_ms` for the child to exit by itself, as long
+/// again but at least [`REAP_WAIT_MIN`] for it to be reaped once killed, `kill_grace_ms` for the last lines
+/// of its stderr), and `kill_grace_ms` more as a margin. The reader ends within its waits once the host's end
+/// of the socket is shut down; this bound only keeps a call from waiting for ever should it not.
+fn settle_time(limits: &ProcessLimits) -> Duration {
+    let grace = Duration::from_millis(limits.kill_grace_ms);
+    grace.saturating_mul(3).saturating_add(grace.max(REAP_WAIT_MIN))
 }
 
 /// Writes all of `bytes` with `MSG_NOSIGNAL`: a child that died makes this an `EPIPE`, never a SIGPIPE to a
@@ -472,6 +536,11 @@ struct Shared {
     library: Arc<Library>,
     limits: ProcessLimits,
     quarantined: OnQuarantine,
+    /// Held while a handler is built (its number is the next one, and its answer awaited) and while a child
+    /// starts: a child started meanwhile would miss the handler being built. Taken before `state`, which is
+    /// never held while the child is awaited: the reader thread of a child that dies takes `state` to count
+    /// the crash.
+    building: Mutex<()>,
     state: Mutex<State>,
 }
 
@@ -504,6 +573,7 @@ impl Supervisor {
             library,
             limits: policy.limits.clone(),
             quarantined: Arc::clone(&policy.quarantined),
+            building: Mutex::new(()),
             state: Mutex::new(State {
                 child: None,
                 specs: Vec::new(),
@@ -522,27 +592,41 @@ impl Supervisor {
     pub fn handler(this: &Arc<Self>, tool: &str, config: &str) -> Result<Option<ToolHandlerBox>, String> {
         let shared = &this.shared;
         let spec = Spec { tool: tool.to_owned(), config: config.to_owned() };
-        let mut state = lock(&shared.state);
-        let handler = u32::try_from(state.specs.len()).map_err(|_| "too many handlers".to_owned())?;
-        let conn = match state.child.clone().filter(|c| c.usable()) {
-            Some(conn) => conn,
-            None => {
-                let (conn, _) = spawn(shared, &state.specs)?;
-                state.child = Some(Arc::clone(&conn));
-                conn
-            }
+        let _building = lock(&shared.building);
+        let (conn, handler) = {
+            let mut state = lock(&shared.state);
+            let handler = u32::try_from(state.specs.len()).map_err(|_| "too many handlers".to_owned())?;
+            let conn = match state.child.clone().filter(|c| c.usable()) {
+                Some(conn) => conn,
+                None => {
+                    let (conn, _) = spawn(shared, &state.specs)?;
+                    state.child = Some(Arc::clone(&conn));
+                    conn
+                }
+            };
+            (conn, handler)
         };
         let id = conn.id();
         let answers = conn.register(id)?;
-        if let Err(SendError::TooLarge(bytes)) = conn.send(&ToChild::Build { id, handler, spec: spec.clone() }) {
-            conn.unregister(id);
-            return Err(format!(
+        let refused = match conn.send(&ToChild::Build { id, handler, spec: spec.clone() }) {
+            // A failed write means the child is going: its reader thread answers why.
+            Ok(()) | Err(SendError::Gone) => None,
+            Err(SendError::TooLarge(bytes)) => Some(format!(
                 "the configuration of `{tool}` is {bytes} bytes, over [plugins.process] max_message_bytes = {}",
                 shared.limits.max_message_bytes
-            ));
+            )),
+            Err(SendError::Unserializable(why)) => {
+                Some(format!("the configuration of `{tool}` cannot be sent to the plugin's process: {why}"))
+            }
+        };
+        if let Some(why) = refused {
+            conn.unregister(id);
+            return Err(why);
         }
         let deadline = after(Duration::from_millis(shared.limits.start_timeout_ms));
-        let built = match answers.recv_deadline(deadline) {
+        let answer = answers.recv_deadline(deadline);
+        conn.unregister(id);
+        let built = match answer {
             Ok(Routed::Message(ToHost::Built { built, .. }, _)) => built,
             Ok(Routed::Died(why)) => return Err(why),
             Ok(Routed::Message(..)) => Built::Failed("the plugin's process answered out of turn".to_owned()),
@@ -557,8 +641,8 @@ impl Supervisor {
                 ));
             }
         };
-        conn.unregister(id);
-        state.specs.push(spec);
+        // Numbered even when declined or failed: the child holds an empty slot under this number too.
+        lock(&shared.state).specs.push(spec);
         match built {
             Built::Ready => Ok(Some(ToolHandler_TO::from_value(
                 RemoteHandler { supervisor: Arc::clone(this), handler, tool: tool.to_owned() },
@@ -570,30 +654,41 @@ impl Supervisor {
     }
 
     /// A live child for a call: the current one, or a new one once the backoff has passed. Waits out the
-    /// backoff (looking at the call's cancellation every `poll_ms`).
+    /// backoff and the report of a dying child's death (looking at the call's cancellation every `poll_ms`),
+    /// the latter at most [`settle_time`].
     fn live(&self, host: &HostRef<'_>) -> Result<Arc<Conn>, String> {
         let shared = &self.shared;
+        let limits = &shared.limits;
+        let poll = Duration::from_millis(limits.poll_ms.max(1));
+        let mut ending_since: Option<Instant> = None;
         loop {
-            let mut state = lock(&shared.state);
-            if let Some(why) = &state.quarantined {
-                return Err(why.clone());
-            }
-            if let Some(conn) = state.child.as_ref().filter(|c| c.usable()) {
-                return Ok(Arc::clone(conn));
-            }
-            // A child that is ending but not yet reaped has not been counted: starting another now would skip
-            // the backoff its crash is about to set.
-            let ending = state.child.as_ref().is_some_and(|c| !c.dead());
-            let now = Instant::now();
-            if ending || now < state.next_start {
-                let until_start = state.next_start.saturating_duration_since(now);
-                let poll = Duration::from_millis(shared.limits.poll_ms.max(1));
-                let wait = if ending { poll } else { until_start.min(poll) };
-                drop(state);
-                if host.is_cancelled() {
-                    return Err("the call was cancelled while the plugin's process was restarting".to_owned());
+            let next = lock(&shared.state).next(poll);
+            match next {
+                Next::Use(conn) => return Ok(conn),
+                Next::Refuse(why) => return Err(why),
+                Next::Wait { ending, pause } => {
+                    if ending && ending_since.get_or_insert_with(Instant::now).elapsed() >= settle_time(limits) {
+                        return Err(format!(
+                            "the plugin `{}`'s previous process was killed but its end was not reported within {} \
+                             ms (derived from [plugins.process] kill_grace_ms = {}); the call did not run. Try it \
+                             again; if this repeats, the process is stuck in the kernel and the host needs a look",
+                            crate::shown::escape_line(&shared.plugin()),
+                            settle_time(limits).as_millis(),
+                            limits.kill_grace_ms
+                        ));
+                    }
+                    if host.is_cancelled() {
+                        return Err("the call was cancelled while the plugin's process was restarting".to_owned());
+                    }
+                    std::thread::sleep(pause);
+                    continue;
                 }
-                std::thread::sleep(wait);
+                Next::Start => {}
+            }
+            // A child starts with every handler built so far: not while one is being built.
+            let _building = lock(&shared.building);
+            let mut state = lock(&shared.state);
+            if !matches!(state.next(poll), Next::Start) {
                 continue;
             }
             match spawn(shared, &state.specs) {
@@ -608,6 +703,39 @@ impl Supervisor {
                 }
             }
         }
+    }
+}
+
+/// What a call that needs a child does next.
+enum Next {
+    /// Run on this child.
+    Use(Arc<Conn>),
+    /// Fail at once: the plugin is quarantined.
+    Refuse(String),
+    /// Look again after `pause`: the child is `ending` but its death not yet counted, or the backoff runs.
+    Wait { ending: bool, pause: Duration },
+    /// Start a new child.
+    Start,
+}
+
+impl State {
+    fn next(&self, poll: Duration) -> Next {
+        if let Some(why) = &self.quarantined {
+            return Next::Refuse(why.clone());
+        }
+        if let Some(conn) = self.child.as_ref().filter(|c| c.usable()) {
+            return Next::Use(Arc::clone(conn));
+        }
+        // A child that is ending but not yet counted: starting another now would skip the backoff its crash is
+        // about to set.
+        if self.child.as_ref().is_some_and(|c| !c.counted()) {
+            return Next::Wait { ending: true, pause: poll };
+        }
+        let until_start = self.next_start.saturating_duration_since(Instant::now());
+        if !until_start.is_zero() {
+            return Next::Wait { ending: false, pause: until_start.min(poll) };
+        }
+        Next::Start
     }
 }
 

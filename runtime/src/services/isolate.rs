@@ -329,8 +329,16 @@ fn spawn(limits: &IsolationConfig, library: &std::fs::File) -> Result<(Child, Un
         .env_clear()
         .current_dir("/")
         .process_group(0);
-    let child = crate::child_process::spawn(command)
-        .map_err(|e| format!("cannot start the parser's child process {}: {e}", executable.display()))?;
+    let child = crate::child_process::spawn(command, Duration::from_millis(limits.timeout_ms.max(1))).map_err(|e| {
+        match e.kind() {
+            std::io::ErrorKind::TimedOut => format!(
+                "the parser's child process {} did not start within [isolation] timeout_ms = {}",
+                executable.display(),
+                limits.timeout_ms
+            ),
+            _ => format!("cannot start the parser's child process {}: {e}", executable.display()),
+        }
+    })?;
     Ok((child, ours))
 }
 

@@ -43,15 +43,21 @@ impl RemoteHandler {
         let conn = self.supervisor.live(host)?;
         let id = conn.id();
         let answers = conn.register(id)?;
-        let sent = conn.send(&ToChild::Call { id, handler: self.handler, phase, call: call.to_owned() });
-        if let Err(SendError::TooLarge(bytes)) = sent {
-            conn.unregister(id);
-            return Err(format!(
+        let refused = match conn.send(&ToChild::Call { id, handler: self.handler, phase, call: call.to_owned() }) {
+            // A failed write means the child is dying: its reader thread sends why.
+            Ok(()) | Err(SendError::Gone) => None,
+            Err(SendError::TooLarge(bytes)) => Some(format!(
                 "the call is {bytes} bytes, over [plugins.process] max_message_bytes = {}",
                 limits.max_message_bytes
-            ));
+            )),
+            Err(SendError::Unserializable(why)) => {
+                Some(format!("the call cannot be sent to the plugin's process: {why}"))
+            }
+        };
+        if let Some(why) = refused {
+            conn.unregister(id);
+            return Err(why);
         }
-        // Otherwise a failed write means the child is dying: its reader thread sends why.
         let poll = Duration::from_millis(limits.poll_ms.max(1));
         let grace = Duration::from_millis(limits.kill_grace_ms);
         let mut cancelled_at: Option<Instant> = None;
@@ -98,12 +104,20 @@ impl RemoteHandler {
                         RResult::ROk(text) => (true, text.into_string()),
                         RResult::RErr(text) => (false, text.into_string()),
                     };
-                    if let Err(SendError::TooLarge(bytes)) = conn.send(&ToChild::Reply { id, ok, text }) {
-                        let text = format!(
+                    let refused = match conn.send(&ToChild::Reply { id, ok, text }) {
+                        Ok(()) | Err(SendError::Gone) => None,
+                        Err(SendError::TooLarge(bytes)) => Some(format!(
                             "the answer of `{}` is {bytes} bytes, over [plugins.process] max_message_bytes = {}",
                             crate::shown::escape_line(&name),
                             limits.max_message_bytes
-                        );
+                        )),
+                        Err(SendError::Unserializable(why)) => Some(format!(
+                            "the answer of `{}` cannot be sent to the plugin's process: {why}",
+                            crate::shown::escape_line(&name)
+                        )),
+                    };
+                    // The plugin still gets an answer, or it would wait for one for ever.
+                    if let Some(text) = refused {
                         let _ = conn.send(&ToChild::Reply { id, ok: false, text });
                     }
                 }
@@ -117,6 +131,17 @@ impl RemoteHandler {
             }
         };
         conn.unregister(id);
+        let dropped = answers.dropped();
+        if dropped > 0 {
+            tracing::warn!(
+                plugin = %crate::shown::escape_line(&self.supervisor.shared.plugin()),
+                tool = %self.tool,
+                "{dropped} log messages of one {} were dropped: the plugin logged faster than the host took them \
+                 (over [plugins.process] max_message_bytes = {} waiting)",
+                phase.name(),
+                limits.max_message_bytes
+            );
+        }
         answer
     }
 }

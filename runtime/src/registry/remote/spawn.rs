@@ -1,7 +1,9 @@
 //! Starting a plugin's child process, its handshake, and the reader thread that routes its frames and
 //! reports its death.
 
-use super::{after, lock, Conn, Hello, Routed, Routes, SendError, Shared, Spec, Start, ToHost, PLUGIN_HOST_ARG};
+use super::{
+    after, lock, Conn, Hello, Routed, Routes, SendError, Shared, Spec, Start, ToHost, PLUGIN_HOST_ARG, REAP_WAIT_MIN,
+};
 use crate::child_process::{executable, frames, keep_tail};
 use crate::config::ProcessLimits;
 use std::os::unix::net::UnixStream;
@@ -36,8 +38,15 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         .env_clear()
         .current_dir("/")
         .process_group(0);
-    let mut process = crate::child_process::spawn(command)
-        .map_err(|e| failed(format!("cannot run {}: {e}", executable.display())))?;
+    let mut process = crate::child_process::spawn(command, Duration::from_millis(limits.start_timeout_ms.max(1)))
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::TimedOut => failed(format!(
+                "{} did not start within [plugins.process] start_timeout_ms = {}",
+                executable.display(),
+                limits.start_timeout_ms
+            )),
+            _ => failed(format!("cannot run {}: {e}", executable.display())),
+        })?;
     let stderr = process.stderr.take().map(keep_tail);
     let pid = i32::try_from(process.id()).unwrap_or(0);
     let conn = Arc::new(Conn {
@@ -50,6 +59,7 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         stall: Duration::from_millis(limits.stall_ms.max(1)),
         intent: Mutex::new(None),
         ending: AtomicBool::new(false),
+        counted: AtomicBool::new(false),
         reaped: Mutex::new(None),
         exited: Condvar::new(),
     });
@@ -67,7 +77,8 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         Ok(hello) => hello,
         Err(why) => {
             conn.kill(why.clone(), true);
-            let (_, status) = conn.wait_reaped(after(Duration::from_millis(limits.kill_grace_ms.max(1000))));
+            let grace = Duration::from_millis(limits.kill_grace_ms);
+            let (_, status) = conn.wait_reaped(after(grace.max(REAP_WAIT_MIN)));
             let tail = stderr.and_then(|rx| rx.recv_timeout(Duration::from_millis(limits.kill_grace_ms)).ok());
             let why = match why.as_str() {
                 "" => describe(&plugin, status, tail.as_deref().unwrap_or(""), limits),
@@ -96,25 +107,40 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
 /// reader thread learns of the death from this shutdown instead.
 fn watch_child(conn: &Conn, mut process: Child, socket: &UnixStream) {
     let pid = conn.pid;
-    loop {
-        // SAFETY: waitid on our own child with a zeroed siginfo; WNOWAIT leaves it unreaped.
+    // Whether waitid saw our child exit (and left it unreaped). An error (ECHILD: something else reaped it,
+    // as the kernel does for a host that ignores SIGCHLD) says nothing of the kind: its number, and so its
+    // group's, may belong to another process already.
+    let exited = loop {
+        // SAFETY: waitid on our own child with a zeroed siginfo, read only after success; WNOWAIT leaves it
+        // unreaped.
         let waited = unsafe {
             let mut info: nix::libc::siginfo_t = std::mem::zeroed();
-            nix::libc::waitid(
+            match nix::libc::waitid(
                 nix::libc::P_PID,
                 pid as nix::libc::id_t,
                 &mut info,
                 nix::libc::WEXITED | nix::libc::WNOWAIT,
-            )
+            ) {
+                0 => Ok(info.si_pid()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
         };
-        if waited == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-            break;
+        match waited {
+            Ok(waited) => break waited == pid && pid != 0,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break false,
         }
-    }
+    };
     {
         let mut reaped = lock(&conn.reaped);
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-        *reaped = Some(process.wait().ok());
+        if exited {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            *reaped = Some(process.wait().ok());
+        } else {
+            // Never signalled, never waited for (a wait could block on a process that is not ours): what is
+            // left of the group, if anything, is out of reach.
+            *reaped = Some(process.try_wait().ok().flatten());
+        }
     }
     conn.ending.store(true, Ordering::Release);
     conn.exited.notify_all();
@@ -153,6 +179,9 @@ fn handshake(conn: &Conn, specs: &[Spec], limits: &ProcessLimits) -> Result<Hell
                 limits.max_message_bytes
             ))
         }
+        Err(SendError::Unserializable(why)) => {
+            return Err(format!("its handlers' configuration cannot be sent to it: {why}"));
+        }
         Err(SendError::Gone) => return Err(String::new()),
     }
     let deadline = after(Duration::from_millis(limits.start_timeout_ms.max(1)));
@@ -174,7 +203,7 @@ fn handshake(conn: &Conn, specs: &[Spec], limits: &ProcessLimits) -> Result<Hell
 }
 
 /// The reader thread of one child: routes every frame to the call it answers until the child dies, then
-/// waits for it to be reaped, counts the crash, and tells every call in flight why.
+/// waits for it to be reaped, tells every call in flight why, and counts the crash.
 fn read_child(
     conn: Arc<Conn>,
     socket: UnixStream,
@@ -230,7 +259,7 @@ fn read_child(
     // Whatever ended the conversation, the child (and its group) has nothing left to do. SIGKILL is not
     // refused, but a process in uninterruptible sleep takes its time: the calls are not held for it.
     conn.signal_group();
-    let (_, status) = conn.wait_reaped(after(grace.max(Duration::from_secs(1))));
+    let (_, status) = conn.wait_reaped(after(grace.max(REAP_WAIT_MIN)));
     let intent = lock(&conn.intent).clone();
     let (why, crash) = match intent {
         Some((why, crash)) => (why, crash),
@@ -241,12 +270,9 @@ fn read_child(
             (describe(&plugin, status, &tail, &limits), true)
         }
     };
-    // Counted before the calls are told and the child is marked dead: a call that comes in meanwhile waits for
-    // the mark (`Supervisor::live`), and then sees the backoff this crash sets.
-    if crash && let Some(shared) = shared.upgrade() {
-        tracing::warn!(plugin = %crate::shown::escape_line(&plugin), "{why}");
-        shared.crashed(&why);
-    }
+    // The calls are told first: counting takes the supervisor's state, which a thread may hold for a while
+    // (starting another child). A call that comes in meanwhile waits for the count (`Supervisor::live`), and
+    // then sees the backoff this crash sets.
     let waiting = {
         let mut routes = lock(&conn.routes);
         routes.dead = Some(why.clone());
@@ -255,6 +281,11 @@ fn read_child(
     for route in waiting.into_values() {
         let _ = route.tx.send(Routed::Died(why.clone()));
     }
+    if crash && let Some(shared) = shared.upgrade() {
+        tracing::warn!(plugin = %crate::shown::escape_line(&plugin), "{why}");
+        shared.crashed(&why);
+    }
+    conn.counted.store(true, Ordering::Release);
 }
 
 /// Why a plugin's child died, in one line: the plugin, the signal or exit status, the last line it printed.
