@@ -136,6 +136,82 @@ fn with_unloading_off_a_replaced_version_stays_mapped() {
     assert!(mapped(&hash_a));
 }
 
+/// Runs a command as a test's set-up step; false when it cannot run or fails (no privilege for it here).
+fn privileged(program: &str, args: &[&str]) -> bool {
+    Command::new(program).args(args).stderr(Stdio::null()).status().is_ok_and(|status| status.success())
+}
+
+/// Whether `file` (its own inode, not a shadow copy) is mapped in this process.
+fn mapped_in_place(file: &Path) -> bool {
+    let path = file.canonicalize().unwrap().display().to_string();
+    std::fs::read_to_string("/proc/self/maps").unwrap().lines().any(|line| line.ends_with(&path))
+}
+
+/// Clears the immutable attribute when the test ends, however it ends, so its directory can be removed.
+struct Mutable(PathBuf);
+
+impl Drop for Mutable {
+    fn drop(&mut self) {
+        privileged("chattr", &["-i", &self.0.to_string_lossy()]);
+    }
+}
+
+#[test]
+fn a_library_nobody_can_overwrite_in_place_is_loaded_from_its_own_file_and_replaced_by_a_rename() {
+    let dir = workspace();
+    let ws = workspace();
+    let (file, _) = variant_a_of_its_own(dir.path());
+    let immutable = privileged("chattr", &["+i", &file.to_string_lossy()]);
+    let mutable = Mutable(file.clone());
+    let (runtime, _events) = watched(dir.path());
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    if !immutable {
+        // No CAP_LINUX_IMMUTABLE, or a file system without the attribute: the library was copied as ever.
+        assert!(!mapped_in_place(&file), "a writable library must be loaded from a copy");
+        return;
+    }
+    assert!(mapped_in_place(&file), "an immutable library is mapped as it is, with no copy");
+    assert!(std::fs::write(&file, b"overwritten").is_err(), "the kernel refuses to write it in place");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    // Updating it: clear the attribute and rename a new build over it (as install(1) and package managers do).
+    drop(mutable);
+    let staged = dir.path().join("staged.tmp");
+    std::fs::copy(variant_b(), &staged).unwrap();
+    std::fs::rename(&staged, &file).unwrap();
+    assert!(matches!(block_on(runtime.rescan()).as_slice(), [PluginEvent::Reloaded { .. }]));
+    assert_eq!(probe(&runtime, ws.path()), "variant B");
+    assert!(!mapped_in_place(&file), "the writable replacement is loaded from a copy");
+    // The new file, writable, overwritten in place: the copy keeps serving.
+    write(&file, b"not a library at all");
+    assert_eq!(probe(&runtime, ws.path()), "variant B");
+}
+
+#[test]
+fn a_library_on_a_read_only_file_system_is_loaded_from_its_own_file() {
+    let dir = workspace();
+    let ws = workspace();
+    let mount = dir.path().join("ro");
+    std::fs::create_dir(&mount).unwrap();
+    let mount_arg = mount.to_string_lossy().into_owned();
+    let mounted = privileged("mount", &["-t", "tmpfs", "-o", "size=64m", "toolshed-test", &mount_arg]);
+    struct Unmount(String, bool);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            if self.1 {
+                privileged("umount", &["-l", &self.0]);
+            }
+        }
+    }
+    let _unmount = Unmount(mount_arg.clone(), mounted);
+    let file = mount.join(lib("fixture_reload"));
+    std::fs::copy(fixture("fixture_reload"), &file).unwrap();
+    let read_only = mounted && privileged("mount", &["-o", "remount,ro", &mount_arg]);
+    let runtime = Runtime::builder().plugin_dir(&mount).build().unwrap();
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    assert_eq!(mapped_in_place(&file), read_only, "mapped as it is exactly when its file system is read-only");
+    drop(runtime);
+}
+
 #[test]
 fn a_plugin_dropped_in_is_loaded_and_identical_content_is_not_reloaded() {
     let dir = workspace();

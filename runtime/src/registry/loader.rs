@@ -392,19 +392,26 @@ pub fn closed() -> u64 {
 /// How many plugin library copies are mapped in this process now, and their mapped size in bytes.
 ///
 /// Read from `/proc/self/maps` where there is one, so a closed copy whose unmapping the dynamic loader
-/// deferred still counts; elsewhere, every copy opened (an upper bound).
+/// deferred still counts, with the libraries loaded in place (by inode: the path is theirs, not the shadow
+/// directory's); elsewhere, every copy opened (an upper bound).
 pub fn mapped() -> (u64, u64) {
     let opened = || (OPENED_COPIES.load(Ordering::Relaxed), OPENED_BYTES.load(Ordering::Relaxed));
     let (Ok(dir), Ok(maps)) = (shadow_dir(), std::fs::read_to_string("/proc/self/maps")) else {
         return opened();
     };
     let dir = format!("{}/", dir.display());
+    let in_place = IN_PLACE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
     let mut copies = std::collections::HashMap::<&str, u64>::new();
     for line in maps.lines() {
         // `start-end perms offset dev inode path`; the path may end in " (deleted)" (copies are removed once open).
         let mut fields = line.splitn(6, ' ');
         let range = fields.next().unwrap_or_default();
-        let Some(path) = fields.nth(4).map(str::trim_start).filter(|path| path.starts_with(&dir)) else {
+        let inode = fields.nth(3).and_then(|inode| inode.parse::<u64>().ok()).unwrap_or(0);
+        let Some(path) = fields
+            .next()
+            .map(str::trim_start)
+            .filter(|path| path.starts_with(&dir) || (inode != 0 && in_place.contains(&inode)))
+        else {
             continue;
         };
         let size = range
@@ -418,48 +425,159 @@ pub fn mapped() -> (u64, u64) {
 
 /// The content hash [`load`] gives a file (xxh3-128 of its bytes, hex), without loading it.
 pub fn content_hash(file: &Path) -> std::io::Result<String> {
-    copy_hashing(file, None).map(|(hash, _)| hash)
+    hash_copying(&mut std::fs::File::open(file)?, None)
 }
 
-/// Loads one library: copy to a content-named shadow path, open, check the ABI, read the declarations.
+/// Loads one library: from the file itself where it cannot be overwritten in place (immutable, or on a read-only
+/// file system), else from a content-named shadow copy; then open, check the ABI, read the declarations.
 pub fn load(file: &Path) -> Result<LoadedPlugin, LoadError> {
     load_read(file, None).0
 }
 
+type Loaded = (Result<LoadedPlugin, LoadError>, Option<(FileStamp, String)>);
+
 /// [`load`], with what the declaration index records of the bytes it read: the file's stamp when it was
 /// opened and their content hash (`None` when they could not be read), whether or not the library loaded.
 /// With a `policy` that isolates the file, the library is loaded in a child process instead of this one.
-pub(crate) fn load_read(
-    file: &Path,
-    policy: Option<&Arc<crate::registry::remote::Policy>>,
-) -> (Result<LoadedPlugin, LoadError>, Option<(FileStamp, String)>) {
+pub(crate) fn load_read(file: &Path, policy: Option<&Arc<crate::registry::remote::Policy>>) -> Loaded {
     let dir = match shadow_dir() {
         Ok(dir) => dir,
         Err(message) => return (Err(LoadError::new(file, message)), None),
     };
-    // Copy to a temporary name while hashing (one pass, bounded memory), then rename to the content's name,
-    // so a concurrent load of the same content never maps a half-written file.
     let copy = NEXT_COPY.fetch_add(1, Ordering::Relaxed);
+    let remote = policy.filter(|policy| policy.isolates(file));
+    let opened = std::fs::File::open(file).and_then(|input| {
+        let meta = input.metadata()?;
+        Ok((input, meta))
+    });
+    let (input, meta) = match opened {
+        Ok(opened) => opened,
+        Err(e) => return (Err(LoadError::new(file, format!("cannot read the library: {e}"))), None),
+    };
+    let in_place = fixed_in_place(&input, &meta);
+    let (loaded, read) = match in_place {
+        Some(_) => load_in_place(file, dir, input, &meta, copy, remote),
+        None => load_on_disk(file, dir, input, &meta, copy, remote),
+    };
+    if loaded.is_ok() {
+        // One line per library opened, so a one-shot call's loads can be counted (`RUST_LOG=toolshed=debug`).
+        tracing::debug!(file = %file.display(), ?in_place, "plugin library loaded");
+    }
+    (loaded, read)
+}
+
+/// Why the library open as `input` cannot be overwritten in place while it is mapped, if it cannot: then it is
+/// loaded as it is, with no copy. A copy costs more than the load itself (README, Performance, rows 5.x): the
+/// bytes are written again, and the dynamic loader maps a freshly written file ~40% slower than a settled one.
+fn fixed_in_place(input: &std::fs::File, meta: &std::fs::Metadata) -> Option<Fixed> {
+    use std::os::fd::AsRawFd as _;
+    let fd = input.as_raw_fd();
+    let mut flags: nix::libc::c_long = 0;
+    // SAFETY: FS_IOC_GETFLAGS writes the inode's flags (an int, which fits the long) through the pointer.
+    let immutable = unsafe { nix::libc::ioctl(fd, nix::libc::FS_IOC_GETFLAGS, &mut flags) } == 0
+        && flags & FS_IMMUTABLE_FL != 0;
+    let mut stat = std::mem::MaybeUninit::<nix::libc::statvfs>::uninit();
+    // SAFETY: fstatvfs fills the struct when it returns 0, and only then is it read.
+    let read_only =
+        unsafe { nix::libc::fstatvfs(fd, stat.as_mut_ptr()) } == 0 && unsafe { stat.assume_init() }.f_flag & nix::libc::ST_RDONLY != 0;
+    fixed(immutable, read_only, meta.is_file())
+}
+
+/// `FS_IMMUTABLE_FL` of `<linux/fs.h>`: the file cannot be written, truncated, renamed over or removed.
+const FS_IMMUTABLE_FL: nix::libc::c_long = 0x10;
+
+/// What makes a library safe to map as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fixed {
+    /// The immutable attribute (`chattr +i`): nobody, root included, writes, truncates, renames over or removes
+    /// the file before clearing the attribute.
+    Immutable,
+    /// A read-only file system: a container's read-only root, a Nix store, a squashfs image.
+    ReadOnlyMount,
+}
+
+/// The rule behind [`fixed_in_place`], apart from the system calls that feed it. Permissions are not enough:
+/// a root-owned library that only root may write is still overwritten in place by root's `cp`.
+fn fixed(immutable: bool, read_only: bool, regular: bool) -> Option<Fixed> {
+    match (regular, immutable, read_only) {
+        (false, _, _) => None,
+        (true, true, _) => Some(Fixed::Immutable),
+        (true, false, true) => Some(Fixed::ReadOnlyMount),
+        (true, false, false) => None,
+    }
+}
+
+/// Loads a library that cannot change in place ([`fixed_in_place`]) from its own file, through a link of its
+/// own in the shadow directory to the descriptor whose file was checked. The dynamic loader knows a library by
+/// the path it was opened with, so the file's own path would hand back an earlier version still mapped (a
+/// replacement renamed over it), and `/proc/self/fd/N` one whose number was reused; the link's name is this
+/// load's alone, and it names the very file the checks read, not whatever the path names a moment later.
+fn load_in_place(
+    file: &Path,
+    dir: &Path,
+    mut input: std::fs::File,
+    meta: &std::fs::Metadata,
+    copy: u64,
+    remote: Option<&Arc<crate::registry::remote::Policy>>,
+) -> Loaded {
+    let stamp = FileStamp::of(meta);
+    let hash = match hash_copying(&mut input, None) {
+        Ok(hash) => hash,
+        Err(e) => return (Err(LoadError::new(file, format!("cannot read the library: {e}"))), None),
+    };
+    let read = Some((stamp, hash.clone()));
+    let bytes = meta.len();
+    if let Err(reason) = check_complete(&input, bytes) {
+        return (Err(LoadError::new(file, reason)), read);
+    }
+    let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&input));
+    let link = shadow_name(dir, &hash, copy, file);
+    if let Err(e) = std::os::unix::fs::symlink(&fd_path, &link) {
+        return (Err(LoadError::new(file, format!("cannot link the library into {}: {e}", dir.display()))), read);
+    }
+    let loaded = load_checked(file, &link, input, bytes, hash, remote);
+    let _ = std::fs::remove_file(&link);
+    if loaded.is_ok() {
+        IN_PLACE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(std::os::unix::fs::MetadataExt::ino(meta));
+    }
+    (loaded, read)
+}
+
+/// The inodes of libraries loaded in place, which [`mapped`] counts beside the shadow copies.
+static IN_PLACE: std::sync::Mutex<std::collections::BTreeSet<u64>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Copies the library to a temporary name in the shadow directory while hashing it (one pass, bounded
+/// memory), renames the copy to the content's name, and loads it from there.
+fn load_on_disk(
+    file: &Path,
+    dir: &Path,
+    mut input: std::fs::File,
+    meta: &std::fs::Metadata,
+    copy: u64,
+    remote: Option<&Arc<crate::registry::remote::Policy>>,
+) -> Loaded {
     let partial = dir.join(format!("{copy}.partial"));
-    let (hash, stamp) = match copy_hashing(file, Some(&partial)) {
-        Ok(read) => read,
+    let hash = match std::fs::File::create(&partial).and_then(|mut out| hash_copying(&mut input, Some(&mut out))) {
+        Ok(hash) => hash,
         Err(e) => {
             let _ = std::fs::remove_file(&partial);
             let reason = format!("cannot copy to the shadow directory {}: {e}", dir.display());
             return (Err(LoadError::new(file, reason)), None);
         }
     };
-    let read = Some((stamp, hash.clone()));
-    let remote = policy.filter(|policy| policy.isolates(file));
-    let loaded = load_copy(file, dir, &partial, copy, hash, remote);
-    if loaded.is_ok() {
-        // One line per library opened, so a one-shot call's loads can be counted (`RUST_LOG=toolshed=debug`).
-        tracing::debug!(file = %file.display(), "plugin library loaded");
-    }
-    (loaded, read)
+    let read = Some((FileStamp::of(meta), hash.clone()));
+    (load_copy(file, dir, &partial, copy, hash, remote), read)
 }
 
-/// The rest of [`load_read`], once the bytes are copied to `partial`.
+/// The content-named shadow path of copy number `copy` of `file`. The copy number keeps two loads of the
+/// same content apart (two runtimes starting at once): each removes its own name after opening it, which
+/// must not pull the file from under the other.
+fn shadow_name(dir: &Path, hash: &str, copy: u64, file: &Path) -> PathBuf {
+    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    dir.join(format!("{}-{copy}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION))
+}
+
+/// The rest of [`load_on_disk`], once the bytes are copied to `partial`.
 fn load_copy(
     file: &Path,
     dir: &Path,
@@ -468,48 +586,53 @@ fn load_copy(
     hash: String,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
 ) -> Result<LoadedPlugin, LoadError> {
-    let bytes = std::fs::metadata(partial).map(|m| m.len()).unwrap_or(0);
-    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    // The copy number keeps two loads of the same content apart (two runtimes starting at once): each
-    // removes its own name after opening it, which must not pull the file from under the other.
-    let shadow = dir.join(format!("{}-{copy}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION));
+    let shadow = shadow_name(dir, &hash, copy, file);
     std::fs::rename(partial, &shadow)
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
-    // A library cut short (a copy or a build still being written) can map and then fault on its missing
-    // pages, which kills the process: refuse it before the dynamic loader sees it.
-    let checked = check_complete(&shadow, bytes).map_err(|reason| LoadError::new(file, reason));
-    if let Some(policy) = remote {
-        // Out of process: this process never maps the library (its constructors run in the child); the child
-        // loads the checked copy from an open descriptor and says what it declares.
-        let copy = checked.and_then(|()| {
-            std::fs::File::open(&shadow).map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
+    let loaded = std::fs::File::open(&shadow)
+        .map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
+        .and_then(|copy| {
+            let bytes = copy.metadata().map(|m| m.len()).unwrap_or(0);
+            // A library cut short (a copy or a build still being written) can map and then fault on its missing
+            // pages, which kills the process: refuse it before the dynamic loader sees it.
+            check_complete(&copy, bytes).map_err(|reason| LoadError::new(file, reason))?;
+            load_checked(file, &shadow, copy, bytes, hash, remote)
         });
-        let _ = std::fs::remove_file(&shadow);
-        let library =
-            Arc::new(Library { raw: None, closable: false, keep: AtomicBool::new(false), bytes, file: Some(copy?) });
-        let (supervisor, hello) = crate::registry::remote::Supervisor::start(policy, file, Arc::clone(&library))
-            .map_err(|reason| LoadError::new(file, reason))?;
-        let declaration = serde_json::from_str::<PluginDeclaration>(&hello.declarations)
-            .map_err(|e| LoadError::new(file, format!("unreadable tool declarations: {e}")))?;
-        let identity = PluginIdentity {
-            file: file.to_owned(),
-            name: hello.name,
-            version: hello.version,
-            api_version: hello.api_version,
-            content_hash: hash,
-        };
-        return Ok(LoadedPlugin {
-            identity: Arc::new(identity),
-            declaration,
-            factory: Factory::Process(supervisor),
-            library,
-        });
-    }
-    let loaded = checked.and_then(|()| open(file, &shadow, bytes, std::fs::File::open(&shadow).ok()));
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
     let _ = std::fs::remove_file(&shadow);
-    let (module, library) = loaded?;
-    finish(file, hash, module, library)
+    loaded
+}
+
+/// Loads a checked library: `path` names it for the dynamic loader and `copy` is it, open (kept by the
+/// [`Library`], so a child process can load the same bytes). With `remote`, a child process loads it instead of
+/// this one.
+fn load_checked(
+    file: &Path,
+    path: &Path,
+    copy: std::fs::File,
+    bytes: u64,
+    hash: String,
+    remote: Option<&Arc<crate::registry::remote::Policy>>,
+) -> Result<LoadedPlugin, LoadError> {
+    let Some(policy) = remote else {
+        let (module, library) = open(file, path, bytes, Some(copy))?;
+        return finish(file, hash, module, library);
+    };
+    // Out of process: this process never maps the library (its constructors run in the child); the child
+    // loads the checked bytes from an open descriptor and says what it declares.
+    let library = Arc::new(Library { raw: None, closable: false, keep: AtomicBool::new(false), bytes, file: Some(copy) });
+    let (supervisor, hello) = crate::registry::remote::Supervisor::start(policy, file, Arc::clone(&library))
+        .map_err(|reason| LoadError::new(file, reason))?;
+    let declaration = serde_json::from_str::<PluginDeclaration>(&hello.declarations)
+        .map_err(|e| LoadError::new(file, format!("unreadable tool declarations: {e}")))?;
+    let identity = PluginIdentity {
+        file: file.to_owned(),
+        name: hello.name,
+        version: hello.version,
+        api_version: hello.api_version,
+        content_hash: hash,
+    };
+    Ok(LoadedPlugin { identity: Arc::new(identity), declaration, factory: Factory::Process(supervisor), library })
 }
 
 /// Loads, in a child process, the copy a parent handed down as an open descriptor
@@ -548,13 +671,11 @@ fn finish(file: &Path, hash: String, module: PluginModRef, library: Arc<Library>
     Ok(LoadedPlugin { identity: Arc::new(identity), declaration, factory: Factory::Module(module), library })
 }
 
-/// Copies `from` to `to` (when given) and returns the xxh3-128 of the bytes, hex, and the file's stamp as it
-/// was opened (a change while it is read changes its change time, so the stamp never vouches for other bytes).
-fn copy_hashing(from: &Path, to: Option<&Path>) -> std::io::Result<(String, FileStamp)> {
+/// Reads `input` to its end, copying the bytes to `output` (when given), and returns their xxh3-128, hex. The
+/// caller takes the file's stamp from the same descriptor before reading: a change while it is read changes
+/// its change time, so the stamp never vouches for other bytes.
+fn hash_copying(input: &mut std::fs::File, mut output: Option<&mut std::fs::File>) -> std::io::Result<String> {
     use std::io::{Read, Write};
-    let mut input = std::fs::File::open(from)?;
-    let stamp = FileStamp::of(&input.metadata()?);
-    let mut output = to.map(std::fs::File::create).transpose()?;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
@@ -563,28 +684,27 @@ fn copy_hashing(from: &Path, to: Option<&Path>) -> std::io::Result<(String, File
             break;
         }
         hasher.update(&buf[..n]);
-        if let Some(output) = &mut output {
+        if let Some(output) = output.as_deref_mut() {
             output.write_all(&buf[..n])?;
         }
     }
-    if let Some(output) = &mut output {
+    if let Some(output) = output {
         output.flush()?;
     }
-    Ok((format!("{:032x}", hasher.digest128()), stamp))
+    Ok(format!("{:032x}", hasher.digest128()))
 }
 
 /// Checks that an ELF file holds every segment and the section header table its header promises (the table
 /// is written last, so a file cut anywhere fails this). Other formats pass through to the dynamic loader.
-fn check_complete(path: &Path, len: u64) -> Result<(), String> {
-    use std::io::{Read, Seek, SeekFrom};
+fn check_complete(file: &std::fs::File, len: u64) -> Result<(), String> {
+    use std::os::unix::fs::FileExt as _;
     let cut = |needed: u64| {
         format!(
             "the file is cut short ({len} bytes, its ELF header needs {needed}); was it still being written? Copy the complete library again"
         )
     };
-    let mut file = std::fs::File::open(path).map_err(|e| format!("cannot read the shadow copy: {e}"))?;
     let mut header = [0u8; 64];
-    if file.read_exact(&mut header).is_err() || &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+    if file.read_exact_at(&mut header, 0).is_err() || &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
         // Not a little-endian ELF64 file: the dynamic loader's own error says what it is.
         return Ok(());
     }
@@ -606,7 +726,7 @@ fn check_complete(path: &Path, len: u64) -> Result<(), String> {
     }
     if phentsize >= 40 {
         let mut table = vec![0u8; (phentsize * phnum) as usize];
-        file.seek(SeekFrom::Start(phoff)).and_then(|_| file.read_exact(&mut table)).map_err(|_| cut(needed))?;
+        file.read_exact_at(&mut table, phoff).map_err(|_| cut(needed))?;
         for entry in table.chunks_exact(phentsize as usize) {
             // PT_LOAD: its file bytes must all be there.
             if u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]) == 1 {
@@ -723,6 +843,15 @@ fn api_compatible(plugin: &str, host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_files_nobody_can_write_in_place_are_loaded_without_a_copy() {
+        assert_eq!(fixed(true, false, true), Some(Fixed::Immutable));
+        assert_eq!(fixed(true, true, true), Some(Fixed::Immutable));
+        assert_eq!(fixed(false, true, true), Some(Fixed::ReadOnlyMount));
+        assert_eq!(fixed(false, false, true), None, "a writable file is copied");
+        assert_eq!(fixed(true, true, false), None, "only regular files are mapped as they are");
+    }
 
     #[test]
     fn api_versions() {
