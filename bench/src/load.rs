@@ -5,6 +5,10 @@
 //! appended (an ELF library still loads with trailing bytes), so neither the dynamic loader nor our
 //! content-named shadow copy can reuse an earlier mapping. The reference path (`lib_header_from_path`) never
 //! unloads, so the number of loads stays modest.
+//!
+//! Rows 5i.NN load the same libraries made immutable (`chattr +i`), which the loader maps as they are, with no
+//! shadow copy; they are left out, with a line saying so, where the attribute cannot be set (no
+//! CAP_LINUX_IMMUTABLE, a file system without it).
 
 use crate::stats::{Figure, Row, Target, Unit};
 use abi_stable::library::lib_header_from_path;
@@ -18,8 +22,25 @@ use toolshed_plugin_api::{PluginDeclaration, PluginModRef};
 /// Timed loads per side and plugin, after one untimed load of each.
 const LOADS: usize = 20;
 
-/// Runs row 5 over every library in `plugins`, with the copies under `work/load`.
+/// Runs rows 5.NN (writable libraries, loaded from a shadow copy) and 5i.NN (immutable ones, loaded in place)
+/// over every library in `plugins`, with the files under `work/load`.
 pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
+    let mut rows = rows_of(plugins, work, false)?;
+    match rows_of(plugins, work, true) {
+        Ok(in_place) => rows.extend(in_place),
+        Err(e) => eprintln!("toolshed-bench: rows 5i left out: {e:#}"),
+    }
+    Ok(rows)
+}
+
+/// Sets (`+i`) or clears (`-i`) the immutable attribute of `files`.
+fn chattr(flag: &str, files: &[PathBuf]) -> Result<()> {
+    let status = std::process::Command::new("chattr").arg(flag).args(files).status().context("running chattr")?;
+    ensure!(status.success(), "chattr {flag} failed ({status}): the immutable attribute cannot be set here");
+    Ok(())
+}
+
+fn rows_of(plugins: &Path, work: &Path, immutable: bool) -> Result<Vec<Row>> {
     let dir = work.join("load");
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("clearing {}", dir.display()))?;
@@ -40,7 +61,10 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
         let copies = |side: &str| -> Result<Vec<PathBuf>> {
             (0..=LOADS)
                 .map(|i| {
-                    let path = dir.join(format!("{stem}-{side}-{i}.{}", std::env::consts::DLL_EXTENSION));
+                    // The phase is in the name too: the reference's loads of the first phase are never closed,
+                    // and the dynamic loader would hand them back for a second file of the same name.
+                    let phase = if immutable { "i" } else { "c" };
+                    let path = dir.join(format!("{stem}-{side}-{phase}{i}.{}", std::env::consts::DLL_EXTENSION));
                     let mut copy = bytes.clone();
                     copy.extend_from_slice(format!("\0toolshed-bench {side} {i} {}", std::process::id()).as_bytes());
                     let mut file =
@@ -54,41 +78,20 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
                 .collect()
         };
         let (ours, reference) = (copies("ours")?, copies("ref")?);
-
-        // The first load of each side is the check that both read the same plugin, and is not timed.
-        let loaded = toolshed::load_plugin(&ours[0])?;
-        let (name, declaration) = reference_load(&reference[0])?;
-        ensure!(
-            loaded.identity.name == name && loaded.declaration == declaration,
-            "{}: load_plugin and the reference read different plugins",
-            library.display()
-        );
-
-        let (mut ours_ns, mut reference_ns) = (Vec::with_capacity(LOADS), Vec::with_capacity(LOADS));
-        // Our loads stay open until the plugin's rounds are over, as the reference's do: the row times loading,
-        // and closing a library (dlclose, then returning the allocator's free pages) is not part of it.
-        let mut open = Vec::with_capacity(LOADS);
-        for i in 1..=LOADS {
-            // Alternate which side loads first.
-            for ours_side in if i % 2 == 0 { [true, false] } else { [false, true] } {
-                let start = Instant::now();
-                if ours_side {
-                    let plugin = toolshed::load_plugin(&ours[i])?;
-                    ours_ns.push(start.elapsed().as_nanos() as f64);
-                    open.push(plugin);
-                } else {
-                    let header = lib_header_from_path(&reference[i])?;
-                    header.init_root_module::<PluginModRef>()?;
-                    reference_ns.push(start.elapsed().as_nanos() as f64);
-                }
-            }
+        if immutable {
+            chattr("+i", &ours)?;
         }
-        drop(open);
+        let result = load_rounds(&ours, &reference, library);
+        if immutable {
+            chattr("-i", &ours)?;
+        }
+        let (mut ours_ns, mut reference_ns) = result?;
+        let (id, how) = if immutable { ("5i", "in place (immutable, no copy)") } else { ("5", "cold") };
         rows.push(Row {
             // 5.01, 5.02, …: one row per plugin, numbered, so any number of plugins keeps the ids apart from
             // each other and from 5r (hot reload).
-            id: format!("5.{:02}", index + 1),
-            what: format!("plugin load, cold: {stem} ({} KiB)", bytes.len() / 1024),
+            id: format!("{id}.{:02}", index + 1),
+            what: format!("plugin load, {how}: {stem} ({} KiB)", bytes.len() / 1024),
             unit: Unit::Nanos,
             ours: Figure::with_p99(&mut ours_ns),
             reference_name: "`lib_header_from_path` + `init_root_module`".to_owned(),
@@ -101,6 +104,41 @@ pub fn rows(plugins: &Path, work: &Path) -> Result<Vec<Row>> {
     // Tens of copies of every plugin; the mappings outlive the names.
     std::fs::remove_dir_all(&dir).with_context(|| format!("removing {}", dir.display()))?;
     Ok(rows)
+}
+
+/// The timed loads of one plugin, ours and the reference's, alternating; the first of each is the check that
+/// both read the same plugin, and is not timed.
+fn load_rounds(ours: &[PathBuf], reference: &[PathBuf], library: &Path) -> Result<(Vec<f64>, Vec<f64>)> {
+    // The first load of each side is the check that both read the same plugin, and is not timed.
+    let loaded = toolshed::load_plugin(&ours[0])?;
+    let (name, declaration) = reference_load(&reference[0])?;
+    ensure!(
+        loaded.identity.name == name && loaded.declaration == declaration,
+        "{}: load_plugin and the reference read different plugins",
+        library.display()
+    );
+
+    let (mut ours_ns, mut reference_ns) = (Vec::with_capacity(LOADS), Vec::with_capacity(LOADS));
+    // Our loads stay open until the plugin's rounds are over, as the reference's do: the row times loading,
+    // and closing a library (dlclose, then returning the allocator's free pages) is not part of it.
+    let mut open = Vec::with_capacity(LOADS);
+    for i in 1..=LOADS {
+        // Alternate which side loads first.
+        for ours_side in if i % 2 == 0 { [true, false] } else { [false, true] } {
+            let start = Instant::now();
+            if ours_side {
+                let plugin = toolshed::load_plugin(&ours[i])?;
+                ours_ns.push(start.elapsed().as_nanos() as f64);
+                open.push(plugin);
+            } else {
+                let header = lib_header_from_path(&reference[i])?;
+                header.init_root_module::<PluginModRef>()?;
+                reference_ns.push(start.elapsed().as_nanos() as f64);
+            }
+        }
+    }
+    drop(open);
+    Ok((ours_ns, reference_ns))
 }
 
 /// The reference load, plus what the check compares: the plugin's name and its declarations.

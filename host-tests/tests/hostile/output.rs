@@ -142,10 +142,8 @@ fn outlines_of_minified_sources_are_bounded_in_every_language() {
     std::fs::write(ws.path().join("src/ok.rs"), "fn ok() {}\n").unwrap();
     // The per-file time limit is not under test here (the outline's size is), and a loaded machine can take
     // seconds over 20,000 definitions in a debug build: a generous limit keeps the test about its bound.
-    let runtime = runtime(
-        "[plugins.config.list_code_definition_names]\nmax_file_ms = 600000\n",
-        &["list_code_definition_names"],
-    );
+    let runtime =
+        runtime("[plugins.config.list_code_definition_names]\nmax_file_ms = 600000\n", &["list_code_definition_names"]);
     let task = task_in(&runtime, ws.path());
     let bound = 400 * 1024 + 1024;
     for extension in extensions.iter().copied().chain(["../many"]) {

@@ -425,7 +425,8 @@ pub fn mapped() -> (u64, u64) {
 
 /// The content hash [`load`] gives a file (xxh3-128 of its bytes, hex), without loading it.
 pub fn content_hash(file: &Path) -> std::io::Result<String> {
-    hash_copying(&mut std::fs::File::open(file)?, None)
+    // Read, not mapped: the file may be any library, rewritten while it is read.
+    hash_reading(std::fs::File::open(file)?)
 }
 
 /// Loads one library: from the file itself where it cannot be overwritten in place (immutable, or on a read-only
@@ -474,12 +475,12 @@ fn fixed_in_place(input: &std::fs::File, meta: &std::fs::Metadata) -> Option<Fix
     let fd = input.as_raw_fd();
     let mut flags: nix::libc::c_long = 0;
     // SAFETY: FS_IOC_GETFLAGS writes the inode's flags (an int, which fits the long) through the pointer.
-    let immutable = unsafe { nix::libc::ioctl(fd, nix::libc::FS_IOC_GETFLAGS, &mut flags) } == 0
-        && flags & FS_IMMUTABLE_FL != 0;
+    let immutable =
+        unsafe { nix::libc::ioctl(fd, nix::libc::FS_IOC_GETFLAGS, &mut flags) } == 0 && flags & FS_IMMUTABLE_FL != 0;
     let mut stat = std::mem::MaybeUninit::<nix::libc::statvfs>::uninit();
     // SAFETY: fstatvfs fills the struct when it returns 0, and only then is it read.
-    let read_only =
-        unsafe { nix::libc::fstatvfs(fd, stat.as_mut_ptr()) } == 0 && unsafe { stat.assume_init() }.f_flag & nix::libc::ST_RDONLY != 0;
+    let read_only = unsafe { nix::libc::fstatvfs(fd, stat.as_mut_ptr()) } == 0
+        && unsafe { stat.assume_init() }.f_flag & nix::libc::ST_RDONLY != 0;
     fixed(immutable, read_only, meta.is_file())
 }
 
@@ -515,21 +516,21 @@ fn fixed(immutable: bool, read_only: bool, regular: bool) -> Option<Fixed> {
 fn load_in_place(
     file: &Path,
     dir: &Path,
-    mut input: std::fs::File,
+    input: std::fs::File,
     meta: &std::fs::Metadata,
     copy: u64,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
 ) -> Loaded {
     let stamp = FileStamp::of(meta);
-    let hash = match hash_copying(&mut input, None) {
-        Ok(hash) => hash,
+    // SAFETY (of the mapping inside): the file cannot be written or truncated while it is immutable or its file
+    // system read-only, so the mapped bytes cannot change or vanish under the reads.
+    let hash = match unsafe { hash_and_check(&input) } {
+        Ok(Ok(hash)) => hash,
+        Ok(Err(reason)) => return (Err(LoadError::new(file, reason)), None),
         Err(e) => return (Err(LoadError::new(file, format!("cannot read the library: {e}"))), None),
     };
     let read = Some((stamp, hash.clone()));
     let bytes = meta.len();
-    if let Err(reason) = check_complete(&input, bytes) {
-        return (Err(LoadError::new(file, reason)), read);
-    }
     let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&input));
     let link = shadow_name(dir, &hash, copy, file);
     if let Err(e) = std::os::unix::fs::symlink(&fd_path, &link) {
@@ -538,13 +539,17 @@ fn load_in_place(
     let loaded = load_checked(file, &link, input, bytes, hash, remote);
     let _ = std::fs::remove_file(&link);
     if loaded.is_ok() {
-        IN_PLACE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(std::os::unix::fs::MetadataExt::ino(meta));
+        IN_PLACE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(std::os::unix::fs::MetadataExt::ino(meta));
     }
     (loaded, read)
 }
 
 /// The inodes of libraries loaded in place, which [`mapped`] counts beside the shadow copies.
-static IN_PLACE: std::sync::Mutex<std::collections::BTreeSet<u64>> = std::sync::Mutex::new(std::collections::BTreeSet::new());
+static IN_PLACE: std::sync::Mutex<std::collections::BTreeSet<u64>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
 
 /// Copies the library to a temporary name in the shadow directory while hashing it (one pass, bounded
 /// memory), renames the copy to the content's name, and loads it from there.
@@ -557,8 +562,20 @@ fn load_on_disk(
     remote: Option<&Arc<crate::registry::remote::Policy>>,
 ) -> Loaded {
     let partial = dir.join(format!("{copy}.partial"));
-    let hash = match std::fs::File::create(&partial).and_then(|mut out| hash_copying(&mut input, Some(&mut out))) {
-        Ok(hash) => hash,
+    // `io::copy` between two files copies in the kernel (`copy_file_range`, else `sendfile`): the bytes never
+    // pass through a buffer of ours. The copy is this process's alone (its directory is private), so it is
+    // hashed and checked through a mapping, and the hash is of exactly the bytes that will be loaded.
+    let copied = std::fs::File::options().read(true).write(true).create_new(true).open(&partial).and_then(|mut out| {
+        std::io::copy(&mut input, &mut out)?;
+        // SAFETY (of the mapping inside): nothing else writes or truncates this process's own copy.
+        unsafe { hash_and_check(&out) }
+    });
+    let hash = match copied {
+        Ok(Ok(hash)) => hash,
+        Ok(Err(reason)) => {
+            let _ = std::fs::remove_file(&partial);
+            return (Err(LoadError::new(file, reason)), None);
+        }
         Err(e) => {
             let _ = std::fs::remove_file(&partial);
             let reason = format!("cannot copy to the shadow directory {}: {e}", dir.display());
@@ -567,6 +584,22 @@ fn load_on_disk(
     };
     let read = Some((FileStamp::of(meta), hash.clone()));
     (load_copy(file, dir, &partial, copy, hash, remote), read)
+}
+
+/// The xxh3-128 of a library's bytes, hex, and whether it is complete ([`check_complete`]), both read through
+/// one mapping of the file.
+///
+/// # Safety
+/// Nobody may write or truncate `file` meanwhile: a mapped page cut off by a truncation faults the process.
+unsafe fn hash_and_check(file: &std::fs::File) -> std::io::Result<Result<String, String>> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(Ok(format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&[]))));
+    }
+    // SAFETY: per the caller, the bytes cannot change or vanish while mapped; the mapping is dropped here.
+    let map = unsafe { memmap2::MmapOptions::new().populate().map(file)? };
+    let hash = format!("{:032x}", xxhash_rust::xxh3::xxh3_128(&map));
+    Ok(check_complete(&map).map(|()| hash))
 }
 
 /// The content-named shadow path of copy number `copy` of `file`. The copy number keeps two loads of the
@@ -593,9 +626,6 @@ fn load_copy(
         .map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
         .and_then(|copy| {
             let bytes = copy.metadata().map(|m| m.len()).unwrap_or(0);
-            // A library cut short (a copy or a build still being written) can map and then fault on its missing
-            // pages, which kills the process: refuse it before the dynamic loader sees it.
-            check_complete(&copy, bytes).map_err(|reason| LoadError::new(file, reason))?;
             load_checked(file, &shadow, copy, bytes, hash, remote)
         });
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
@@ -620,7 +650,8 @@ fn load_checked(
     };
     // Out of process: this process never maps the library (its constructors run in the child); the child
     // loads the checked bytes from an open descriptor and says what it declares.
-    let library = Arc::new(Library { raw: None, closable: false, keep: AtomicBool::new(false), bytes, file: Some(copy) });
+    let library =
+        Arc::new(Library { raw: None, closable: false, keep: AtomicBool::new(false), bytes, file: Some(copy) });
     let (supervisor, hello) = crate::registry::remote::Supervisor::start(policy, file, Arc::clone(&library))
         .map_err(|reason| LoadError::new(file, reason))?;
     let declaration = serde_json::from_str::<PluginDeclaration>(&hello.declarations)
@@ -671,11 +702,9 @@ fn finish(file: &Path, hash: String, module: PluginModRef, library: Arc<Library>
     Ok(LoadedPlugin { identity: Arc::new(identity), declaration, factory: Factory::Module(module), library })
 }
 
-/// Reads `input` to its end, copying the bytes to `output` (when given), and returns their xxh3-128, hex. The
-/// caller takes the file's stamp from the same descriptor before reading: a change while it is read changes
-/// its change time, so the stamp never vouches for other bytes.
-fn hash_copying(input: &mut std::fs::File, mut output: Option<&mut std::fs::File>) -> std::io::Result<String> {
-    use std::io::{Read, Write};
+/// Reads `input` to its end and returns the xxh3-128 of its bytes, hex.
+fn hash_reading(mut input: std::fs::File) -> std::io::Result<String> {
+    use std::io::Read as _;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 256 * 1024];
     loop {
@@ -684,39 +713,32 @@ fn hash_copying(input: &mut std::fs::File, mut output: Option<&mut std::fs::File
             break;
         }
         hasher.update(&buf[..n]);
-        if let Some(output) = output.as_deref_mut() {
-            output.write_all(&buf[..n])?;
-        }
-    }
-    if let Some(output) = output {
-        output.flush()?;
     }
     Ok(format!("{:032x}", hasher.digest128()))
 }
 
 /// Checks that an ELF file holds every segment and the section header table its header promises (the table
 /// is written last, so a file cut anywhere fails this). Other formats pass through to the dynamic loader.
-fn check_complete(file: &std::fs::File, len: u64) -> Result<(), String> {
-    use std::os::unix::fs::FileExt as _;
+fn check_complete(bytes: &[u8]) -> Result<(), String> {
+    let len = bytes.len() as u64;
     let cut = |needed: u64| {
         format!(
             "the file is cut short ({len} bytes, its ELF header needs {needed}); was it still being written? Copy the complete library again"
         )
     };
-    let mut header = [0u8; 64];
-    if file.read_exact_at(&mut header, 0).is_err() || &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+    let Some(header) = bytes.get(..64).filter(|h| &h[..4] == b"\x7fELF" && h[4] == 2 && h[5] == 1) else {
         // Not a little-endian ELF64 file: the dynamic loader's own error says what it is.
         return Ok(());
-    }
+    };
     let u16_at = |b: &[u8], at: usize| u64::from(u16::from_le_bytes([b[at], b[at + 1]]));
     let u64_at = |b: &[u8], at: usize| {
         let mut word = [0u8; 8];
         word.copy_from_slice(&b[at..at + 8]);
         u64::from_le_bytes(word)
     };
-    let (phoff, shoff) = (u64_at(&header, 0x20), u64_at(&header, 0x28));
-    let (phentsize, phnum) = (u16_at(&header, 0x36), u16_at(&header, 0x38));
-    let (shentsize, shnum) = (u16_at(&header, 0x3a), u16_at(&header, 0x3c));
+    let (phoff, shoff) = (u64_at(header, 0x20), u64_at(header, 0x28));
+    let (phentsize, phnum) = (u16_at(header, 0x36), u16_at(header, 0x38));
+    let (shentsize, shnum) = (u16_at(header, 0x3a), u16_at(header, 0x3c));
     let mut needed = phoff.saturating_add(phentsize * phnum);
     if shoff != 0 {
         needed = needed.max(shoff.saturating_add(shentsize * shnum));
@@ -725,8 +747,8 @@ fn check_complete(file: &std::fs::File, len: u64) -> Result<(), String> {
         return Err(cut(needed));
     }
     if phentsize >= 40 {
-        let mut table = vec![0u8; (phentsize * phnum) as usize];
-        file.read_exact_at(&mut table, phoff).map_err(|_| cut(needed))?;
+        // In bounds: `needed` covers the table and is at most `len`.
+        let table = &bytes[phoff as usize..(phoff + phentsize * phnum) as usize];
         for entry in table.chunks_exact(phentsize as usize) {
             // PT_LOAD: its file bytes must all be there.
             if u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]) == 1 {
