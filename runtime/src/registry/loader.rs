@@ -346,6 +346,10 @@ pub(crate) fn load_read(file: &Path, policy: Option<&Arc<crate::registry::remote
 /// bytes are written again, and the dynamic loader maps a freshly written file ~40% slower than a settled one.
 fn fixed_in_place(input: &std::fs::File, meta: &std::fs::Metadata) -> Option<Fixed> {
     use std::os::fd::AsRawFd as _;
+    // Only a regular file is ever mapped as it is; and a device must not be handed a file system's ioctl.
+    if !meta.is_file() {
+        return None;
+    }
     let fd = input.as_raw_fd();
     let mut flags: nix::libc::c_long = 0;
     // SAFETY: FS_IOC_GETFLAGS writes the inode's flags (an int, which fits the long) through the pointer.
