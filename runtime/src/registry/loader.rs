@@ -359,7 +359,7 @@ fn fixed_in_place(input: &std::fs::File, meta: &std::fs::Metadata) -> Option<Fix
     // SAFETY: fstatvfs fills the struct when it returns 0, and only then is it read.
     let read_only = unsafe { nix::libc::fstatvfs(fd, stat.as_mut_ptr()) } == 0
         && unsafe { stat.assume_init() }.f_flag & nix::libc::ST_RDONLY != 0;
-    fixed(immutable, read_only, meta.is_file())
+    fixed(immutable, read_only)
 }
 
 /// `FS_IMMUTABLE_FL` of `<linux/fs.h>`: the file cannot be written, truncated, renamed over or removed.
@@ -375,14 +375,14 @@ enum Fixed {
     ReadOnlyMount,
 }
 
-/// The rule behind [`fixed_in_place`], apart from the system calls that feed it. Permissions are not enough:
-/// a root-owned library that only root may write is still overwritten in place by root's `cp`.
-fn fixed(immutable: bool, read_only: bool, regular: bool) -> Option<Fixed> {
-    match (regular, immutable, read_only) {
-        (false, _, _) => None,
-        (true, true, _) => Some(Fixed::Immutable),
-        (true, false, true) => Some(Fixed::ReadOnlyMount),
-        (true, false, false) => None,
+/// The rule behind [`fixed_in_place`] for a regular file, apart from the system calls that feed it.
+/// Permissions are not enough: a root-owned library that only root may write is still overwritten in place by
+/// root's `cp`.
+fn fixed(immutable: bool, read_only: bool) -> Option<Fixed> {
+    match (immutable, read_only) {
+        (true, _) => Some(Fixed::Immutable),
+        (false, true) => Some(Fixed::ReadOnlyMount),
+        (false, false) => None,
     }
 }
 
@@ -414,16 +414,17 @@ fn load_in_place(
     // The link's name needs no hash (the mapping shows the file's own path), so the hash is computed on another
     // thread while this one opens the library: on 2 cores it costs nothing on the way (README, Performance, 5i).
     let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&input));
-    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let link = dir.join(format!("{copy}-{stem}.{}", std::env::consts::DLL_EXTENSION));
+    let link = shadow_name(dir, "in-place", copy, file);
     if let Err(e) = std::os::unix::fs::symlink(&fd_path, &link) {
         return failed(format!("cannot link the library into {}: {e}", dir.display()));
     }
     let (hash, loaded) = std::thread::scope(|scope| {
-        let hashing = scope.spawn(|| hex_hash(&map));
+        // Where no thread can be started, the hash is computed here after the load instead.
+        let hashing =
+            std::thread::Builder::new().name("toolshed-hash".to_owned()).spawn_scoped(scope, || hex_hash(&map));
         let loaded = load_checked(file, &link, input, bytes, String::new(), remote);
-        // The thread only hashes a slice; should it be refused or panic, the hash is computed here instead.
-        (hashing.join().unwrap_or_else(|_| hex_hash(&map)), loaded)
+        let hash = hashing.ok().and_then(|thread| thread.join().ok()).unwrap_or_else(|| hex_hash(&map));
+        (hash, loaded)
     });
     let _ = std::fs::remove_file(&link);
     let loaded = loaded.map(|mut plugin| {
@@ -443,8 +444,8 @@ fn load_in_place(
 static IN_PLACE: std::sync::Mutex<std::collections::BTreeSet<u64>> =
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
-/// Copies the library to a temporary name in the shadow directory while hashing it (one pass, bounded
-/// memory), renames the copy to the content's name, and loads it from there.
+/// Copies the library to a temporary name in the shadow directory, hashes and checks the copy, renames it to
+/// the content's name, and loads it from there.
 fn load_on_disk(
     file: &Path,
     dir: &Path,
@@ -523,12 +524,13 @@ fn hex_hash(bytes: &[u8]) -> String {
     format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
 }
 
-/// The content-named shadow path of copy number `copy` of `file`. The copy number keeps two loads of the
-/// same content apart (two runtimes starting at once): each removes its own name after opening it, which
-/// must not pull the file from under the other.
-fn shadow_name(dir: &Path, hash: &str, copy: u64, file: &Path) -> PathBuf {
+/// The shadow path of copy (or link) number `copy` of `file`, after `tag`: the content hash's first 16 digits
+/// for a copy, so its mapping names its content. The copy number keeps two loads of the same content apart
+/// (two runtimes starting at once): each removes its own name after opening it, which must not pull the file
+/// from under the other.
+fn shadow_name(dir: &Path, tag: &str, copy: u64, file: &Path) -> PathBuf {
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    dir.join(format!("{}-{copy}-{stem}.{}", &hash[..16], std::env::consts::DLL_EXTENSION))
+    dir.join(format!("{tag}-{copy}-{stem}.{}", std::env::consts::DLL_EXTENSION))
 }
 
 /// The rest of [`load_on_disk`], once the bytes are copied to `partial`.
@@ -540,9 +542,11 @@ fn load_copy(
     hash: String,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
 ) -> Result<LoadedPlugin, LoadError> {
-    let shadow = shadow_name(dir, &hash, copy, file);
+    let shadow = shadow_name(dir, &hash[..16], copy, file);
     std::fs::rename(partial, &shadow)
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
+    // Opened again, read-only: the `Library` keeps this descriptor, and a child process that loads the plugin
+    // inherits it (the one the copy was written through could write it).
     let loaded = std::fs::File::open(&shadow)
         .map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
         .and_then(|copy| {
@@ -789,11 +793,22 @@ mod tests {
 
     #[test]
     fn only_files_nobody_can_write_in_place_are_loaded_without_a_copy() {
-        assert_eq!(fixed(true, false, true), Some(Fixed::Immutable));
-        assert_eq!(fixed(true, true, true), Some(Fixed::Immutable));
-        assert_eq!(fixed(false, true, true), Some(Fixed::ReadOnlyMount));
-        assert_eq!(fixed(false, false, true), None, "a writable file is copied");
-        assert_eq!(fixed(true, true, false), None, "only regular files are mapped as they are");
+        assert_eq!(fixed(true, false), Some(Fixed::Immutable));
+        assert_eq!(fixed(true, true), Some(Fixed::Immutable));
+        assert_eq!(fixed(false, true), Some(Fixed::ReadOnlyMount));
+        assert_eq!(fixed(false, false), None, "a writable file is copied");
+        // Only regular files are mapped as they are: not a device, and not a directory even where its file
+        // system is read-only (the mount points of read-only mounts this machine has, if any).
+        let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+        let read_only_dirs = mountinfo.lines().filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            fields.get(5).filter(|options| options.split(',').any(|o| o == "ro")).and(fields.get(4).copied())
+        });
+        for path in std::iter::once("/dev/null").chain(read_only_dirs) {
+            let Ok(input) = std::fs::File::open(path) else { continue };
+            let meta = input.metadata().unwrap();
+            assert_eq!(fixed_in_place(&input, &meta), None, "{path}");
+        }
     }
 
     #[test]
