@@ -300,7 +300,7 @@ pub fn mapped() -> (u64, u64) {
 /// The content hash [`load`] gives a file (xxh3-128 of its bytes, hex), without loading it.
 pub fn content_hash(file: &Path) -> std::io::Result<String> {
     // Read, not mapped: the file may be any library, rewritten while it is read.
-    hash_reading(std::fs::File::open(file)?)
+    hash_copying(&std::fs::File::open(file)?, None)
 }
 
 /// Loads one library: from the file itself where it cannot be overwritten in place (immutable, or on a read-only
@@ -402,15 +402,15 @@ fn load_in_place(
     let stamp = FileStamp::of(meta);
     let bytes = meta.len();
     let failed = |reason: String| (Err(LoadError::new(file, reason)), None);
-    // SAFETY: the file cannot be written or truncated while it is immutable or its file system read-only, so
-    // the mapped bytes cannot change or vanish under the reads.
-    let map = match unsafe { map_whole(&input) } {
-        Ok(map) => map,
-        Err(e) => return failed(format!("cannot read the library: {e}")),
-    };
-    if let Err(reason) = check_complete(&map) {
+    if let Err(reason) = check_complete(&input, bytes) {
         return failed(reason);
     }
+    // The hashing thread reads through a descriptor of its own (positioned reads, not a mapping: mapped, the
+    // whole library would count in the process's peak memory a second time).
+    let reader = match input.try_clone() {
+        Ok(reader) => reader,
+        Err(e) => return failed(format!("cannot read the library: {e}")),
+    };
     // The link's name needs no hash (the mapping shows the file's own path), so the hash is computed on another
     // thread while this one opens the library: on 2 cores it costs nothing on the way (README, Performance, 5i).
     let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&input));
@@ -420,13 +420,17 @@ fn load_in_place(
     }
     let (hash, loaded) = std::thread::scope(|scope| {
         // Where no thread can be started, the hash is computed here after the load instead.
-        let hashing =
-            std::thread::Builder::new().name("toolshed-hash".to_owned()).spawn_scoped(scope, || hex_hash(&map));
+        let hash = || hash_copying(&reader, None);
+        let hashing = std::thread::Builder::new().name("toolshed-hash".to_owned()).spawn_scoped(scope, hash);
         let loaded = load_checked(file, &link, input, bytes, String::new(), remote);
-        let hash = hashing.ok().and_then(|thread| thread.join().ok()).unwrap_or_else(|| hex_hash(&map));
+        let hash = hashing.ok().and_then(|thread| thread.join().ok()).unwrap_or_else(hash);
         (hash, loaded)
     });
     let _ = std::fs::remove_file(&link);
+    let hash = match hash {
+        Ok(hash) => hash,
+        Err(e) => return failed(format!("cannot read the library: {e}")),
+    };
     let loaded = loaded.map(|mut plugin| {
         Arc::make_mut(&mut plugin.identity).content_hash.clone_from(&hash);
         plugin
@@ -444,24 +448,23 @@ fn load_in_place(
 static IN_PLACE: std::sync::Mutex<std::collections::BTreeSet<u64>> =
     std::sync::Mutex::new(std::collections::BTreeSet::new());
 
-/// Copies the library to a temporary name in the shadow directory, hashes and checks the copy, renames it to
-/// the content's name, and loads it from there.
+/// Copies the library to a temporary name in the shadow directory while hashing it (one pass, bounded memory),
+/// checks the copy, renames it to the content's name, and loads it from there.
 fn load_on_disk(
     file: &Path,
     dir: &Path,
-    mut input: std::fs::File,
+    input: std::fs::File,
     meta: &std::fs::Metadata,
     copy: u64,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
 ) -> Loaded {
     let partial = dir.join(format!("{copy}.partial"));
-    // `io::copy` between two files copies in the kernel (`copy_file_range`, else `sendfile`): the bytes never
-    // pass through a buffer of ours. The copy is this process's alone (its directory is private), so it is
-    // hashed and checked through a mapping, and the hash is of exactly the bytes that will be loaded.
+    // Hashed as it is written, so the hash is of exactly the bytes that will be loaded. (Copying in the kernel
+    // and hashing through a mapping of the copy measured no faster, and the mapping added the whole library to
+    // the process's peak memory.)
     let copied = std::fs::File::options().read(true).write(true).create_new(true).open(&partial).and_then(|mut out| {
-        std::io::copy(&mut input, &mut out)?;
-        // SAFETY (of the mapping inside): nothing else writes or truncates this process's own copy.
-        unsafe { hash_and_check(&out) }
+        let hash = hash_copying(&input, Some(&mut out))?;
+        Ok(check_complete(&out, out.metadata()?.len()).map(|()| hash))
     });
     let hash = match copied {
         Ok(Ok(hash)) => hash,
@@ -477,51 +480,6 @@ fn load_on_disk(
     };
     let read = Some((FileStamp::of(meta), hash.clone()));
     (load_copy(file, dir, &partial, copy, hash, remote), read)
-}
-
-/// The xxh3-128 of a library's bytes, hex, and whether it is complete ([`check_complete`]), both read through
-/// one mapping of the file.
-///
-/// # Safety
-/// Nobody may write or truncate `file` meanwhile: a mapped page cut off by a truncation faults the process.
-unsafe fn hash_and_check(file: &std::fs::File) -> std::io::Result<Result<String, String>> {
-    // SAFETY: per the caller.
-    let map = unsafe { map_whole(file)? };
-    Ok(check_complete(&map).map(|()| hex_hash(&map)))
-}
-
-/// The whole of `file`, mapped read-only (an empty slice for an empty file, which cannot be mapped).
-///
-/// # Safety
-/// Nobody may write or truncate `file` while the mapping lives.
-unsafe fn map_whole(file: &std::fs::File) -> std::io::Result<Mapped> {
-    if file.metadata()?.len() == 0 {
-        return Ok(Mapped::Empty);
-    }
-    // SAFETY: per the caller.
-    Ok(Mapped::Map(unsafe { memmap2::Mmap::map(file)? }))
-}
-
-/// A mapped file, or nothing for an empty one.
-enum Mapped {
-    Map(memmap2::Mmap),
-    Empty,
-}
-
-impl std::ops::Deref for Mapped {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        match self {
-            Mapped::Map(map) => map,
-            Mapped::Empty => &[],
-        }
-    }
-}
-
-/// The content hash of a library's bytes: xxh3-128, hex.
-fn hex_hash(bytes: &[u8]) -> String {
-    format!("{:032x}", xxhash_rust::xxh3::xxh3_128(bytes))
 }
 
 /// The shadow path of copy (or link) number `copy` of `file`, after `tag`: the content hash's first 16 digits
@@ -627,43 +585,55 @@ fn finish(file: &Path, hash: String, module: PluginModRef, library: Arc<Library>
     Ok(LoadedPlugin { identity: Arc::new(identity), declaration, factory: Factory::Module(module), library })
 }
 
-/// Reads `input` to its end and returns the xxh3-128 of its bytes, hex.
-fn hash_reading(mut input: std::fs::File) -> std::io::Result<String> {
-    use std::io::Read as _;
+/// Reads `input` from its start to its end with positioned reads (its offset is left alone, so a descriptor
+/// shared with another reader is safe), copying the bytes to `output` when given, and returns their xxh3-128,
+/// hex. The caller takes the file's stamp from the same descriptor first: a change while it is read changes its
+/// change time, so the stamp never vouches for other bytes.
+fn hash_copying(input: &std::fs::File, mut output: Option<&mut std::fs::File>) -> std::io::Result<String> {
+    use std::io::Write as _;
+    use std::os::unix::fs::FileExt as _;
     let mut hasher = xxhash_rust::xxh3::Xxh3::new();
     let mut buf = vec![0u8; 256 * 1024];
+    let mut at = 0u64;
     loop {
-        let n = input.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
+        let n = match input.read_at(&mut buf, at) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        at += n as u64;
         hasher.update(&buf[..n]);
+        if let Some(output) = output.as_deref_mut() {
+            output.write_all(&buf[..n])?;
+        }
     }
     Ok(format!("{:032x}", hasher.digest128()))
 }
 
 /// Checks that an ELF file holds every segment and the section header table its header promises (the table
 /// is written last, so a file cut anywhere fails this). Other formats pass through to the dynamic loader.
-fn check_complete(bytes: &[u8]) -> Result<(), String> {
-    let len = bytes.len() as u64;
+fn check_complete(file: &std::fs::File, len: u64) -> Result<(), String> {
+    use std::os::unix::fs::FileExt as _;
     let cut = |needed: u64| {
         format!(
             "the file is cut short ({len} bytes, its ELF header needs {needed}); was it still being written? Copy the complete library again"
         )
     };
-    let Some(header) = bytes.get(..64).filter(|h| &h[..4] == b"\x7fELF" && h[4] == 2 && h[5] == 1) else {
+    let mut header = [0u8; 64];
+    if file.read_exact_at(&mut header, 0).is_err() || &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
         // Not a little-endian ELF64 file: the dynamic loader's own error says what it is.
         return Ok(());
-    };
+    }
     let u16_at = |b: &[u8], at: usize| u64::from(u16::from_le_bytes([b[at], b[at + 1]]));
     let u64_at = |b: &[u8], at: usize| {
         let mut word = [0u8; 8];
         word.copy_from_slice(&b[at..at + 8]);
         u64::from_le_bytes(word)
     };
-    let (phoff, shoff) = (u64_at(header, 0x20), u64_at(header, 0x28));
-    let (phentsize, phnum) = (u16_at(header, 0x36), u16_at(header, 0x38));
-    let (shentsize, shnum) = (u16_at(header, 0x3a), u16_at(header, 0x3c));
+    let (phoff, shoff) = (u64_at(&header, 0x20), u64_at(&header, 0x28));
+    let (phentsize, phnum) = (u16_at(&header, 0x36), u16_at(&header, 0x38));
+    let (shentsize, shnum) = (u16_at(&header, 0x3a), u16_at(&header, 0x3c));
     let mut needed = phoff.saturating_add(phentsize * phnum);
     if shoff != 0 {
         needed = needed.max(shoff.saturating_add(shentsize * shnum));
@@ -672,8 +642,8 @@ fn check_complete(bytes: &[u8]) -> Result<(), String> {
         return Err(cut(needed));
     }
     if phentsize >= 40 {
-        // In bounds: `needed` covers the table and is at most `len`.
-        let table = &bytes[phoff as usize..(phoff + phentsize * phnum) as usize];
+        let mut table = vec![0u8; (phentsize * phnum) as usize];
+        file.read_exact_at(&mut table, phoff).map_err(|_| cut(needed))?;
         for entry in table.chunks_exact(phentsize as usize) {
             // PT_LOAD: its file bytes must all be there.
             if u32::from_le_bytes([entry[0], entry[1], entry[2], entry[3]]) == 1 {
