@@ -150,7 +150,6 @@ fn a_window_deep_in_a_50_mb_file_without_holding_it() {
     out.flush().unwrap();
     drop(out);
 
-    let home = workspace();
     // Only read_file is loaded: the measure is what reading costs, not how many other libraries are mapped.
     let only = workspace();
     std::fs::copy(crate::util::plugins().join(lib("read_file")), only.path().join(lib("read_file"))).unwrap();
@@ -158,18 +157,26 @@ fn a_window_deep_in_a_50_mb_file_without_holding_it() {
     // Python's RUSAGE_CHILDREN gives the child's own peak RSS; measured from this multi-threaded test process,
     // a spawned child's peak would include ours.
     let probe = "import resource, subprocess, sys\nr = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE)\nsys.stdout.write(r.stdout.decode())\nsys.stderr.write('%d %d' % (r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))";
-    let out = std::process::Command::new("python3")
-        .args(["-c", probe, toolshed_bin().to_str().unwrap()])
-        .args(["--plugins", plugins.to_str().unwrap(), "--cwd", ws.path().to_str().unwrap()])
-        .args(["call", "read_file", r#"{"path":"big.log","start_line":800000}"#])
-        .env("HOME", home.path())
-        .output()
-        .unwrap();
-    let stdout = stdout(&out);
-    let report = stderr(&out);
-    let (code, peak_kb) =
-        report.split_once(' ').map(|(c, p)| (c.parse::<i32>().unwrap(), p.trim().parse::<u64>().unwrap())).unwrap();
-    assert_eq!(code, 0, "{stdout}");
+    // A fresh home each time: both calls start with no declaration index, as the first call on a machine does.
+    let peak = |input: &str| {
+        let home = workspace();
+        let out = std::process::Command::new("python3")
+            .args(["-c", probe, toolshed_bin().to_str().unwrap()])
+            .args(["--plugins", plugins.to_str().unwrap(), "--cwd", ws.path().to_str().unwrap()])
+            .args(["call", "read_file", input])
+            .env("HOME", home.path())
+            .output()
+            .unwrap();
+        let report = stderr(&out);
+        let (code, peak_kb) =
+            report.split_once(' ').map(|(c, p)| (c.parse::<i32>().unwrap(), p.trim().parse::<u64>().unwrap())).unwrap();
+        assert_eq!(code, 0, "{}", stdout(&out));
+        (stdout(&out), peak_kb)
+    };
+    // The process itself (a debug binary and library: ~39 MB here) is measured by the same call on a small file.
+    std::fs::write(ws.path().join("small.log"), "one\ntwo\n").unwrap();
+    let (_, baseline_kb) = peak(r#"{"path":"small.log"}"#);
+    let (stdout, peak_kb) = peak(r#"{"path":"big.log","start_line":800000}"#);
     let body: Vec<&str> = stdout.lines().collect();
     assert_eq!(body[0], "[read_file for 'big.log'] Result:");
     assert_eq!(
@@ -184,6 +191,6 @@ fn a_window_deep_in_a_50_mb_file_without_holding_it() {
         *body.last().unwrap(),
         format!("(Showing lines 800000-800999 of {lines} total. Use start_line=801000 to continue reading.)")
     );
-    // The whole process, plugins and all, stays far below the file's 50 MB.
-    assert!(peak_kb < 40 * 1024, "peak RSS {peak_kb} kB");
+    // Reading the window costs far less than the file's 50 MB over what the process costs anyway.
+    assert!(peak_kb < baseline_kb + 16 * 1024, "peak RSS {peak_kb} kB, {baseline_kb} kB for a small file");
 }
