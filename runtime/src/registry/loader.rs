@@ -406,7 +406,7 @@ fn load_in_place(
         return failed(reason);
     }
     // The hashing thread reads through a descriptor of its own (positioned reads, not a mapping: mapped, the
-    // whole library would count in the process's peak memory a second time).
+    // whole library would be resident in the process while it is hashed, where `dlopen` maps only its pages).
     let reader = match input.try_clone() {
         Ok(reader) => reader,
         Err(e) => return failed(format!("cannot read the library: {e}")),
@@ -460,8 +460,8 @@ fn load_on_disk(
 ) -> Loaded {
     let partial = dir.join(format!("{copy}.partial"));
     // Hashed as it is written, so the hash is of exactly the bytes that will be loaded. (Copying in the kernel
-    // and hashing through a mapping of the copy measured no faster, and the mapping added the whole library to
-    // the process's peak memory.)
+    // and hashing through a mapping of the copy measured no faster, and the mapping made the whole library
+    // resident in the process while it was hashed.)
     let copied = std::fs::File::options().read(true).write(true).create_new(true).open(&partial).and_then(|mut out| {
         let hash = hash_copying(&input, Some(&mut out))?;
         Ok(check_complete(&out, out.metadata()?.len()).map(|()| hash))
