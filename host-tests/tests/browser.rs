@@ -218,6 +218,11 @@ fn launch_answers_with_a_900x600_screenshot_and_close_leaves_no_process() {
     assert_eq!((size.width, size.height), (900, 600));
     let pids = chromium_pids(profiles.path());
     assert!(!pids.is_empty(), "no Chromium found under {}", profiles.path().display());
+    // Chromium's singleton socket lives in a temporary directory of its own; it must be inside the profile,
+    // or every killed browser leaves one behind in the machine's /tmp.
+    let profile = std::fs::read_dir(profiles.path()).unwrap().flatten().next().expect("a profile").path();
+    let socket = std::fs::read_link(profile.join("SingletonSocket")).expect("Chromium's singleton socket link");
+    assert!(socket.starts_with(&profile), "{} is outside the profile {}", socket.display(), profile.display());
 
     let closed = act(&task, json!({"action": "close"}));
     assert_eq!(
@@ -225,6 +230,8 @@ fn launch_answers_with_a_900x600_screenshot_and_close_leaves_no_process() {
         "[browser_action for 'close'] Result:\nThe browser has been closed. You may now proceed to using other tools."
     );
     assert_all_gone(&pids, "after close");
+    let left: Vec<_> = std::fs::read_dir(profiles.path()).unwrap().flatten().map(|e| e.path()).collect();
+    assert!(left.is_empty(), "the profile outlived its browser: {left:?}");
 }
 
 #[test]

@@ -205,8 +205,14 @@ pub(super) fn start_chrome(
         None => profile.tempdir(),
     }
     .map_err(|e| failed(format!("cannot make the browser's profile directory: {e}")))?;
+    // Chromium keeps its singleton socket (and, without /dev/shm, its shared memory) in a directory of its own
+    // under TMPDIR, which a killed browser never removes: one leaked directory per launch. Giving it a TMPDIR
+    // inside the profile removes them with the profile.
+    let scratch = profile.path().join("tmp");
+    std::fs::create_dir(&scratch).map_err(|e| failed(format!("cannot make the browser's temporary directory: {e}")))?;
     let mut command = Command::new(&executable);
     command
+        .env("TMPDIR", &scratch)
         .args(CHROMIUM_FLAGS)
         .arg(format!("--user-agent={USER_AGENT}"))
         .arg(format!("--window-size={},{}", config.viewport_width, config.viewport_height))
