@@ -173,8 +173,16 @@ fn a_library_nobody_can_overwrite_in_place_is_loaded_from_its_own_file_and_repla
     assert!(mapped_in_place(&file), "an immutable library is mapped as it is, with no copy");
     assert!(std::fs::write(&file, b"overwritten").is_err(), "the kernel refuses to write it in place");
     assert_eq!(probe(&runtime, ws.path()), "variant A");
-    // Updating it: clear the attribute and rename a new build over it (as install(1) and package managers do).
+    // Nothing changed, so a rescan finds nothing to do (its identity is its stamp, which did not move).
+    assert_eq!(block_on(runtime.rescan()), vec![]);
+    // Clearing the attribute makes it writable in place. The kernel tells no watcher of that (no inotify event
+    // for a flag), but the next rescan sees a new identity and moves the same bytes into a copy, so a later
+    // write in place can no longer reach the mapping.
     drop(mutable);
+    assert!(matches!(block_on(runtime.rescan()).as_slice(), [PluginEvent::Reloaded { .. }]));
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    assert!(!mapped_in_place(&file), "a library that became writable is served from a copy");
+    // Updating it: rename a new build over it (as install(1) and package managers do).
     let staged = dir.path().join("staged.tmp");
     std::fs::copy(variant_b(), &staged).unwrap();
     std::fs::rename(&staged, &file).unwrap();

@@ -35,7 +35,9 @@ pub struct PluginIdentity {
     pub version: String,
     /// The plugin ABI version it was built against.
     pub api_version: String,
-    /// xxh3-128 of the file's bytes, hex.
+    /// What identifies the bytes loaded: xxh3-128 of them, hex; for a library loaded in place because it cannot
+    /// change there (immutable, or on a read-only file system), `fixed-` and the xxh3-128 of its file's stamp
+    /// instead (see [`identity`]).
     pub content_hash: String,
 }
 
@@ -297,10 +299,26 @@ pub fn mapped() -> (u64, u64) {
     (copies.len() as u64, copies.values().sum())
 }
 
-/// The content hash [`load`] gives a file (xxh3-128 of its bytes, hex), without loading it.
-pub fn content_hash(file: &Path) -> std::io::Result<String> {
-    // Read, not mapped: the file may be any library, rewritten while it is read.
-    hash_copying(&std::fs::File::open(file)?, None)
+/// The identity [`load`] gives a file ([`PluginIdentity::content_hash`]), without loading it.
+pub fn identity(file: &Path) -> std::io::Result<String> {
+    let input = std::fs::File::open(file)?;
+    let meta = input.metadata()?;
+    match fixed_in_place(&input, &meta) {
+        // Stamped after the attribute was read, as `load_in_place` does.
+        Some(_) => Ok(fixed_identity(&FileStamp::of(&input.metadata()?))),
+        // Read, not mapped: the file may be any library, rewritten while it is read.
+        None => hash_copying(&input, None),
+    }
+}
+
+/// The identity of a library that cannot change in place: its stamp (device, inode, size, modification and
+/// change times) stands for its bytes, as the declaration index already trusts a stamp for a hash. Its bytes
+/// cannot change without the change time moving (clearing the attribute or remounting writable moves it, and no
+/// user can set it), so it is never read to be hashed: hashing was most of an in-place load (README,
+/// Performance, 5i), and all of a 28 MB one. Prefixed so it never equals a content hash: a library that becomes
+/// writable again gets its content hash, a new identity, and so is reloaded from a copy.
+fn fixed_identity(stamp: &FileStamp) -> String {
+    format!("fixed-{:032x}", stamp.digest())
 }
 
 /// Loads one library: from the file itself where it cannot be overwritten in place (immutable, or on a read-only
@@ -331,7 +349,7 @@ pub(crate) fn load_read(file: &Path, policy: Option<&Arc<crate::registry::remote
     };
     let in_place = fixed_in_place(&input, &meta);
     let (loaded, read) = match in_place {
-        Some(_) => load_in_place(file, dir, input, &meta, copy, remote),
+        Some(_) => load_in_place(file, dir, input, copy, remote),
         None => load_on_disk(file, dir, input, &meta, copy, remote),
     };
     if loaded.is_ok() {
@@ -395,53 +413,36 @@ fn load_in_place(
     file: &Path,
     dir: &Path,
     input: std::fs::File,
-    meta: &std::fs::Metadata,
     copy: u64,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
 ) -> Loaded {
-    let stamp = FileStamp::of(meta);
-    let bytes = meta.len();
     let failed = |reason: String| (Err(LoadError::new(file, reason)), None);
+    // Stamped after the attribute was read: a change made before then shows in this stamp, and none can be
+    // made after it without moving the change time, which the next rescan sees as a new identity.
+    let meta = match input.metadata() {
+        Ok(meta) => meta,
+        Err(e) => return failed(format!("cannot read the library: {e}")),
+    };
+    let stamp = FileStamp::of(&meta);
+    let bytes = meta.len();
     if let Err(reason) = check_complete(&input, bytes) {
         return failed(reason);
     }
-    // The hashing thread reads through a descriptor of its own (positioned reads, not a mapping: mapped, the
-    // whole library would be resident in the process while it is hashed, where `dlopen` maps only its pages).
-    let reader = match input.try_clone() {
-        Ok(reader) => reader,
-        Err(e) => return failed(format!("cannot read the library: {e}")),
-    };
-    // The link's name needs no hash (the mapping shows the file's own path), so the hash is computed on another
-    // thread while this one opens the library: on 2 cores it costs nothing on the way (README, Performance, 5i).
     let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&input));
     let link = shadow_name(dir, "in-place", copy, file);
     if let Err(e) = std::os::unix::fs::symlink(&fd_path, &link) {
         return failed(format!("cannot link the library into {}: {e}", dir.display()));
     }
-    let (hash, loaded) = std::thread::scope(|scope| {
-        // Where no thread can be started, the hash is computed here after the load instead.
-        let hash = || hash_copying(&reader, None);
-        let hashing = std::thread::Builder::new().name("toolshed-hash".to_owned()).spawn_scoped(scope, hash);
-        let loaded = load_checked(file, &link, input, bytes, String::new(), remote);
-        let hash = hashing.ok().and_then(|thread| thread.join().ok()).unwrap_or_else(hash);
-        (hash, loaded)
-    });
+    let identity = fixed_identity(&stamp);
+    let loaded = load_checked(file, &link, input, bytes, identity.clone(), remote);
     let _ = std::fs::remove_file(&link);
-    let hash = match hash {
-        Ok(hash) => hash,
-        Err(e) => return failed(format!("cannot read the library: {e}")),
-    };
-    let loaded = loaded.map(|mut plugin| {
-        Arc::make_mut(&mut plugin.identity).content_hash.clone_from(&hash);
-        plugin
-    });
     if loaded.is_ok() {
         IN_PLACE
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(std::os::unix::fs::MetadataExt::ino(meta));
+            .insert(std::os::unix::fs::MetadataExt::ino(&meta));
     }
-    (loaded, Some((stamp, hash)))
+    (loaded, Some((stamp, identity)))
 }
 
 /// The inodes of libraries loaded in place, which [`mapped`] counts beside the shadow copies.

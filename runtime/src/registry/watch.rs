@@ -363,7 +363,7 @@ impl Reloader {
             self.retire(old.library);
             return vec![PluginEvent::Unloaded { file: file.to_owned(), tools }];
         }
-        let hash = match loader::content_hash(file) {
+        let hash = match loader::identity(file) {
             Ok(hash) => hash,
             Err(e) => return failed(format!("cannot read the library: {e}")),
         };
