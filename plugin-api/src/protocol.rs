@@ -82,6 +82,11 @@ pub mod capability {
     /// runtime skips the call to `prepare` and runs `execute` at once, as if `prepare` had answered `Proceed`.
     /// The approval policy and the hooks still apply as they would to that answer.
     pub const PROCEEDS: &str = "proceeds";
+    /// Its handler takes the task by reference: the runtime sends `task_ref`, a key for the task's JSON, instead of
+    /// the whole `task`, and the handler resolves a key it has not seen through the
+    /// [`crate::services::TaskInfoGet`] service, once per task. The SDK declares it for every tool it exports
+    /// and resolves the key itself; a handler without it gets the task by value, as before.
+    pub const TASK_BY_REF: &str = "task_by_ref";
 }
 
 /// The model-facing description of a tool, as Cline's `ClineToolSpec`.

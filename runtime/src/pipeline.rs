@@ -325,7 +325,8 @@ impl Engine {
         let authorizer = || {
             authorizer.get_or_init(|| Arc::new(authorize::Authorizer::new(self, task, &route, &tool_use.name, &input)))
         };
-        let call = Arc::new(CallJson::new(&tool_use.name, &tool_use.id, &input, task, Arc::clone(cancel)));
+        let by_ref = route.meta.task_by_ref;
+        let call = Arc::new(CallJson::new(&tool_use.name, &tool_use.id, &input, task, by_ref, Arc::clone(cancel)));
         let first = match (route.meta.proceeds, pre_hooks) {
             // `prepare` would answer `Proceed`, which needs nobody: straight to `execute`, one call instead of two.
             (true, false) => {
@@ -455,7 +456,7 @@ impl Engine {
             return;
         };
         let cancel = CancelOnDrop(Some(Arc::new(CancelToken::default())));
-        let call = Arc::new(CallJson::new(name, id, &input, task, cancel.token()));
+        let call = Arc::new(CallJson::new(name, id, &input, task, route.meta.task_by_ref, cancel.token()));
         let _ = self.run_phase(&route, Phase::Partial, (&call, false), task, self.timeouts.prepare, None).await;
     }
 

@@ -252,11 +252,30 @@ impl<'a> Cancels<'a> {
     }
 }
 
+/// A task's info as calls carry it: its JSON, built once per mode, and the key a tool that takes its task by
+/// reference is sent instead (`capability::TASK_BY_REF`).
+pub(crate) struct TaskJson {
+    pub text: String,
+    /// Unique in the process for this text: a new task or a new mode gets a new key, so a handler's cache
+    /// never answers one task's call with another's info.
+    pub key: u64,
+}
+
+impl TaskJson {
+    fn new(info: &TaskInfo) -> Arc<Self> {
+        static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        Arc::new(Self {
+            text: serde_json::to_string(info).unwrap_or_else(|_| "{}".to_owned()),
+            key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+}
+
 /// Everything the runtime keeps for one task, shared by its calls.
 pub(crate) struct TaskShared {
     pub info: TaskInfo,
-    /// `info` as JSON, built once per mode: every call embeds it.
-    info_json: std::sync::RwLock<Arc<str>>,
+    /// `info` as calls carry it, rebuilt when the mode changes.
+    info_json: std::sync::RwLock<Arc<TaskJson>>,
     /// Plan (1) or act (0); switchable while the task runs.
     mode: std::sync::atomic::AtomicU8,
     pub yolo: bool,
@@ -350,10 +369,10 @@ impl TaskShared {
             subagent: context.subagent,
             timeouts_ms,
         };
-        let info_json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".to_owned());
+        let info_json = TaskJson::new(&info);
         Self {
             info,
-            info_json: std::sync::RwLock::new(Arc::from(info_json)),
+            info_json: std::sync::RwLock::new(info_json),
             mode: std::sync::atomic::AtomicU8::new(mode_code(context.mode)),
             yolo: context.yolo,
             parallel_tool_calls: context.parallel_tool_calls,
@@ -389,17 +408,17 @@ impl TaskShared {
     pub fn set_mode(&self, mode: Mode) {
         let mut info = self.info.clone();
         info.mode = mode.name().to_owned();
-        let json = serde_json::to_string(&info).unwrap_or_else(|_| "{}".to_owned());
+        let json = TaskJson::new(&info);
         let mut slot = match self.info_json.write() {
             Ok(slot) => slot,
             Err(poisoned) => poisoned.into_inner(),
         };
-        *slot = Arc::from(json);
+        *slot = json;
         self.mode.store(mode_code(mode), Ordering::Release);
     }
 
-    /// The task info as JSON, as every call embeds it.
-    pub fn info_json(&self) -> Arc<str> {
+    /// The task info as calls carry it.
+    pub fn info_json(&self) -> Arc<TaskJson> {
         match self.info_json.read() {
             Ok(slot) => Arc::clone(&slot),
             Err(poisoned) => Arc::clone(&poisoned.into_inner()),

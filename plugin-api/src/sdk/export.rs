@@ -98,8 +98,8 @@ fn to_json<T: Serialize>(value: &T) -> Result<RString, String> {
     serde_json::to_string(value).map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
 }
 
-/// A call as it arrives, its task still raw: every call of a task carries the same task JSON, so it is parsed
-/// once per thread and task rather than once per phase (it is most of a small call's parsing cost).
+/// A call as it arrives, its task still raw or by reference: every call of a task carries the same task, so it is
+/// parsed once per handler and task rather than once per phase (it was most of a small call's parsing cost).
 #[derive(serde::Deserialize)]
 struct RawCall<'a, A> {
     tool: String,
@@ -108,12 +108,22 @@ struct RawCall<'a, A> {
     input: A,
     #[serde(borrow, default)]
     task: Option<&'a serde_json::value::RawValue>,
+    /// The task's key, sent instead of `task` to tools declaring [`crate::capability::TASK_BY_REF`].
+    #[serde(borrow, default)]
+    task_ref: Option<&'a str>,
     #[serde(default)]
     approved: bool,
 }
 
-/// The task infos a handler parsed last, by their JSON text: every call of a task carries the same task JSON,
-/// so it is parsed once per task rather than once per phase (it is most of a small call's parsing cost).
+impl<'a, A> RawCall<'a, A> {
+    /// What the call's task is cached under: its key, or its JSON text (a key is digits, a text starts with `{`).
+    fn task_key(&self) -> Option<&'a str> {
+        self.task_ref.or_else(|| self.task.map(serde_json::value::RawValue::get))
+    }
+}
+
+/// The task infos a handler parsed last, by their key or JSON text: every call of a task carries the same task,
+/// so it is parsed (or asked for) once per task rather than once per phase.
 /// Kept in the handler, not in a thread-local, so it goes with the handler (see `THREAD_KEY`).
 ///
 /// A call borrows its task's entry for as long as it runs and gives it back after ([`TaskCache::give_back`]),
@@ -130,28 +140,34 @@ impl TaskCache {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The task of a call, taken from the cache when it is there and not lent out.
-    fn take(&self, raw: Option<&serde_json::value::RawValue>) -> Result<crate::protocol::TaskInfo, String> {
-        let Some(raw) = raw else {
+    /// The task of a call, taken from the cache when it is there and not lent out; else parsed from the call, or
+    /// asked of the host when the call carries only its key.
+    fn take<A>(&self, call: &RawCall<'_, A>, host: &HostClient<'_>) -> Result<crate::protocol::TaskInfo, String> {
+        let Some(key) = call.task_key() else {
             return Ok(crate::protocol::TaskInfo::default());
         };
-        if let Some(task) = self.lock().iter_mut().find(|(text, _)| text == raw.get()).and_then(|(_, t)| t.take()) {
+        if let Some(task) = self.lock().iter_mut().find(|(cached, _)| cached == key).and_then(|(_, t)| t.take()) {
             return Ok(task);
         }
-        serde_json::from_str(raw.get()).map_err(|e| super::json_error(&e))
+        match call.task {
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| super::json_error(&e)),
+            None => host
+                .call::<crate::services::TaskInfoGet>(&crate::services::Empty {})
+                .map_err(|e| format!("the host did not say which task this call is in: {}", e.message)),
+        }
     }
 
-    /// Returns a call's task to the cache once the call is over, under the JSON text it was read from.
-    fn give_back(&self, raw: Option<&serde_json::value::RawValue>, task: crate::protocol::TaskInfo) {
-        let Some(raw) = raw else { return };
+    /// Returns a call's task to the cache once the call is over, under the key or JSON text it came by.
+    fn give_back(&self, key: Option<&str>, task: crate::protocol::TaskInfo) {
+        let Some(key) = key else { return };
         let mut cache = self.lock();
-        match cache.iter_mut().find(|(text, _)| text == raw.get()) {
+        match cache.iter_mut().find(|(cached, _)| cached == key) {
             Some((_, slot)) => *slot = Some(task),
             None => {
                 if cache.len() >= CACHED_TASKS {
                     cache.remove(0);
                 }
-                cache.push((raw.get().to_owned(), Some(task)));
+                cache.push((key.to_owned(), Some(task)));
             }
         }
     }
@@ -161,13 +177,15 @@ impl TaskCache {
 fn with_call<A: DeserializeOwned, R>(
     call: &str,
     tasks: &TaskCache,
+    host: &HostClient<'_>,
     run: impl FnOnce(&ToolCall<A>) -> R,
 ) -> Result<R, String> {
     let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| super::json_error(&e))?;
-    let call =
-        ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task: tasks.take(raw.task)?, approved: raw.approved };
+    let task = tasks.take(&raw, host)?;
+    let key = raw.task_key();
+    let call = ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task, approved: raw.approved };
     let answer = run(&call);
-    tasks.give_back(raw.task, call.task);
+    tasks.give_back(key, call.task);
     Ok(answer)
 }
 
@@ -181,8 +199,9 @@ impl<T: Tool> ToolHandler for Adapter<T> {
     fn prepare(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
             let host = HostClient::new(host);
-            let answer = with_call::<T::Args, _>(call.as_str(), &self.tasks, |call| self.tool.prepare(call, &host))
-                .map_or_else(|e| Prepared::Error(invalid_input(&e)), Failure::prepared);
+            let answer =
+                with_call::<T::Args, _>(call.as_str(), &self.tasks, &host, |call| self.tool.prepare(call, &host))
+                    .map_or_else(|e| Prepared::Error(invalid_input(&e)), Failure::prepared);
             to_json(&answer)
         })
     }
@@ -193,17 +212,26 @@ impl<T: Tool> ToolHandler for Adapter<T> {
             if let Some(answer) = run_job(&self.tool, call.as_str(), &host) {
                 return to_json(&answer);
             }
-            let answer = with_call::<T::Args, _>(call.as_str(), &self.tasks, |call| self.tool.execute(call, &host))
-                .map_or_else(|e| Outcome::Error(invalid_input(&e)), Failure::outcome);
+            let answer =
+                with_call::<T::Args, _>(call.as_str(), &self.tasks, &host, |call| self.tool.execute(call, &host))
+                    .map_or_else(|e| Outcome::Error(invalid_input(&e)), Failure::outcome);
             to_json(&answer)
         })
     }
 
     fn partial(&self, block: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
-            if let Ok(block) = serde_json::from_str::<PartialBlock>(block.as_str()) {
-                self.tool.partial(&block, &HostClient::new(host));
-            }
+            let host = HostClient::new(host);
+            // A streamed block is parsed like a call (its input partial, any JSON), its task from the cache.
+            let _ = with_call::<serde_json::Value, _>(block.as_str(), &self.tasks, &host, |call| {
+                let block = PartialBlock {
+                    tool: call.tool.clone(),
+                    id: call.id.clone(),
+                    input: call.input.clone(),
+                    task: call.task.clone(),
+                };
+                self.tool.partial(&block, &host);
+            });
             Ok(RString::from("{}"))
         })
     }
@@ -228,50 +256,125 @@ pub fn into_abi(handler: Option<ToolHandlerBox>) -> ROption<ToolHandlerBox> {
 }
 
 /// Serialises the declarations of a plugin's tools.
-pub fn declarations_json(tools: Vec<ToolDeclaration>) -> Result<RString, String> {
+pub fn declarations_json(mut tools: Vec<ToolDeclaration>) -> Result<RString, String> {
+    // Every handler this SDK builds resolves a task reference itself (`TaskCache`).
+    for tool in &mut tools {
+        if !tool.capabilities.iter().any(|c| c == crate::capability::TASK_BY_REF) {
+            tool.capabilities.push(crate::capability::TASK_BY_REF.to_owned());
+        }
+    }
     to_json(&crate::protocol::PluginDeclaration { tools })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::{Host, Host_TO};
+    use abi_stable::std_types::RVec;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     fn call(task_id: &str) -> String {
         format!(r#"{{"tool":"t","id":"1","input":{{}},"task":{{"task_id":"{task_id}","cwd":"/w","mode":"act"}}}}"#)
     }
 
+    fn call_by_ref(key: &str) -> String {
+        format!(r#"{{"tool":"t","id":"1","input":{{}},"task_ref":"{key}"}}"#)
+    }
+
+    /// A host whose `task.info` answers the task `task_id` (or offers no such service), counting the requests.
+    struct TaskHost {
+        task_id: Option<&'static str>,
+        asked: AtomicUsize,
+    }
+
+    impl Host for TaskHost {
+        fn service(&self, name: RStr<'_>, _request: RStr<'_>) -> RResult<RString, RString> {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            match (name.as_str(), self.task_id) {
+                (crate::services::TASK_INFO, Some(id)) => RResult::ROk(format!(r#"{{"task_id":"{id}"}}"#).into()),
+                _ => RResult::RErr(r#"{"kind":"unknown_service","message":"no such service"}"#.into()),
+            }
+        }
+        fn services(&self) -> RVec<RString> {
+            RVec::new()
+        }
+        fn is_cancelled(&self) -> bool {
+            false
+        }
+        fn log(&self, _level: u8, _message: RStr<'_>) {}
+    }
+
+    fn host(task_id: Option<&'static str>) -> TaskHost {
+        TaskHost { task_id, asked: AtomicUsize::new(0) }
+    }
+
+    fn run<R>(text: &str, tasks: &TaskCache, host: &TaskHost, f: impl FnOnce(&ToolCall) -> R) -> Result<R, String> {
+        with_call::<serde_json::Value, _>(text, tasks, &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)), f)
+    }
+
     #[test]
     fn a_call_borrows_its_task_and_gives_it_back() {
-        let tasks = TaskCache::default();
-        let first = with_call::<serde_json::Value, _>(&call("a"), &tasks, |c| c.task.task_id.clone()).unwrap();
+        let (tasks, host) = (TaskCache::default(), host(None));
+        let first = run(&call("a"), &tasks, &host, |c| c.task.task_id.clone()).unwrap();
         assert_eq!(first, "a");
         assert!(tasks.lock().iter().any(|(_, task)| task.as_ref().is_some_and(|t| t.task_id == "a")));
         // While one call holds the task, another of the same task reads its own copy, and both come back.
-        let nested = with_call::<serde_json::Value, _>(&call("a"), &tasks, |outer| {
+        let nested = run(&call("a"), &tasks, &host, |outer| {
             assert!(tasks.lock().iter().all(|(_, task)| task.is_none()), "the entry is lent out");
-            let inner = with_call::<serde_json::Value, _>(&call("a"), &tasks, |c| c.task.cwd.clone()).unwrap();
+            let inner = run(&call("a"), &tasks, &host, |c| c.task.cwd.clone()).unwrap();
             (outer.task.mode.clone(), inner)
         });
         assert_eq!(nested.unwrap(), ("act".to_owned(), "/w".to_owned()));
         assert_eq!(tasks.lock().len(), 1);
         // Another task's text is another entry; the cache stays bounded.
         for i in 0..(CACHED_TASKS * 2) {
-            let id = with_call::<serde_json::Value, _>(&call(&i.to_string()), &tasks, |c| c.task.task_id.clone());
+            let id = run(&call(&i.to_string()), &tasks, &host, |c| c.task.task_id.clone());
             assert_eq!(id.unwrap(), i.to_string());
         }
         assert_eq!(tasks.lock().len(), CACHED_TASKS);
+        assert_eq!(host.asked.load(Ordering::SeqCst), 0, "a task sent by value is never asked for");
+    }
+
+    #[test]
+    fn a_task_sent_by_reference_is_asked_of_the_host_once() {
+        let (tasks, host) = (TaskCache::default(), host(Some("by-ref")));
+        for _ in 0..3 {
+            assert_eq!(run(&call_by_ref("7"), &tasks, &host, |c| c.task.task_id.clone()).unwrap(), "by-ref");
+        }
+        assert_eq!(host.asked.load(Ordering::SeqCst), 1);
+        // Another key is another task (a new mode is a new key): asked again.
+        run(&call_by_ref("8"), &tasks, &host, |_| ()).unwrap();
+        assert_eq!(host.asked.load(Ordering::SeqCst), 2);
+        // A nested call of the same key while the entry is lent out asks for its own.
+        run(&call_by_ref("8"), &tasks, &host, |_| run(&call_by_ref("8"), &tasks, &host, |_| ()).unwrap()).unwrap();
+        assert_eq!(host.asked.load(Ordering::SeqCst), 3);
+    }
+
+    #[test]
+    fn a_reference_the_host_cannot_resolve_fails_the_call_with_a_reason() {
+        let (tasks, host) = (TaskCache::default(), host(None));
+        let error = run(&call_by_ref("7"), &tasks, &host, |_| ()).unwrap_err();
+        assert!(error.starts_with("the host did not say which task this call is in"), "{error}");
+        assert!(tasks.lock().is_empty());
     }
 
     #[test]
     fn a_call_that_panics_leaves_the_cache_usable() {
-        let tasks = TaskCache::default();
-        with_call::<serde_json::Value, _>(&call("a"), &tasks, |_| ()).unwrap();
+        let (tasks, host) = (TaskCache::default(), host(None));
+        run(&call("a"), &tasks, &host, |_| ()).unwrap();
         let panicked = catch_unwind(AssertUnwindSafe(|| {
-            with_call::<serde_json::Value, _>(&call("a"), &tasks, |_| panic!("boom")).unwrap();
+            run(&call("a"), &tasks, &host, |_| panic!("boom")).unwrap();
         }));
         assert!(panicked.is_err());
-        let id = with_call::<serde_json::Value, _>(&call("a"), &tasks, |c| c.task.task_id.clone()).unwrap();
+        let id = run(&call("a"), &tasks, &host, |c| c.task.task_id.clone()).unwrap();
         assert_eq!(id, "a");
         assert!(tasks.lock().iter().any(|(_, task)| task.is_some()), "the entry is whole again");
+    }
+
+    #[test]
+    fn every_exported_declaration_takes_its_task_by_reference() {
+        let declared = declarations_json(vec![crate::declare("t", "d", &[])]).unwrap();
+        let parsed: crate::protocol::PluginDeclaration = serde_json::from_str(declared.as_str()).unwrap();
+        assert_eq!(parsed.tools[0].capabilities, [crate::capability::TASK_BY_REF]);
     }
 }

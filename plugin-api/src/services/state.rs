@@ -1,4 +1,4 @@
-//! The task's UI and state: `say` messages and the per-task key-value state stateless handlers keep.
+//! The task's UI and state: `say` messages, the per-task key-value state stateless handlers keep, and the task itself (`task.info`).
 
 use super::Empty;
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,9 @@ services! {
     StateGet(STATE_GET) = "state.get": StateGetRequest => StateGetResponse;
     /// `state.set`: writes (or with `null`, deletes) a JSON value in the task's state.
     StateSet(STATE_SET) = "state.set": StateSetRequest => Empty;
+    /// `task.info`: the task of this call, as a call carries it by value, for a handler that was sent its
+    /// reference (`task_ref`, see [`crate::capability::TASK_BY_REF`]) and has not seen that task yet.
+    TaskInfoGet(TASK_INFO) = "task.info": Empty => crate::protocol::TaskInfo;
 }
 
 /// Request of [`Say`].

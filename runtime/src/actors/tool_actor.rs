@@ -5,7 +5,7 @@ use crate::actors::pool::{Finishing, Priority, WorkerPool};
 use crate::registry::loader::PluginHandler;
 use crate::services::commit_gate::CommitGate;
 use crate::services::host::{CallHost, Router};
-use crate::task::{CancelToken, TaskShared};
+use crate::task::{CancelToken, TaskJson, TaskShared};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr};
 use actix::prelude::*;
@@ -62,16 +62,27 @@ pub(crate) struct CallJson {
     pub id: Arc<str>,
     /// The call's own cancellation (its future dropped, its timeout): every phase of the call shares it.
     pub cancel: Arc<CancelToken>,
+    /// The task's info as of this call: what `task.info` answers for a call that carries only its key.
+    pub task: Arc<TaskJson>,
 }
 
 impl CallJson {
-    /// The call of `tool` under tool-use `id` with `input`, in `task`.
-    pub fn new(tool: &str, id: &str, input: &serde_json::Value, task: &TaskShared, cancel: Arc<CancelToken>) -> Self {
+    /// The call of `tool` under tool-use `id` with `input`, in `task`; with `by_ref`, the task goes by its key
+    /// (`task_ref`) instead of by value, for a tool that declared [`toolshed_plugin_api::capability::TASK_BY_REF`].
+    pub fn new(
+        tool: &str,
+        id: &str,
+        input: &serde_json::Value,
+        task: &TaskShared,
+        by_ref: bool,
+        cancel: Arc<CancelToken>,
+    ) -> Self {
         // Assembled by hand so the task's JSON, built once per task and mode, is not serialised again for
         // every call.
         // Written into one buffer: no intermediate string per part.
-        let info_json = task.info_json();
-        let mut plain = Vec::with_capacity(64 + tool.len() + id.len() + info_json.len());
+        let task = task.info_json();
+        let info_json = task.text.as_str();
+        let mut plain = Vec::with_capacity(64 + tool.len() + id.len() + if by_ref { 0 } else { info_json.len() });
         plain.extend_from_slice(b"{\"tool\":");
         let written = serde_json::to_writer(&mut plain, tool)
             .and_then(|()| {
@@ -82,9 +93,14 @@ impl CallJson {
                 plain.extend_from_slice(b",\"input\":");
                 serde_json::to_writer(&mut plain, input)
             });
-        plain.extend_from_slice(b",\"task\":");
-        plain.extend_from_slice(info_json.as_bytes());
-        plain.push(b'}');
+        if by_ref {
+            // Most of a small call's bytes, and the plugin's cost of reading them, were the task's.
+            plain.extend_from_slice(format!(",\"task_ref\":\"{}\"}}", task.key).as_bytes());
+        } else {
+            plain.extend_from_slice(b",\"task\":");
+            plain.extend_from_slice(info_json.as_bytes());
+            plain.push(b'}');
+        }
         // serde_json writes UTF-8 and cannot fail writing strings and values into a Vec.
         let plain = match (written, String::from_utf8(plain)) {
             (Ok(()), Ok(plain)) => plain,
@@ -94,7 +110,7 @@ impl CallJson {
                 serde_json::Value::from(id)
             ),
         };
-        Self { plain, id: Arc::from(id), cancel }
+        Self { plain, id: Arc::from(id), cancel, task }
     }
 
     /// The JSON text, with `"approved":true` when the user or one of their rules approved what `prepare`
@@ -303,6 +319,7 @@ fn call_host(
     CallHost {
         call_id: Arc::clone(&call.id),
         task: Arc::clone(task),
+        task_json: Arc::clone(&call.task),
         router: Arc::clone(router),
         cancelled: Arc::clone(&call.cancel),
         commit,

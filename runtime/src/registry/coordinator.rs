@@ -37,6 +37,8 @@ pub struct ToolMeta {
     pub checks_parameters: bool,
     /// The tool declared that its `prepare` always proceeds ([`capability::PROCEEDS`]): it is not called.
     pub proceeds: bool,
+    /// The tool takes its task by reference ([`capability::TASK_BY_REF`]): calls carry the task's key only.
+    pub task_by_ref: bool,
     /// Parameter aliases, alias → parameter, applied before any check.
     pub param_aliases: BTreeMap<String, String>,
     /// The plugin that serves it.
@@ -334,6 +336,7 @@ impl Coordinator {
                     required: required_params(specs),
                     checks_parameters: decl.checks_parameters,
                     proceeds: declares(capability::PROCEEDS),
+                    task_by_ref: declares(capability::TASK_BY_REF),
                     param_aliases: decl.param_aliases.clone(),
                     specs: specs.clone(),
                     plugin: Arc::clone(&plugin.identity),

@@ -56,7 +56,9 @@ impl FileStamp {
     /// A digest of the whole stamp: the identity of a file that cannot change in place (`loader`).
     pub fn digest(&self) -> u128 {
         let mut bytes = [0u8; 40];
-        for (at, field) in [self.dev, self.ino, self.size, self.mtime_ns as u64, self.ctime_ns as u64].iter().enumerate() {
+        for (at, field) in
+            [self.dev, self.ino, self.size, self.mtime_ns as u64, self.ctime_ns as u64].iter().enumerate()
+        {
             bytes[at * 8..at * 8 + 8].copy_from_slice(&field.to_le_bytes());
         }
         xxhash_rust::xxh3::xxh3_128(&bytes)

@@ -1,10 +1,10 @@
 //! The services every call has, whatever the host: paths and `.clineignore`, the read cache, UI messages,
 //! the task's state, and the commit gate.
 
-use crate::services::host::{CallHost, Router};
+use crate::services::host::{failed, CallHost, Router};
 use toolshed_plugin_api::services::{
     CallCommit, CheckCommandResponse, CheckResponse, CommitResponse, Empty, PathCheck, PathCheckCommand, PathResolve,
-    ReadCacheForget, ReadCacheRecord, RecordReadResponse, Say, StateGet, StateGetResponse, StateSet,
+    ReadCacheForget, ReadCacheRecord, RecordReadResponse, Say, StateGet, StateGetResponse, StateSet, TaskInfoGet,
 };
 
 /// Registers the task-bound services.
@@ -30,6 +30,8 @@ pub(crate) fn register(router: &mut Router) {
         call.task.say(&call.tool, &call.call_id, req);
         Ok(Empty {})
     });
+    // Asked once per task by a handler that takes its task by reference: the very info this call's key names.
+    router.register::<TaskInfoGet>(|call, _| serde_json::from_str(&call.task_json.text).map_err(failed));
     router.register::<StateGet>(|call, req| {
         Ok(StateGetResponse { value: call.task.state.get(&req.key).map(|v| v.clone()) })
     });

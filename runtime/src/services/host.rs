@@ -21,6 +21,8 @@ pub(crate) struct CallHost {
     /// The tool-use id of the call, carried by its UI events.
     pub call_id: Arc<str>,
     pub task: Arc<TaskShared>,
+    /// The task's info as this call was sent it (`task.info`).
+    pub task_json: Arc<crate::task::TaskJson>,
     /// The services this call may use.
     pub router: Arc<Router>,
     /// Cancelled on timeout or cancellation of this call (the task's own cancellation is `task.cancel`).
