@@ -218,11 +218,13 @@ fn launch_answers_with_a_900x600_screenshot_and_close_leaves_no_process() {
     assert_eq!((size.width, size.height), (900, 600));
     let pids = chromium_pids(profiles.path());
     assert!(!pids.is_empty(), "no Chromium found under {}", profiles.path().display());
-    // Chromium's singleton socket lives in a temporary directory of its own; it must be inside the profile,
-    // or every killed browser leaves one behind in the machine's /tmp.
+    // Chromium's singleton socket lives in a temporary directory of its own, under a TMPDIR the session owns:
+    // otherwise every killed browser leaves one behind in the machine's /tmp.
     let profile = std::fs::read_dir(profiles.path()).unwrap().flatten().next().expect("a profile").path();
     let socket = std::fs::read_link(profile.join("SingletonSocket")).expect("Chromium's singleton socket link");
-    assert!(socket.starts_with(&profile), "{} is outside the profile {}", socket.display(), profile.display());
+    let scratch = socket.ancestors().nth(2).expect("the browser's TMPDIR").to_path_buf();
+    let named = scratch.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(named.starts_with("toolshed-chromium-"), "{} is not the session's own TMPDIR", socket.display());
 
     let closed = act(&task, json!({"action": "close"}));
     assert_eq!(
@@ -232,6 +234,24 @@ fn launch_answers_with_a_900x600_screenshot_and_close_leaves_no_process() {
     assert_all_gone(&pids, "after close");
     let left: Vec<_> = std::fs::read_dir(profiles.path()).unwrap().flatten().map(|e| e.path()).collect();
     assert!(left.is_empty(), "the profile outlived its browser: {left:?}");
+    assert!(!scratch.exists(), "the browser's TMPDIR {} outlived it", scratch.display());
+}
+
+#[test]
+fn a_profile_directory_with_a_long_path_still_launches() {
+    let _turn = crate::util::browser_turn();
+    let (server, dir, profiles) = (Server::start(), workspace(), profiles());
+    // Past the 107 bytes a socket's path may hold once Chromium's own names are added: nothing Chromium needs a
+    // socket for may live under it.
+    let long = profiles.path().join("a".repeat(60)).join("b".repeat(60));
+    std::fs::create_dir_all(&long).unwrap();
+    let runtime = runtime(&long, "");
+    let task = browser_task(&runtime, dir.path());
+    let launched = act(&task, json!({"action": "launch", "url": server.url("/")}));
+    assert_eq!(launched.status, ResultStatus::Success, "{}", model_text(&launched));
+    let pids = chromium_pids(&long);
+    act(&task, json!({"action": "close"}));
+    assert_all_gone(&pids, "after close");
 }
 
 #[test]

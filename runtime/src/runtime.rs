@@ -61,7 +61,7 @@ pub struct ToolInfo {
     pub version: String,
     /// The plugin library file.
     pub file: PathBuf,
-    /// Declared capabilities.
+    /// Declared capabilities (but `task_by_ref`, a calling convention every SDK tool declares).
     pub capabilities: Vec<String>,
     /// Calls abandoned after a timeout whose threads have not returned.
     pub abandoned: usize,
@@ -632,7 +632,13 @@ impl Runtime {
                     plugin: meta.plugin.name.clone(),
                     version: meta.plugin.version.clone(),
                     file: meta.plugin.file.clone(),
-                    capabilities: meta.capabilities.clone(),
+                    // How the SDK takes a call's task says nothing about the tool, and every SDK tool declares it.
+                    capabilities: meta
+                        .capabilities
+                        .iter()
+                        .filter(|c| *c != toolshed_plugin_api::capability::TASK_BY_REF)
+                        .cloned()
+                        .collect(),
                     abandoned: route.health.abandoned(),
                     quarantined: route.health.quarantined(),
                 }

@@ -83,7 +83,7 @@ pub(super) struct Context {
 /// Where the browser to connect to is.
 pub(super) enum Endpoint {
     /// A Chromium this session started: its DevTools URL, its process tree and its profile directory.
-    Local { ws: String, tree: Arc<Tree>, profile: tempfile::TempDir },
+    Local { ws: String, tree: Arc<Tree>, profile: Profile },
     /// The user's running Chrome (`[browser] remote_url`).
     Remote(String),
 }
@@ -186,7 +186,14 @@ pub(super) struct Session {
     remote: bool,
     /// Held until the session ends; dropped after the connection, so the process goes last, then its profile.
     tree: Option<Arc<Tree>>,
-    profile: Option<tempfile::TempDir>,
+    profile: Option<Profile>,
+}
+
+/// A launched browser's own directories, removed when the session ends, however the browser ended.
+pub(super) struct Profile {
+    _dir: tempfile::TempDir,
+    /// Its TMPDIR (see `start_chrome`).
+    _scratch: tempfile::TempDir,
 }
 
 /// Starts Chromium headless on a fresh profile with the flags a locked-down machine needs, and reads its
@@ -194,7 +201,7 @@ pub(super) struct Session {
 pub(super) fn start_chrome(
     config: &BrowserConfig,
     cancels: &Cancels<'_>,
-) -> Result<(Tree, String, tempfile::TempDir), ServiceError> {
+) -> Result<(Tree, String, Profile), ServiceError> {
     let executable = find_executable(config).ok_or_else(|| {
         failed("Could not find Chrome or Chromium: set [browser] executable, or CHROME_PATH, or install chromium")
     })?;
@@ -206,13 +213,16 @@ pub(super) fn start_chrome(
     }
     .map_err(|e| failed(format!("cannot make the browser's profile directory: {e}")))?;
     // Chromium keeps its singleton socket (and, without /dev/shm, its shared memory) in a directory of its own
-    // under TMPDIR, which a killed browser never removes: one leaked directory per launch. Giving it a TMPDIR
-    // inside the profile removes them with the profile.
-    let scratch = profile.path().join("tmp");
-    std::fs::create_dir(&scratch).map_err(|e| failed(format!("cannot make the browser's temporary directory: {e}")))?;
+    // under TMPDIR, which a killed browser never removes: one leaked directory per launch. It gets a TMPDIR of
+    // its own, removed with the session. Not inside the profile: a socket's path is limited to 107 bytes, and a
+    // long `profile_dir` would stop Chromium from starting at all.
+    let scratch = tempfile::Builder::new()
+        .prefix("toolshed-chromium-")
+        .tempdir()
+        .map_err(|e| failed(format!("cannot make the browser's temporary directory: {e}")))?;
     let mut command = Command::new(&executable);
     command
-        .env("TMPDIR", &scratch)
+        .env("TMPDIR", scratch.path())
         .args(CHROMIUM_FLAGS)
         .arg(format!("--user-agent={USER_AGENT}"))
         .arg(format!("--window-size={},{}", config.viewport_width, config.viewport_height))
@@ -254,7 +264,7 @@ pub(super) fn start_chrome(
     match cancels.recv(&rx, Some(deadline)) {
         Ok(Some(Ok(ws))) => {
             tree.survey();
-            Ok((tree, ws, profile))
+            Ok((tree, ws, Profile { _dir: profile, _scratch: scratch }))
         }
         Ok(Some(Err(said))) => Err(failed(format!(
             "the browser {} exited before it offered its DevTools endpoint{}",
