@@ -181,7 +181,12 @@ fn a_library_nobody_can_overwrite_in_place_is_loaded_from_its_own_file_and_repla
     drop(mutable);
     assert!(matches!(block_on(runtime.rescan()).as_slice(), [PluginEvent::Reloaded { .. }]));
     assert_eq!(probe(&runtime, ws.path()), "variant A");
-    assert!(!mapped_in_place(&file), "a library that became writable is served from a copy");
+    // The in-place version is unmapped once its actors are gone, which happens after the swap.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while mapped_in_place(&file) {
+        assert!(std::time::Instant::now() < deadline, "a library that became writable stayed mapped in place");
+        std::thread::sleep(Duration::from_millis(5));
+    }
     // Updating it: rename a new build over it (as install(1) and package managers do).
     let staged = dir.path().join("staged.tmp");
     std::fs::copy(variant_b(), &staged).unwrap();
@@ -195,7 +200,7 @@ fn a_library_nobody_can_overwrite_in_place_is_loaded_from_its_own_file_and_repla
 }
 
 #[test]
-fn a_library_on_a_read_only_file_system_is_loaded_from_its_own_file() {
+fn a_library_on_a_read_only_mount_of_a_writable_file_system_is_still_copied() {
     let dir = workspace();
     let ws = workspace();
     let mount = dir.path().join("ro");
@@ -213,10 +218,12 @@ fn a_library_on_a_read_only_file_system_is_loaded_from_its_own_file() {
     let _unmount = Unmount(mount_arg.clone(), mounted);
     let file = mount.join(lib("fixture_reload"));
     std::fs::copy(fixture("fixture_reload"), &file).unwrap();
-    let read_only = mounted && privileged("mount", &["-o", "remount,ro", &mount_arg]);
+    let _read_only = mounted && privileged("mount", &["-o", "remount,ro", &mount_arg]);
     let runtime = Runtime::builder().plugin_dir(&mount).build().unwrap();
     assert_eq!(probe(&runtime, ws.path()), "variant A");
-    assert_eq!(mapped_in_place(&file), read_only, "mapped as it is exactly when its file system is read-only");
+    // tmpfs can be written: a read-only mount of it may be a view of files another mount writes (here the
+    // remount is the only mount, but the loader cannot know that), so only an immutable file is trusted.
+    assert!(!mapped_in_place(&file), "a read-only mount of a writable file system is loaded from a copy");
     drop(runtime);
 }
 

@@ -127,7 +127,7 @@ macro_rules! export_plugin {
             $crate::abi_stable::std_types::RString,
         > {
             $crate::sdk::guard(|| {
-                $crate::sdk::declarations_json(vec![$(<$tool as $crate::Tool>::declaration()),+])
+                $crate::sdk::exported_declarations_json(vec![$(<$tool as $crate::Tool>::declaration()),+])
             })
         }
 

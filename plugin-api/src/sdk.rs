@@ -15,7 +15,7 @@ mod tool;
 
 pub use errors::{json_error, without_type_names};
 #[doc(hidden)]
-pub use export::{construct, declarations_json, guard, install_panic_hook, into_abi};
+pub use export::{construct, declarations_json, exported_declarations_json, guard, install_panic_hook, into_abi};
 pub use files::{open_real, read_capped, OpenError, ReadError};
 pub use host::HostClient;
 pub use jobs::IsolatedError;

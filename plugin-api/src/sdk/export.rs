@@ -142,7 +142,7 @@ impl TaskCache {
 
     /// The task of a call, taken from the cache when it is there and not lent out; else parsed from the call, or
     /// asked of the host when the call carries only its key.
-    fn take<A>(&self, call: &RawCall<'_, A>, host: &HostClient<'_>) -> Result<crate::protocol::TaskInfo, String> {
+    fn take<A>(&self, call: &RawCall<'_, A>, host: &HostClient<'_>) -> Result<crate::protocol::TaskInfo, ToolError> {
         let Some(key) = call.task_key() else {
             return Ok(crate::protocol::TaskInfo::default());
         };
@@ -150,10 +150,12 @@ impl TaskCache {
             return Ok(task);
         }
         match call.task {
-            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| super::json_error(&e)),
-            None => host
-                .call::<crate::services::TaskInfoGet>(&crate::services::Empty {})
-                .map_err(|e| format!("the host did not say which task this call is in: {}", e.message)),
+            Some(raw) => serde_json::from_str(raw.get()).map_err(|e| invalid_input(&super::json_error(&e))),
+            // Not the model's mistake: the host could not answer for the task it named.
+            None => host.call::<crate::services::TaskInfoGet>(&crate::services::Empty {}).map_err(|e| ToolError {
+                message: format!("the host did not say which task this call is in: {}", e.message),
+                mistake: false,
+            }),
         }
     }
 
@@ -179,8 +181,8 @@ fn with_call<A: DeserializeOwned, R>(
     tasks: &TaskCache,
     host: &HostClient<'_>,
     run: impl FnOnce(&ToolCall<A>) -> R,
-) -> Result<R, String> {
-    let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| super::json_error(&e))?;
+) -> Result<R, ToolError> {
+    let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| invalid_input(&super::json_error(&e)))?;
     let task = tasks.take(&raw, host)?;
     let key = raw.task_key();
     let call = ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task, approved: raw.approved };
@@ -201,7 +203,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
             let host = HostClient::new(host);
             let answer =
                 with_call::<T::Args, _>(call.as_str(), &self.tasks, &host, |call| self.tool.prepare(call, &host))
-                    .map_or_else(|e| Prepared::Error(invalid_input(&e)), Failure::prepared);
+                    .map_or_else(Prepared::Error, Failure::prepared);
             to_json(&answer)
         })
     }
@@ -214,7 +216,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
             }
             let answer =
                 with_call::<T::Args, _>(call.as_str(), &self.tasks, &host, |call| self.tool.execute(call, &host))
-                    .map_or_else(|e| Outcome::Error(invalid_input(&e)), Failure::outcome);
+                    .map_or_else(Outcome::Error, Failure::outcome);
             to_json(&answer)
         })
     }
@@ -255,9 +257,15 @@ pub fn into_abi(handler: Option<ToolHandlerBox>) -> ROption<ToolHandlerBox> {
     handler.map_or(ROption::RNone, ROption::RSome)
 }
 
-/// Serialises the declarations of a plugin's tools.
-pub fn declarations_json(mut tools: Vec<ToolDeclaration>) -> Result<RString, String> {
-    // Every handler this SDK builds resolves a task reference itself (`TaskCache`).
+/// Serialises the declarations of a plugin's tools, as they are.
+pub fn declarations_json(tools: Vec<ToolDeclaration>) -> Result<RString, String> {
+    to_json(&crate::protocol::PluginDeclaration { tools })
+}
+
+/// Serialises the declarations of the tools [`crate::export_plugin!`] exports through this SDK's handler, each
+/// declaring [`crate::capability::TASK_BY_REF`]: that handler resolves a task reference itself (`TaskCache`).
+/// A hand-written root module with its own handler uses [`declarations_json`] instead.
+pub fn exported_declarations_json(mut tools: Vec<ToolDeclaration>) -> Result<RString, String> {
     for tool in &mut tools {
         if !tool.capabilities.iter().any(|c| c == crate::capability::TASK_BY_REF) {
             tool.capabilities.push(crate::capability::TASK_BY_REF.to_owned());
@@ -308,7 +316,7 @@ mod tests {
         TaskHost { task_id, asked: AtomicUsize::new(0) }
     }
 
-    fn run<R>(text: &str, tasks: &TaskCache, host: &TaskHost, f: impl FnOnce(&ToolCall) -> R) -> Result<R, String> {
+    fn run<R>(text: &str, tasks: &TaskCache, host: &TaskHost, f: impl FnOnce(&ToolCall) -> R) -> Result<R, ToolError> {
         with_call::<serde_json::Value, _>(text, tasks, &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)), f)
     }
 
@@ -354,7 +362,8 @@ mod tests {
     fn a_reference_the_host_cannot_resolve_fails_the_call_with_a_reason() {
         let (tasks, host) = (TaskCache::default(), host(None));
         let error = run(&call_by_ref("7"), &tasks, &host, |_| ()).unwrap_err();
-        assert!(error.starts_with("the host did not say which task this call is in"), "{error}");
+        assert!(error.message.starts_with("the host did not say which task this call is in"), "{error:?}");
+        assert!(!error.mistake, "not the model's mistake");
         assert!(tasks.lock().is_empty());
     }
 
@@ -373,7 +382,9 @@ mod tests {
 
     #[test]
     fn every_exported_declaration_takes_its_task_by_reference() {
-        let declared = declarations_json(vec![crate::declare("t", "d", &[])]).unwrap();
+        let plain = declarations_json(vec![crate::declare("t", "d", &[])]).unwrap();
+        assert!(!plain.as_str().contains(crate::capability::TASK_BY_REF), "a hand-written module's, as given");
+        let declared = exported_declarations_json(vec![crate::declare("t", "d", &[])]).unwrap();
         let parsed: crate::protocol::PluginDeclaration = serde_json::from_str(declared.as_str()).unwrap();
         assert_eq!(parsed.tools[0].capabilities, [crate::capability::TASK_BY_REF]);
     }

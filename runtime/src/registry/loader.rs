@@ -377,7 +377,36 @@ fn fixed_in_place(input: &std::fs::File, meta: &std::fs::Metadata) -> Option<Fix
     // SAFETY: fstatvfs fills the struct when it returns 0, and only then is it read.
     let read_only = unsafe { nix::libc::fstatvfs(fd, stat.as_mut_ptr()) } == 0
         && unsafe { stat.assume_init() }.f_flag & nix::libc::ST_RDONLY != 0;
-    fixed(immutable, read_only)
+    let mut fs = std::mem::MaybeUninit::<nix::libc::statfs>::uninit();
+    // SAFETY: fstatfs fills the struct when it returns 0, and only then is it read. Unknown counts as remote.
+    let kind = match unsafe { nix::libc::fstatfs(fd, fs.as_mut_ptr()) } {
+        0 => file_system(u32::try_from(unsafe { fs.assume_init() }.f_type).unwrap_or(0)),
+        _ => FileSystem::Remote,
+    };
+    fixed(immutable, read_only, kind)
+}
+
+/// What a library's file system says about who else may change its bytes under a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileSystem {
+    /// A server or a user's daemon answers for the file (FUSE, NFS, SMB, 9p, Ceph, AFS): it can claim the
+    /// immutable attribute, set any stamp, and change the bytes under a mapping. Never mapped in place.
+    Remote,
+    /// A file system that cannot be written at all (squashfs, EROFS, ISO 9660, cramfs, romfs).
+    ReadOnly,
+    /// Any other local file system. A read-only mount of it may be a view of files another mount writes (a
+    /// bind mount, a container's `:ro` volume), so only the immutable attribute vouches for its files.
+    Local,
+}
+
+/// The kind of file system whose `statfs` magic is `magic` (`<linux/magic.h>`).
+fn file_system(magic: u32) -> FileSystem {
+    match magic {
+        0x6573_5546 | 0x6969 | 0x517B | 0xFF53_4D42 | 0xFE53_4D42 | 0x0102_1997 | 0x00C3_6400 | 0x5346_414F
+        | 0x7375_7245 => FileSystem::Remote,
+        0x7371_7368 | 0xE0F5_E1E2 | 0x9660 | 0x28CD_3D45 | 0x7275 => FileSystem::ReadOnly,
+        _ => FileSystem::Local,
+    }
 }
 
 /// `FS_IMMUTABLE_FL` of `<linux/fs.h>`: the file cannot be written, truncated, renamed over or removed.
@@ -389,18 +418,20 @@ enum Fixed {
     /// The immutable attribute (`chattr +i`): nobody, root included, writes, truncates, renames over or removes
     /// the file before clearing the attribute.
     Immutable,
-    /// A read-only file system: a container's read-only root, a Nix store, a squashfs image.
+    /// A file system that cannot be written, mounted read-only: a squashfs or EROFS image (a container's or a
+    /// snap's root), an ISO.
     ReadOnlyMount,
 }
 
 /// The rule behind [`fixed_in_place`] for a regular file, apart from the system calls that feed it.
 /// Permissions are not enough: a root-owned library that only root may write is still overwritten in place by
 /// root's `cp`.
-fn fixed(immutable: bool, read_only: bool) -> Option<Fixed> {
-    match (immutable, read_only) {
-        (true, _) => Some(Fixed::Immutable),
-        (false, true) => Some(Fixed::ReadOnlyMount),
-        (false, false) => None,
+fn fixed(immutable: bool, read_only: bool, fs: FileSystem) -> Option<Fixed> {
+    match (fs, immutable, read_only) {
+        (FileSystem::Remote, _, _) => None,
+        (_, true, _) => Some(Fixed::Immutable),
+        (FileSystem::ReadOnly, false, true) => Some(Fixed::ReadOnlyMount),
+        (_, false, _) => None,
     }
 }
 
@@ -764,10 +795,21 @@ mod tests {
 
     #[test]
     fn only_files_nobody_can_write_in_place_are_loaded_without_a_copy() {
-        assert_eq!(fixed(true, false), Some(Fixed::Immutable));
-        assert_eq!(fixed(true, true), Some(Fixed::Immutable));
-        assert_eq!(fixed(false, true), Some(Fixed::ReadOnlyMount));
-        assert_eq!(fixed(false, false), None, "a writable file is copied");
+        use FileSystem::{Local, ReadOnly, Remote};
+        assert_eq!(fixed(true, false, Local), Some(Fixed::Immutable));
+        assert_eq!(fixed(true, true, Local), Some(Fixed::Immutable));
+        assert_eq!(fixed(false, true, ReadOnly), Some(Fixed::ReadOnlyMount));
+        assert_eq!(fixed(false, false, Local), None, "a writable file is copied");
+        // A read-only mount of a writable file system may be a view of a file another mount writes.
+        assert_eq!(fixed(false, true, Local), None);
+        // A server or a FUSE daemon can claim anything and change the bytes under the mapping.
+        for (immutable, read_only) in [(true, true), (true, false), (false, true)] {
+            assert_eq!(fixed(immutable, read_only, Remote), None);
+        }
+        assert_eq!(file_system(0x6573_5546), Remote, "FUSE");
+        assert_eq!(file_system(0x6969), Remote, "NFS");
+        assert_eq!(file_system(0x7371_7368), ReadOnly, "squashfs");
+        assert_eq!(file_system(0xEF53), Local, "ext4");
         // Only regular files are mapped as they are: not a device, and not a directory even where its file
         // system is read-only (the mount points of read-only mounts this machine has, if any).
         let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();

@@ -31,7 +31,7 @@ pub enum PluginEvent {
         plugin: String,
         /// The plugin's version.
         version: String,
-        /// The content hash of the file (xxh3-128, hex).
+        /// The identity of the file (`PluginIdentity::content_hash`: xxh3-128 of its bytes, or its stamp's for a library loaded in place).
         hash: String,
         /// The names it serves now, sorted.
         tools: Vec<String>,
@@ -44,7 +44,7 @@ pub enum PluginEvent {
         plugin: String,
         /// The plugin's version.
         version: String,
-        /// The content hash of the new file.
+        /// The identity of the new file (as `Loaded`'s `hash`).
         hash: String,
         /// The names it serves now, sorted.
         tools: Vec<String>,

@@ -31,7 +31,9 @@ pub(crate) fn register(router: &mut Router) {
         Ok(Empty {})
     });
     // Asked once per task by a handler that takes its task by reference: the very info this call's key names.
-    router.register::<TaskInfoGet>(|call, _| serde_json::from_str(&call.task_json.text).map_err(failed));
+    // It only reads, so a call that starts after its cancellation still learns its task and answers in its own
+    // words, as it would have with the task sent by value.
+    router.register::<TaskInfoGet>(|call, _| serde_json::from_str(&call.task_json.text).map_err(failed)).after_cancel();
     router.register::<StateGet>(|call, req| {
         Ok(StateGetResponse { value: call.task.state.get(&req.key).map(|v| v.clone()) })
     });
