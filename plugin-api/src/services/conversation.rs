@@ -73,7 +73,7 @@ pub struct AskResponse {
 /// Response of [`TaskSettingsService`].
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TaskSettings {
-    /// `act` or `plan`, as it is now (the call's task info holds the mode the task started in).
+    /// `act` or `plan`, as it is now (the call's task info holds the mode as of the call's start).
     pub mode: String,
     /// YOLO mode: nobody answers questions.
     #[serde(default)]
