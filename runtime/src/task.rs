@@ -301,7 +301,7 @@ pub(crate) struct TaskShared {
     /// Routes of streamed tool uses by tool-use id, fixed at their first `partial`: the complete tool use
     /// runs on the same generation even when a hot reload swapped the tool in between.
     /// (Each is the pipeline's route, which lives in a layer above this one: held here without its type.)
-    pub streamed: DashMap<String, Arc<dyn std::any::Any + Send + Sync>>,
+    pub streamed: StreamPins,
     /// The interaction services' conversation state (focus chain, last tool, completion), which every call
     /// reads and updates: kept typed, so no call serialises it. Held here without its type (it lives in a
     /// layer above this one), created on first use.
@@ -332,6 +332,58 @@ impl AllowedTools {
 /// four maps on a large host, for maps that only the calls of one task touch, a few at a time.
 fn task_map<K: Eq + std::hash::Hash, V>() -> DashMap<K, V> {
     DashMap::with_shard_amount(2)
+}
+
+/// A pinned route, held without its type.
+pub(crate) type Pinned = Arc<dyn std::any::Any + Send + Sync>;
+
+/// The routes of a task's streamed tool uses by tool-use id ([`TaskShared::streamed`]). Every call looks here
+/// first, and almost none finds anything: a count read without the lock answers those.
+#[derive(Default)]
+pub(crate) struct StreamPins {
+    pins: std::sync::Mutex<std::collections::HashMap<String, Pinned>>,
+    count: std::sync::atomic::AtomicUsize,
+}
+
+impl StreamPins {
+    /// The most pins kept: tool uses whose stream was abandoned never reach `execute` to take theirs.
+    const MAX: usize = 64;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Pinned>> {
+        self.pins.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The pin of tool use `id`, taken: the complete tool use ends its stream.
+    pub fn take(&self, id: &str) -> Option<Pinned> {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut pins = self.lock();
+        let pinned = pins.remove(id);
+        self.count.store(pins.len(), Ordering::Release);
+        pinned
+    }
+
+    /// The pin of tool use `id`, left in place.
+    pub fn get(&self, id: &str) -> Option<Pinned> {
+        if self.count.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        self.lock().get(id).cloned()
+    }
+
+    /// Pins tool use `id` to what `make` gives, unless it is pinned already.
+    pub fn pin(&self, id: &str, make: impl FnOnce() -> Pinned) {
+        let mut pins = self.lock();
+        if pins.contains_key(id) {
+            return;
+        }
+        if pins.len() >= Self::MAX {
+            pins.clear();
+        }
+        pins.insert(id.to_owned(), make());
+        self.count.store(pins.len(), Ordering::Release);
+    }
 }
 
 /// What the runtime does when a task ends (its processes are killed), given the task's id.
@@ -388,7 +440,7 @@ impl TaskShared {
             read_cache: task_map(),
             state: task_map(),
             calls: AtomicU64::new(0),
-            streamed: task_map(),
+            streamed: StreamPins::default(),
             conversation: std::sync::OnceLock::new(),
             events,
             ended,

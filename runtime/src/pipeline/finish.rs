@@ -21,7 +21,10 @@ pub(super) fn detect_loop(task: &TaskShared, result: &mut ToolResult, signature:
     if last.0 == result.name && last.1 == signature {
         last.2 += 1;
     } else {
-        *last = (result.name.clone(), signature, 1);
+        // The name's buffer is reused: most calls repeat a tool just called.
+        last.0.clone_from(&result.name);
+        last.1 = signature;
+        last.2 = 1;
     }
     if last.2 == SOFT {
         result.context_after.insert(0, messages::repeated_tool_call(&result.name, SOFT));

@@ -92,7 +92,7 @@ async fn by_name(engine: &Engine, task: &Arc<TaskShared>, mut tool_use: ToolUse)
 /// The route a streamed tool use was pinned to, when it is still for this name (taken: the call ends its
 /// stream).
 fn streamed(task: &TaskShared, tool_use: &ToolUse) -> Option<Route> {
-    let (_, pinned) = task.streamed.remove(&tool_use.id)?;
+    let pinned = task.streamed.take(&tool_use.id)?;
     pinned.downcast::<Route>().ok().map(Arc::unwrap_or_clone).filter(|route| route.meta.name == tool_use.name)
 }
 
@@ -102,16 +102,12 @@ pub(super) fn pin_streamed(engine: &Engine, task: &TaskShared, id: &str, name: &
     let pinned = task
         .streamed
         .get(id)
-        .and_then(|pinned| pinned.clone().downcast::<Route>().ok())
+        .and_then(|pinned| pinned.downcast::<Route>().ok())
         .map(Arc::unwrap_or_clone)
         .filter(|route| route.meta.name == name);
     let route = pinned.or_else(|| engine.route(name))?;
-    if !id.is_empty() && !task.streamed.contains_key(id) {
-        // Tool uses whose stream was abandoned never reach `execute`: keep the map small.
-        if task.streamed.len() >= 64 {
-            task.streamed.clear();
-        }
-        task.streamed.insert(id.to_owned(), Arc::new(route.clone()));
+    if !id.is_empty() {
+        task.streamed.pin(id, || Arc::new(route.clone()));
     }
     Some(route)
 }

@@ -45,9 +45,28 @@ pub struct ToolMeta {
     pub plugin: Arc<PluginIdentity>,
 }
 
-/// A callable name's route: its metadata and the actor serving it.
+/// A callable name's route: its metadata and the actor serving it. One reference count: every call takes a
+/// route, and an actix address's clone allocates (a sender task of its own).
 #[derive(Debug, Clone)]
-pub(crate) struct Route {
+pub(crate) struct Route(Arc<RouteEntry>);
+
+impl Route {
+    pub fn new(entry: RouteEntry) -> Self {
+        Self(Arc::new(entry))
+    }
+}
+
+impl std::ops::Deref for Route {
+    type Target = RouteEntry;
+
+    fn deref(&self) -> &RouteEntry {
+        &self.0
+    }
+}
+
+/// What a [`Route`] holds.
+#[derive(Debug)]
+pub(crate) struct RouteEntry {
     pub meta: Arc<ToolMeta>,
     pub actor: Addr<ToolActor>,
     /// An `inline` tool's handler, called on the caller's thread without the hop to the actor.
@@ -325,25 +344,27 @@ impl Coordinator {
             decl.aliases.iter().map(|a| (&a.name, a.display.as_ref().map_or(&decl.display, |_| &a.display), &a.specs)),
         );
         let routes = per_name
-            .map(|(name, display, specs)| Route {
-                meta: Arc::new(ToolMeta {
-                    id: id.clone(),
-                    name: name.clone(),
-                    primary: decl.name.clone(),
-                    aliases: names.iter().filter(|n| *n != name).cloned().collect(),
-                    display: display.clone(),
-                    capabilities: decl.capabilities.clone(),
-                    required: required_params(specs),
-                    checks_parameters: decl.checks_parameters,
-                    proceeds: declares(capability::PROCEEDS),
-                    task_by_ref: declares(capability::TASK_BY_REF),
-                    param_aliases: decl.param_aliases.clone(),
-                    specs: specs.clone(),
-                    plugin: Arc::clone(&plugin.identity),
-                }),
-                actor: addr.clone(),
-                inline: inline.clone(),
-                health: Arc::clone(&health),
+            .map(|(name, display, specs)| {
+                Route::new(RouteEntry {
+                    meta: Arc::new(ToolMeta {
+                        id: id.clone(),
+                        name: name.clone(),
+                        primary: decl.name.clone(),
+                        aliases: names.iter().filter(|n| *n != name).cloned().collect(),
+                        display: display.clone(),
+                        capabilities: decl.capabilities.clone(),
+                        required: required_params(specs),
+                        checks_parameters: decl.checks_parameters,
+                        proceeds: declares(capability::PROCEEDS),
+                        task_by_ref: declares(capability::TASK_BY_REF),
+                        param_aliases: decl.param_aliases.clone(),
+                        specs: specs.clone(),
+                        plugin: Arc::clone(&plugin.identity),
+                    }),
+                    actor: addr.clone(),
+                    inline: inline.clone(),
+                    health: Arc::clone(&health),
+                })
             })
             .collect();
         for name in &names {

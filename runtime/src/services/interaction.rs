@@ -349,7 +349,11 @@ pub(crate) fn after_call(host: &InteractionHost, task: &TaskShared, progress: Op
     let tasks = &host.tasks;
     let mode = task.mode();
     let reminder = with_conversation(task, |c| {
-        c.last_tool = Some(result.name.clone());
+        match &mut c.last_tool {
+            // The buffer is reused: no allocation on every call.
+            Some(last) => last.clone_from(&result.name),
+            last => *last = Some(result.name.clone()),
+        }
         if !tasks.focus_chain {
             return None;
         }
