@@ -440,8 +440,8 @@ pub mod log_level {
 struct FlatAnswer<'a> {
     #[serde(borrow)]
     status: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow, deserialize_with = "budgeted_blocks")]
-    blocks: Vec<FlatBlock<'a>>,
+    #[serde(default, deserialize_with = "budgeted_blocks")]
+    blocks: Vec<Block>,
     #[serde(default, deserialize_with = "budgeted_text")]
     message: Option<String>,
     #[serde(default)]
@@ -513,10 +513,11 @@ fn budgeted_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<St
 
 /// The blocks, read against the budget: once it is spent, further text blocks are dropped (their bytes are
 /// counted as cut), so a flood of small blocks does not become a larger structure than the answer.
-fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<FlatBlock<'de>>, D::Error> {
+/// Each block is made a [`Block`] as it is read: no second list of them is built.
+fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Block>, D::Error> {
     struct Blocks;
     impl<'de> serde::de::Visitor<'de> for Blocks {
-        type Value = Vec<FlatBlock<'de>>;
+        type Value = Vec<Block>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a list of blocks")
         }
@@ -528,7 +529,7 @@ fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Fla
                     return Ok(blocks);
                 };
                 if !(spent && block.kind == "text") {
-                    blocks.push(block);
+                    blocks.push(block.into_block().map_err(<A::Error as serde::de::Error>::custom)?);
                 }
             }
         }
@@ -538,6 +539,19 @@ fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Fla
 
 fn flat_error(what: &str) -> serde_json::Error {
     <serde_json::Error as serde::de::Error>::custom(what)
+}
+
+impl FlatBlock<'_> {
+    fn into_block(self) -> Result<Block, String> {
+        match &*self.kind {
+            "text" => Ok(Block::Text { text: self.text.unwrap_or_default() }),
+            "image" => Ok(Block::Image {
+                media_type: self.media_type.ok_or("an image without a media type")?,
+                data: self.data.unwrap_or_default(),
+            }),
+            other => Err(format!("unknown block type '{other}'")),
+        }
+    }
 }
 
 impl FlatAnswer<'_> {
@@ -573,21 +587,7 @@ impl Outcome {
     pub fn from_json(text: &str) -> Result<Outcome, serde_json::Error> {
         let flat: FlatAnswer<'_> = serde_json::from_str(text)?;
         match &*flat.status {
-            "success" => {
-                let blocks = flat
-                    .blocks
-                    .into_iter()
-                    .map(|b| match &*b.kind {
-                        "text" => Ok(Block::Text { text: b.text.unwrap_or_default() }),
-                        "image" => Ok(Block::Image {
-                            media_type: b.media_type.ok_or_else(|| flat_error("an image without a media type"))?,
-                            data: b.data.unwrap_or_default(),
-                        }),
-                        other => Err(flat_error(&format!("unknown block type '{other}'"))),
-                    })
-                    .collect::<Result<_, _>>()?;
-                Ok(Outcome::Success { blocks, is_error: flat.is_error })
-            }
+            "success" => Ok(Outcome::Success { blocks: flat.blocks, is_error: flat.is_error }),
             "error" => Ok(Outcome::Error(flat.tool_error()?)),
             "denied" => Ok(Outcome::Denied),
             other => Err(flat_error(&format!("unknown execute status '{other}'"))),

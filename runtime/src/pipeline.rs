@@ -258,15 +258,16 @@ impl Engine {
             let text = messages::tool_error(&format!("Error executing {}: the task was cancelled.", tool_use.name));
             return ToolResult::plain(&tool_use, description, ResultStatus::Error, text);
         }
-        // The call's own cancellation: cancelled when this future is dropped before it finishes (an MCP
-        // client's `notifications/cancelled`, a client gone), so the plugin and the host services it waits
-        // in stop for this call only, as they do for a task's cancellation.
-        let cancel = CancelOnDrop(Some(Arc::new(CancelToken::default())));
-        let token = cancel.token();
         let resolved = resolve::resolve(self, task, tool_use).await;
         let mut result = match resolved.outcome {
             Ok((route, tool_use)) => {
+                // The call's own cancellation: cancelled when this future is dropped before it finishes (an
+                // MCP client's `notifications/cancelled`, a client gone), so the plugin and the host services
+                // it waits in stop for this call only, as they do for a task's cancellation.
+                let cancel = CancelOnDrop::for_route(&route);
+                let token = cancel.token();
                 let (mut result, signature) = self.run(task, route, tool_use, &token).await;
+                cancel.finished();
                 if let Some(signature) = signature {
                     finish::detect_loop(task, &mut result, signature);
                 }
@@ -280,7 +281,6 @@ impl Engine {
                 result.description = description;
             }
         }
-        cancel.finished();
         result
     }
 
@@ -291,7 +291,7 @@ impl Engine {
         route: Route,
         mut tool_use: ToolUse,
         cancel: &Arc<CancelToken>,
-    ) -> (ToolResult, Option<String>) {
+    ) -> (ToolResult, Option<u128>) {
         // Cline's executor closes the browser before any other tool runs (the model was told to close it
         // first; a later browser action then reads that it is no longer launched).
         if route.meta.primary != crate::services::browser::BROWSER_TOOL {
@@ -494,8 +494,16 @@ impl Engine {
 struct CancelOnDrop(Option<Arc<CancelToken>>);
 
 impl CancelOnDrop {
+    /// The cancellation of a call on `route`. An `inline` tool's phases run to their end on the caller's
+    /// thread, so nothing of such a call is left running when its future is dropped, and nothing needs
+    /// telling: its calls share one token that is never cancelled, sparing an allocation per call.
+    fn for_route(route: &Route) -> Self {
+        Self(route.inline.is_none().then(|| Arc::new(CancelToken::default())))
+    }
+
     fn token(&self) -> Arc<CancelToken> {
-        self.0.as_ref().map_or_else(|| Arc::new(CancelToken::default()), Arc::clone)
+        static NEVER: std::sync::OnceLock<Arc<CancelToken>> = std::sync::OnceLock::new();
+        self.0.as_ref().map_or_else(|| Arc::clone(NEVER.get_or_init(Arc::default)), Arc::clone)
     }
 
     /// The call ended on its own: nothing to cancel.

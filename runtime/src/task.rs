@@ -286,8 +286,8 @@ pub(crate) struct TaskShared {
     pub supports_browser: bool,
     pub browser_viewport: (u32, u32),
     /// Cline's loop detection: the last executed call's tool name and signature, and how many times in a
-    /// row it was made.
-    pub last_call: std::sync::Mutex<(String, String, u32)>,
+    /// row it was made (the signature as an xxh3-128 of its text: no call copies its input to be compared).
+    pub last_call: std::sync::Mutex<(String, u128, u32)>,
     pub workspace: Workspace,
     pub cancel: CancelToken,
     pub mistakes: AtomicU32,
@@ -432,7 +432,7 @@ impl TaskShared {
             profile: context.profile,
             supports_browser: context.supports_browser,
             browser_viewport: crate::spec::SpecContext::default().browser_viewport,
-            last_call: std::sync::Mutex::new((String::new(), String::new(), 0)),
+            last_call: std::sync::Mutex::new((String::new(), 0, 0)),
             workspace,
             cancel: CancelToken::default(),
             mistakes: AtomicU32::new(0),

@@ -11,7 +11,7 @@ use toolshed_plugin_api::{capability, ToolError};
 
 /// Cline's loop detection: the same tool with the same parameters (keys sorted, `task_progress` left out)
 /// three times in a row appends `repeatedToolCall`; five times sets the mistake count to the host's limit.
-pub(super) fn detect_loop(task: &TaskShared, result: &mut ToolResult, signature: String) {
+pub(super) fn detect_loop(task: &TaskShared, result: &mut ToolResult, signature: u128) {
     const SOFT: u32 = 3;
     const HARD: u32 = 5;
     let mut last = match task.last_call.lock() {

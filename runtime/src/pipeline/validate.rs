@@ -18,13 +18,13 @@ use toolshed_plugin_api::capability;
 pub(super) struct Valid {
     pub input: Value,
     pub description: String,
-    pub signature: String,
+    pub signature: u128,
 }
 
 /// A tool use that did not, with its loop-detection signature when the input was readable.
 pub(super) struct Invalid {
     pub result: ToolResult,
-    pub signature: Option<String>,
+    pub signature: Option<u128>,
     /// Whether the model made a mistake (a plan-mode refusal is not one).
     pub mistake: bool,
 }
@@ -53,7 +53,7 @@ pub(super) fn validate(route: &Route, task: &TaskShared, tool_use: &mut ToolUse)
     let mut input = input;
     apply_aliases(&route.meta.param_aliases, &mut input);
     let description = describe(route.meta.display.as_deref(), &tool_use.name, &input);
-    let sig = signature(&input);
+    let sig = signature_digest(&input);
     if !input.is_object() {
         let text = format!(
             "Invalid input for {}: expected a JSON object of parameters, got {}.",
@@ -184,48 +184,66 @@ pub(crate) fn is_missing(value: Option<&Value>, allow_empty: bool) -> bool {
 
 /// The loop-detection signature: the input with keys sorted at every level and `task_progress` left out.
 pub(crate) fn signature(input: &Value) -> String {
-    /// Writes `value` with its keys sorted, leaving out the top level's `task_progress` (`top`), without
-    /// copying the input first (it can be a whole file's content).
-    fn sorted(value: &Value, top: bool, out: &mut Vec<u8>) {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> =
-                    map.keys().filter(|key| !(top && key.as_str() == "task_progress")).collect();
-                keys.sort_unstable();
-                out.push(b'{');
-                for (i, key) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    scalar(key, out);
-                    out.push(b':');
-                    sorted(&map[key], false, out);
-                }
-                out.push(b'}');
-            }
-            Value::Array(items) => {
-                out.push(b'[');
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    sorted(item, false, out);
-                }
-                out.push(b']');
-            }
-            other => scalar(other, out),
-        }
-    }
-    /// A string (quoted and escaped), number, boolean or null as JSON.
-    fn scalar<T: serde::Serialize + ?Sized>(value: &T, out: &mut Vec<u8>) {
-        // Writing into a `Vec` fails only for values that cannot be JSON, which these are not.
-        let _ = serde_json::to_writer(&mut *out, value);
-    }
-    // Printed by hand in key order, whatever map type serde_json was built with.
     let mut out = Vec::new();
-    sorted(input, true, &mut out);
+    canonical(input, true, &mut out);
     // serde_json writes UTF-8.
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// What loop detection compares: an xxh3-128 of [`signature`]'s text, streamed, so no call copies its input
+/// (a write's whole content) into a string to be compared once and dropped.
+pub(crate) fn signature_digest(input: &Value) -> u128 {
+    /// Feeds what is written to the hash.
+    struct Hashing(xxhash_rust::xxh3::Xxh3);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut hashing = Hashing(xxhash_rust::xxh3::Xxh3::new());
+    canonical(input, true, &mut hashing);
+    hashing.0.digest128()
+}
+
+/// Writes `value` with its keys sorted, leaving out the top level's `task_progress` (`top`), without copying
+/// the input first (it can be a whole file's content). Printed by hand in key order, whatever map type
+/// serde_json was built with.
+fn canonical(value: &Value, top: bool, out: &mut impl std::io::Write) {
+    // Writing into a `Vec` or a hash fails only for values that cannot be JSON, which these are not.
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().filter(|key| !(top && key.as_str() == "task_progress")).collect();
+            keys.sort_unstable();
+            let _ = out.write_all(b"{");
+            for (i, key) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    let _ = out.write_all(b",");
+                }
+                let _ = serde_json::to_writer(&mut *out, key);
+                let _ = out.write_all(b":");
+                canonical(&map[key], false, out);
+            }
+            let _ = out.write_all(b"}");
+        }
+        Value::Array(items) => {
+            let _ = out.write_all(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    let _ = out.write_all(b",");
+                }
+                canonical(item, false, out);
+            }
+            let _ = out.write_all(b"]");
+        }
+        // A string (quoted and escaped), number, boolean or null as JSON.
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
+    }
 }
 
 pub(crate) fn json_kind(value: &Value) -> &'static str {
@@ -293,6 +311,27 @@ mod tests {
         );
         assert_eq!(signature(&json!("text")), r#""text""#);
         assert_eq!(signature(&json!({"task_progress": "x"})), "{}");
+    }
+
+    #[test]
+    fn the_digest_is_the_hash_of_the_signature_and_tells_inputs_apart() {
+        let inputs = [
+            json!({"path": "a.rs", "task_progress": "- [ ] x"}),
+            json!({"task_progress": "- [x] y", "path": "a.rs"}),
+            json!({"path": "b.rs"}),
+            json!({"path": ["a.rs"]}),
+            json!({"a": {"b": 1}, "c": [true, null]}),
+            json!({"c": [true, null], "a": {"b": 1}}),
+        ];
+        for input in &inputs {
+            let text = signature(input);
+            assert_eq!(signature_digest(input), xxhash_rust::xxh3::xxh3_128(text.as_bytes()), "{text}");
+        }
+        // Only the top level's task_progress and the order of keys do not count.
+        assert_eq!(signature_digest(&inputs[0]), signature_digest(&inputs[1]));
+        assert_ne!(signature_digest(&inputs[0]), signature_digest(&inputs[2]));
+        assert_ne!(signature_digest(&inputs[0]), signature_digest(&inputs[3]));
+        assert_eq!(signature_digest(&inputs[4]), signature_digest(&inputs[5]));
     }
 
     #[test]

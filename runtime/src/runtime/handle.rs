@@ -77,7 +77,7 @@ impl TaskHandle {
     pub fn resume_after_mistakes(&self, feedback: Option<&str>) -> Option<String> {
         self.task.mistakes.store(0, std::sync::atomic::Ordering::Relaxed);
         if let Ok(mut last) = self.task.last_call.lock() {
-            *last = (String::new(), String::new(), 0);
+            *last = (String::new(), 0, 0);
         }
         feedback.map(crate::messages::too_many_mistakes)
     }
