@@ -417,8 +417,9 @@ impl Engine {
             Outcome::Success { blocks, is_error } => {
                 task.mistakes.store(0, Ordering::Relaxed);
                 ToolResult {
-                    tool_use_id: tool_use.id.clone(),
-                    name: tool_use.name.clone(),
+                    // Moved, not copied: the tool use is not read after this.
+                    tool_use_id: std::mem::take(&mut tool_use.id),
+                    name: std::mem::take(&mut tool_use.name),
                     description,
                     blocks,
                     status: if is_error { ResultStatus::Error } else { ResultStatus::Success },

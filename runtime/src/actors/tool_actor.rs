@@ -10,7 +10,6 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr};
 use actix::prelude::*;
 use std::borrow::Cow;
-use std::io::Write as _;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -97,7 +96,10 @@ impl CallJson {
         if by_ref {
             // Most of a small call's bytes, and the plugin's cost of reading them, were the task's.
             // Written into the buffer itself: no string of its own on every call.
-            let _ = write!(plain, ",\"task_ref\":\"{}\"}}", task.key);
+            // (serde_json writes the number through `itoa`, without the formatting machinery.)
+            plain.extend_from_slice(b",\"task_ref\":\"");
+            let _ = serde_json::to_writer(&mut plain, &task.key);
+            plain.extend_from_slice(b"\"}");
         } else {
             plain.extend_from_slice(b",\"task\":");
             plain.extend_from_slice(info_json.as_bytes());
