@@ -441,7 +441,7 @@ struct FlatAnswer<'a> {
     #[serde(borrow)]
     status: std::borrow::Cow<'a, str>,
     #[serde(default, deserialize_with = "budgeted_blocks")]
-    blocks: Vec<Block>,
+    blocks: ReadBlocks,
     #[serde(default, deserialize_with = "budgeted_text")]
     message: Option<String>,
     #[serde(default)]
@@ -513,23 +513,36 @@ fn budgeted_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<St
 
 /// The blocks, read against the budget: once it is spent, further text blocks are dropped (their bytes are
 /// counted as cut), so a flood of small blocks does not become a larger structure than the answer.
-/// Each block is made a [`Block`] as it is read: no second list of them is built.
-fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<Block>, D::Error> {
+/// An answer's blocks, each made a [`Block`] as it is read (no second list of them is built), and the first
+/// block that could not be: that fails only a `success` answer, the one whose blocks are read, so an error
+/// answer keeps its message whatever blocks came with it (the status may come after them).
+#[derive(Default)]
+struct ReadBlocks {
+    blocks: Vec<Block>,
+    invalid: Option<String>,
+}
+
+fn budgeted_blocks<'de, D: Deserializer<'de>>(deserializer: D) -> Result<ReadBlocks, D::Error> {
     struct Blocks;
     impl<'de> serde::de::Visitor<'de> for Blocks {
-        type Value = Vec<Block>;
+        type Value = ReadBlocks;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("a list of blocks")
         }
         fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-            let mut blocks = Vec::new();
+            let mut read = ReadBlocks::default();
             loop {
                 let spent = TEXT_BUDGET.with(|cell| matches!(cell.get(), Some((0, _))));
                 let Some(block) = seq.next_element::<FlatBlock>()? else {
-                    return Ok(blocks);
+                    return Ok(read);
                 };
                 if !(spent && block.kind == "text") {
-                    blocks.push(block.into_block().map_err(<A::Error as serde::de::Error>::custom)?);
+                    match block.into_block() {
+                        Ok(block) => read.blocks.push(block),
+                        Err(invalid) => {
+                            read.invalid.get_or_insert(invalid);
+                        }
+                    }
                 }
             }
         }
@@ -587,7 +600,10 @@ impl Outcome {
     pub fn from_json(text: &str) -> Result<Outcome, serde_json::Error> {
         let flat: FlatAnswer<'_> = serde_json::from_str(text)?;
         match &*flat.status {
-            "success" => Ok(Outcome::Success { blocks: flat.blocks, is_error: flat.is_error }),
+            "success" => match flat.blocks.invalid {
+                Some(invalid) => Err(flat_error(&invalid)),
+                None => Ok(Outcome::Success { blocks: flat.blocks.blocks, is_error: flat.is_error }),
+            },
             "error" => Ok(Outcome::Error(flat.tool_error()?)),
             "denied" => Ok(Outcome::Denied),
             other => Err(flat_error(&format!("unknown execute status '{other}'"))),
@@ -656,6 +672,18 @@ mod tests {
             Outcome::Success { blocks: vec![Block::Text { text: String::new() }], is_error: false }
         );
         assert!(Prepared::from_json(r#"{"status":"error"}"#).is_err());
+        // A block that cannot be read fails a success answer only: an error answer keeps its message.
+        assert!(Outcome::from_json(r#"{"status":"success","blocks":[{"type":"video"}]}"#).is_err());
+        assert!(Outcome::from_json(r#"{"blocks":[{"type":"image"}],"status":"success"}"#).is_err());
+        assert_eq!(
+            Outcome::from_json(r#"{"blocks":[{"type":"video"}],"status":"error","message":"no","mistake":true}"#)
+                .unwrap(),
+            Outcome::Error(ToolError { message: "no".into(), mistake: true })
+        );
+        assert_eq!(
+            Prepared::from_json(r#"{"status":"proceed","blocks":[{"type":"video"}]}"#).unwrap(),
+            Prepared::Proceed
+        );
     }
 
     #[test]

@@ -497,14 +497,14 @@ struct CancelOnDrop(Option<Arc<CancelToken>>);
 impl CancelOnDrop {
     /// The cancellation of a call on `route`. An `inline` tool's phases run to their end on the caller's
     /// thread, so nothing of such a call is left running when its future is dropped, and nothing needs
-    /// telling: its calls share one token that is never cancelled, sparing an allocation per call.
+    /// telling: its calls share the token nobody can cancel ([`CancelToken::never`]), sparing an allocation
+    /// per call.
     fn for_route(route: &Route) -> Self {
         Self(route.inline.is_none().then(|| Arc::new(CancelToken::default())))
     }
 
     fn token(&self) -> Arc<CancelToken> {
-        static NEVER: std::sync::OnceLock<Arc<CancelToken>> = std::sync::OnceLock::new();
-        self.0.as_ref().map_or_else(|| Arc::clone(NEVER.get_or_init(Arc::default)), Arc::clone)
+        self.0.as_ref().map_or_else(CancelToken::never, Arc::clone)
     }
 
     /// The call ended on its own: nothing to cancel.

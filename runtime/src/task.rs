@@ -142,6 +142,8 @@ pub struct CancelToken {
     /// Registered wake-ups by id; taken and run once on cancellation.
     wakes: std::sync::Mutex<Vec<(u64, Wake)>>,
     next_wake: AtomicU64,
+    /// A token nobody can cancel ([`CancelToken::never`]): `cancel` does nothing and no wake-up is kept.
+    fixed: bool,
 }
 
 impl std::fmt::Debug for CancelToken {
@@ -151,8 +153,19 @@ impl std::fmt::Debug for CancelToken {
 }
 
 impl CancelToken {
+    /// The one token nobody can cancel, shared by calls that cannot outlive their future (an `inline` tool's
+    /// run to their end on the caller's thread). It can never be cancelled by mistake, which would cancel
+    /// every such call at once, and keeps no wake-ups, so the calls sharing it share no lock.
+    pub(crate) fn never() -> Arc<CancelToken> {
+        static NEVER: std::sync::OnceLock<Arc<CancelToken>> = std::sync::OnceLock::new();
+        Arc::clone(NEVER.get_or_init(|| Arc::new(CancelToken { fixed: true, ..CancelToken::default() })))
+    }
+
     /// Cancels, waking every waiter.
     pub fn cancel(&self) {
+        if self.fixed {
+            return;
+        }
         self.flag.store(true, Ordering::SeqCst);
         self.notify.notify_waiters();
         let wakes = std::mem::take(&mut *self.wakes.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
@@ -179,25 +192,31 @@ impl CancelToken {
 
     /// Runs `wake` on cancellation while the guard lives (at once when already cancelled).
     pub(crate) fn on_cancel(&self, wake: Wake) -> WakeGuard<'_> {
+        if self.fixed {
+            return WakeGuard { token: self, id: None };
+        }
         let id = self.next_wake.fetch_add(1, Ordering::Relaxed);
         self.wakes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push((id, Arc::clone(&wake)));
         // A cancellation between the caller's check and the push would otherwise go unseen.
         if self.is_cancelled() {
             wake();
         }
-        WakeGuard { token: self, id }
+        WakeGuard { token: self, id: Some(id) }
     }
 }
 
 /// Unregisters a wake-up on drop.
 pub(crate) struct WakeGuard<'a> {
     token: &'a CancelToken,
-    id: u64,
+    /// `None` for a token nobody can cancel, which keeps no wake-up.
+    id: Option<u64>,
 }
 
 impl Drop for WakeGuard<'_> {
     fn drop(&mut self) {
-        self.token.wakes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(id, _)| *id != self.id);
+        if let Some(mine) = self.id {
+            self.token.wakes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).retain(|(id, _)| *id != mine);
+        }
     }
 }
 
@@ -378,11 +397,12 @@ impl StreamPins {
         if pins.contains_key(id) {
             return;
         }
-        if pins.len() >= Self::MAX {
-            pins.clear();
-        }
+        // Dropped after the lock: the last reference to an old generation's route may run its handler's drop.
+        let dropped = if pins.len() >= Self::MAX { std::mem::take(&mut *pins) } else { Default::default() };
         pins.insert(id.to_owned(), make());
         self.count.store(pins.len(), Ordering::Release);
+        drop(pins);
+        drop(dropped);
     }
 }
 
@@ -544,5 +564,50 @@ fn mode_code(mode: Mode) -> u8 {
     match mode {
         Mode::Act => 0,
         Mode::Plan => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_token_nobody_can_cancel_stays_uncancelled_and_keeps_no_wake_ups() {
+        let never = CancelToken::never();
+        assert!(Arc::ptr_eq(&never, &CancelToken::never()), "one token, shared");
+        let woken = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&woken);
+        let guard = never.on_cancel(Arc::new(move || flag.store(true, Ordering::SeqCst)));
+        never.cancel();
+        assert!(!never.is_cancelled());
+        assert!(!woken.load(Ordering::SeqCst));
+        assert!(never.wakes.lock().unwrap().is_empty());
+        drop(guard);
+        // An ordinary token still cancels and wakes.
+        let token = CancelToken::default();
+        let flag = Arc::clone(&woken);
+        let _guard = token.on_cancel(Arc::new(move || flag.store(true, Ordering::SeqCst)));
+        token.cancel();
+        assert!(token.is_cancelled() && woken.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn stream_pins_are_taken_once_and_kept_to_a_bound() {
+        let pins = StreamPins::default();
+        assert!(pins.take("a").is_none() && pins.get("a").is_none());
+        pins.pin("a", || Arc::new(1u32));
+        // A second pin of the same use keeps the first.
+        pins.pin("a", || Arc::new(2u32));
+        assert_eq!(pins.get("a").and_then(|p| p.downcast::<u32>().ok()).as_deref(), Some(&1));
+        assert_eq!(pins.take("a").and_then(|p| p.downcast::<u32>().ok()).as_deref(), Some(&1));
+        assert!(pins.take("a").is_none(), "taken once");
+        for i in 0..StreamPins::MAX {
+            pins.pin(&i.to_string(), || Arc::new(i));
+        }
+        assert!(pins.get("0").is_some());
+        pins.pin("new", || Arc::new(0usize));
+        assert!(pins.get("0").is_none(), "the abandoned pins were dropped");
+        assert!(pins.get("new").is_some());
+        assert_eq!(pins.count.load(Ordering::Acquire), 1);
     }
 }
