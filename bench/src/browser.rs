@@ -229,10 +229,14 @@ struct Session {
 /// A bare chromiumoxide session on the page at `url`, with a fresh profile at `profile`, removed at the end.
 async fn reference_session(chromium: &Path, profile: &Path, url: &str, check: bool) -> Result<Session> {
     use std::os::unix::process::CommandExt as _;
+    // Chromium keeps its singleton socket in a directory of its own under TMPDIR, which a killed browser never
+    // removes: the session's own, removed with it, as the runtime gives each of its sessions.
+    let scratch = tempfile::Builder::new().prefix("bench-chromium-").tempdir()?;
     let start = Instant::now();
     let mut child = Command::new(chromium)
         .args(reference_flags())
         .arg(format!("--user-data-dir={}", profile.display()))
+        .env("TMPDIR", scratch.path())
         .arg("about:blank")
         .process_group(0)
         .stdin(Stdio::null())
