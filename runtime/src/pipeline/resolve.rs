@@ -93,16 +93,21 @@ async fn by_name(engine: &Engine, task: &Arc<TaskShared>, mut tool_use: ToolUse)
 /// stream).
 fn streamed(task: &TaskShared, tool_use: &ToolUse) -> Option<Route> {
     let pinned = task.streamed.take(&tool_use.id)?;
-    Route::from_erased(pinned).filter(|route| route.meta.name == tool_use.name)
+    pinned.downcast::<Route>().ok().map(Arc::unwrap_or_clone).filter(|route| route.meta.name == tool_use.name)
 }
 
 /// The route of a streamed tool use, pinned at its first `partial` so the complete tool use runs on the same
 /// generation even when a hot reload swapped the tool in between.
 pub(super) fn pin_streamed(engine: &Engine, task: &TaskShared, id: &str, name: &str) -> Option<Route> {
-    let pinned = task.streamed.get(id).and_then(Route::from_erased).filter(|route| route.meta.name == name);
+    let pinned = task
+        .streamed
+        .get(id)
+        .and_then(|pinned| pinned.downcast::<Route>().ok())
+        .map(Arc::unwrap_or_clone)
+        .filter(|route| route.meta.name == name);
     let route = pinned.or_else(|| engine.route(name))?;
     if !id.is_empty() {
-        task.streamed.pin(id, || route.erased());
+        task.streamed.pin(id, || Arc::new(route.clone()));
     }
     Some(route)
 }
