@@ -1226,6 +1226,24 @@ fn concurrent_actions_and_launch_close_races_on_one_task() {
         let mains = browser_mains(profiles.path());
         assert!(mains.len() <= 1, "round {round}: browsers running: {mains:?}");
     }
+    // Four launches at once, a close among them: whichever launch lost its entry while Chromium started says
+    // so and leaves no browser; at most one is left, and it is the task's.
+    std::thread::scope(|scope| {
+        let launches: Vec<_> = (0..4).map(|_| scope.spawn(|| launch(&task, &url))).collect();
+        let close = scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(20));
+            act(&task, json!({"action": "close"}))
+        });
+        assert_eq!(close.join().unwrap().status, ResultStatus::Success);
+        for result in launches.into_iter().map(|l| l.join().unwrap()) {
+            if result.status != ResultStatus::Success {
+                let text = model_text(&result);
+                assert!(text.contains("closed by another browser_action call"), "{text}");
+            }
+        }
+    });
+    let mains = browser_mains(profiles.path());
+    assert!(mains.len() <= 1, "four launches: browsers running: {mains:?}");
     act(&task, json!({"action": "close"}));
     assert_all_gone(&chromium_pids(profiles.path()), "after the races and a close");
 }

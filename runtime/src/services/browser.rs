@@ -37,6 +37,12 @@ use toolshed_plugin_api::ServiceError;
 pub(crate) const NOT_LAUNCHED: &str =
     "Browser is not launched. This may occur if the browser was automatically closed by a non-`browser_action` tool.";
 
+/// An action whose browser was closed (by a `close` or a later launch of the same task) while it ran: its
+/// own error (a reset connection, a cancelled page) would only describe the close's effect.
+#[cfg(feature = "browser")]
+const SUPERSEDED: &str =
+    "The browser was closed by another browser_action call while this one ran. Launch it again if you still need it.";
+
 /// The tool whose calls keep the browser open; every other tool closes it first, as Cline's executor does.
 pub(crate) const BROWSER_TOOL: &str = "browser_action";
 
@@ -62,7 +68,53 @@ struct Inner {
 #[cfg(feature = "browser")]
 struct Entry {
     session: tokio::sync::Mutex<Option<session::Session>>,
-    chrome: Mutex<Option<Arc<Tree>>>,
+    chrome: Mutex<Chrome>,
+}
+
+/// An entry's browser process. `closed` outlives the tree: a launch still starting Chromium when a close (or
+/// another launch) takes its entry away finds it set and kills what it started, instead of leaving a browser
+/// that nothing in the table owns.
+#[cfg(feature = "browser")]
+#[derive(Default)]
+struct Chrome {
+    tree: Option<Arc<Tree>>,
+    closed: bool,
+}
+
+#[cfg(feature = "browser")]
+impl Entry {
+    fn new() -> Self {
+        Entry { session: tokio::sync::Mutex::new(None), chrome: Mutex::new(Chrome::default()) }
+    }
+
+    /// Hands the entry the browser its launch started; false (the tree killed) when the entry was closed
+    /// meanwhile.
+    fn adopt(&self, tree: &Arc<Tree>) -> bool {
+        let mut chrome = lock(&self.chrome);
+        if chrome.closed {
+            drop(chrome);
+            tree.kill();
+            return false;
+        }
+        chrome.tree = Some(Arc::clone(tree));
+        true
+    }
+
+    /// Marks the entry closed and kills its browser, if one was started; returns once the tree is gone.
+    fn shut(&self) {
+        let tree = {
+            let mut chrome = lock(&self.chrome);
+            chrome.closed = true;
+            chrome.tree.take()
+        };
+        if let Some(tree) = tree {
+            tree.kill();
+        }
+    }
+
+    fn is_closed(&self) -> bool {
+        lock(&self.chrome).closed
+    }
 }
 
 #[cfg(feature = "browser")]
@@ -120,7 +172,7 @@ impl BrowserHost {
                 if let Some(old) = inner.take(&task_id) {
                     inner.dispose(old, true);
                 }
-                let entry = Arc::new(Entry { session: tokio::sync::Mutex::new(None), chrome: Mutex::new(None) });
+                let entry = Arc::new(Entry::new());
                 let replaced = lock(&inner.sessions).insert(task_id.clone(), Arc::clone(&entry));
                 match replaced {
                     // Another launch of the task got in between the two locks: its browser goes too (as the
@@ -174,7 +226,9 @@ impl BrowserHost {
                 None => {
                     let (tree, ws, profile) = session::start_chrome(&inner.config, &cancels)?;
                     let tree = Arc::new(tree);
-                    *lock(&entry.chrome) = Some(Arc::clone(&tree));
+                    if !entry.adopt(&tree) {
+                        return Err(failed(SUPERSEDED));
+                    }
                     session::Endpoint::Local { ws, tree, profile }
                 }
             };
@@ -186,6 +240,12 @@ impl BrowserHost {
         let job_entry = Arc::clone(entry);
         let job = handle.spawn(async move {
             let mut slot = job_entry.session.lock().await;
+            // A close that took the entry before this job got the session finds nothing to close: the
+            // session is not opened at all (dropping the endpoint lets its browser go).
+            if job_entry.is_closed() {
+                let _ = tx.send(Err(SUPERSEDED.to_owned()));
+                return;
+            }
             let answer = match (launched, slot.as_mut()) {
                 (Some((target, endpoint)), _) => match session::Session::open(endpoint, &context).await {
                     Ok(session) => {
@@ -197,6 +257,7 @@ impl BrowserHost {
                 (None, Some(session)) => session.act(&request, &context).await,
                 (None, None) => Err(NOT_LAUNCHED.to_owned()),
             };
+            let answer = answer.map_err(|error| if job_entry.is_closed() { SUPERSEDED.to_owned() } else { error });
             let _ = tx.send(answer);
         });
         match cancels.recv(&rx, None) {
@@ -223,9 +284,7 @@ impl Inner {
     /// remote tab) is closed on the browser runtime, waited for when `wait` (a `close` the model asked for
     /// returns once the browser is gone).
     fn dispose(&self, entry: Arc<Entry>, wait: bool) {
-        if let Some(tree) = lock(&entry.chrome).take() {
-            tree.kill();
-        }
+        entry.shut();
         let Ok(handle) = self.runtime_handle() else {
             return;
         };
@@ -267,9 +326,7 @@ impl Drop for BrowserHost {
         // The runtime is shutting down: every browser goes, now.
         let entries: Vec<Arc<Entry>> = lock(&self.inner.sessions).drain().map(|(_, entry)| entry).collect();
         for entry in &entries {
-            if let Some(tree) = lock(&entry.chrome).take() {
-                tree.kill();
-            }
+            entry.shut();
         }
         if let Some(runtime) = lock(&self.inner.runtime).take() {
             // Dropping the sessions' tasks closes their connections; the trees above are already dead (their
