@@ -1229,7 +1229,7 @@ fn concurrent_actions_and_launch_close_races_on_one_task() {
     // Four launches at once, a close among them: whichever launch lost its entry while Chromium started says
     // so and leaves no browser; at most one is left, and it is the task's.
     std::thread::scope(|scope| {
-        let launches: Vec<_> = (0..4).map(|_| scope.spawn(|| launch(&task, &url))).collect();
+        let launches = [(); 4].map(|()| scope.spawn(|| launch(&task, &url)));
         let close = scope.spawn(|| {
             std::thread::sleep(Duration::from_millis(20));
             act(&task, json!({"action": "close"}))
