@@ -182,3 +182,21 @@ pub fn browser_turn() -> std::sync::MutexGuard<'static, ()> {
     static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
     TURN.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
+
+/// Runs the ignored test `name` (its full path, such as `panics::backtraces_body`) alone in a new process of
+/// this test binary, with `env` added and `body_marker` set so the body knows it was asked for; returns its
+/// stdout and stderr, asserting it passed. For a test that needs the process to itself: one that changes the
+/// environment (never safe beside other threads: the plugins' own std copies and C code read it without the
+/// host's lock), or measures the whole process.
+pub fn in_own_process(name: &str, body_marker: &str, env: &[(&str, &str)]) -> String {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--ignored", "--nocapture", "--test-threads", "1"])
+        .env(body_marker, "1")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    assert!(output.status.success(), "{name} failed in its own process:\n{said}");
+    assert!(said.contains("1 passed"), "{name} did not run:\n{said}");
+    said
+}
