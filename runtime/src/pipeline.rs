@@ -456,7 +456,7 @@ impl Engine {
         let Some(route) = resolve::pin_streamed(self, task, id, name) else {
             return;
         };
-        let cancel = CancelOnDrop(Some(Arc::new(CancelToken::default())));
+        let cancel = CancelOnDrop::for_route(&route);
         let call = Arc::new(CallJson::new(name, id, &input, task, route.meta.task_by_ref, cancel.token()));
         let _ = self.run_phase(&route, Phase::Partial, (&call, false), task, self.timeouts.prepare, None).await;
     }

@@ -93,21 +93,17 @@ async fn by_name(engine: &Engine, task: &Arc<TaskShared>, mut tool_use: ToolUse)
 /// stream).
 fn streamed(task: &TaskShared, tool_use: &ToolUse) -> Option<Route> {
     let pinned = task.streamed.take(&tool_use.id)?;
-    pinned.downcast::<Route>().ok().map(Arc::unwrap_or_clone).filter(|route| route.meta.name == tool_use.name)
+    Route::from_erased(pinned).filter(|route| route.meta.name == tool_use.name)
 }
 
 /// The route of a streamed tool use, pinned at its first `partial` so the complete tool use runs on the same
-/// generation even when a hot reload swapped the tool in between.
+/// generation even when a hot reload swapped the tool in between. None for a tool the task's profile does not
+/// serve: its partial phase runs none of its code (the complete call is refused by [`resolve`]).
 pub(super) fn pin_streamed(engine: &Engine, task: &TaskShared, id: &str, name: &str) -> Option<Route> {
-    let pinned = task
-        .streamed
-        .get(id)
-        .and_then(|pinned| pinned.downcast::<Route>().ok())
-        .map(Arc::unwrap_or_clone)
-        .filter(|route| route.meta.name == name);
-    let route = pinned.or_else(|| engine.route(name))?;
+    let pinned = task.streamed.get(id).and_then(Route::from_erased).filter(|route| route.meta.name == name);
+    let route = pinned.or_else(|| engine.route(name)).filter(|route| task.profile.serves(&route.meta.name))?;
     if !id.is_empty() {
-        task.streamed.pin(id, || Arc::new(route.clone()));
+        task.streamed.pin(id, || route.erased());
     }
     Some(route)
 }

@@ -54,6 +54,17 @@ impl Route {
     pub fn new(entry: RouteEntry) -> Self {
         Self(Arc::new(entry))
     }
+
+    /// The route without its type, for a layer below this one that holds routes (a task's stream pins):
+    /// the same reference count, not a second allocation around it.
+    pub fn erased(&self) -> Arc<dyn std::any::Any + Send + Sync> {
+        Arc::clone(&self.0) as Arc<dyn std::any::Any + Send + Sync>
+    }
+
+    /// A route [`Route::erased`] gave, back with its type.
+    pub fn from_erased(erased: Arc<dyn std::any::Any + Send + Sync>) -> Option<Self> {
+        erased.downcast::<RouteEntry>().ok().map(Self)
+    }
 }
 
 impl std::ops::Deref for Route {
