@@ -1238,12 +1238,30 @@ fn concurrent_actions_and_launch_close_races_on_one_task() {
         for result in launches.into_iter().map(|l| l.join().unwrap()) {
             if result.status != ResultStatus::Success {
                 let text = model_text(&result);
-                assert!(text.contains("closed by another browser_action call"), "{text}");
+                assert!(text.contains("The browser was closed while this action ran"), "{text}");
             }
         }
     });
     let mains = browser_mains(profiles.path());
     assert!(mains.len() <= 1, "four launches: browsers running: {mains:?}");
+    // An action sent beside a launch finds no browser yet (or the launched one): it does not close the
+    // launch's, which stays open for the next action.
+    act(&task, json!({"action": "close"}));
+    std::thread::scope(|scope| {
+        let launched = scope.spawn(|| launch(&task, &url));
+        let click = scope.spawn(|| {
+            std::thread::sleep(Duration::from_millis(20));
+            act(&task, json!({"action": "click", "coordinate": "10,10"}))
+        });
+        let click = click.join().unwrap();
+        if click.status != ResultStatus::Success {
+            assert!(model_text(&click).contains("Browser is not launched"), "{}", model_text(&click));
+        }
+        let launched = launched.join().unwrap();
+        assert_eq!(launched.status, ResultStatus::Success, "{}", model_text(&launched));
+    });
+    let after = act(&task, json!({"action": "scroll_down"}));
+    assert_eq!(after.status, ResultStatus::Success, "{}", model_text(&after));
     act(&task, json!({"action": "close"}));
     assert_all_gone(&chromium_pids(profiles.path()), "after the races and a close");
 }

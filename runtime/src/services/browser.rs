@@ -30,18 +30,25 @@ use toolshed_plugin_api::services::{
     BrowserStatusService,
 };
 #[cfg(feature = "browser")]
-use toolshed_plugin_api::ServiceError;
+use toolshed_plugin_api::{ServiceError, ServiceErrorKind};
 
 /// Cline's text for an action on a task with no browser open.
 #[cfg(feature = "browser")]
 pub(crate) const NOT_LAUNCHED: &str =
     "Browser is not launched. This may occur if the browser was automatically closed by a non-`browser_action` tool.";
 
-/// An action whose browser was closed (by a `close` or a later launch of the same task) while it ran: its
-/// own error (a reset connection, a cancelled page) would only describe the close's effect.
+/// An action whose browser was closed while it ran (by a `close` or a later launch of the same task, another
+/// tool's call, the task's end or the runtime's shutdown): its own error (a reset connection, a cancelled
+/// page) would only describe the close's effect.
 #[cfg(feature = "browser")]
-const SUPERSEDED: &str =
-    "The browser was closed by another browser_action call while this one ran. Launch it again if you still need it.";
+const SUPERSEDED: &str = "The browser was closed while this action ran (by another call of this task, the task's \
+                          end or the runtime's shutdown). Launch it again if you still need it.";
+
+/// [`SUPERSEDED`], with what the action itself reported kept after it (its own failure may have come first).
+#[cfg(feature = "browser")]
+fn superseded(error: &str) -> String {
+    format!("{SUPERSEDED} (The action itself reported: {error})")
+}
 
 /// The tool whose calls keep the browser open; every other tool closes it first, as Cline's executor does.
 pub(crate) const BROWSER_TOOL: &str = "browser_action";
@@ -173,31 +180,42 @@ impl BrowserHost {
                     inner.dispose(old, true);
                 }
                 let entry = Arc::new(Entry::new());
-                let replaced = lock(&inner.sessions).insert(task_id.clone(), Arc::clone(&entry));
-                match replaced {
-                    // Another launch of the task got in between the two locks: its browser goes too (as the
-                    // one before it did), and the count of open sessions stays the table's.
-                    Some(replaced) => inner.dispose(replaced, false),
-                    None => {
+                let replaced = {
+                    // Counted under the table's lock, as `take` uncounts: a count that ran behind the table
+                    // would let another task's `close_task` skip a browser that is open.
+                    let mut sessions = lock(&inner.sessions);
+                    let replaced = sessions.insert(task_id.clone(), Arc::clone(&entry));
+                    if replaced.is_none() {
                         inner.open.fetch_add(1, Ordering::AcqRel);
                     }
+                    replaced
+                };
+                // Another launch of the task got in between the two locks: its browser goes too (as the one
+                // before it did), and the count of open sessions stays the table's.
+                if let Some(replaced) = replaced {
+                    inner.dispose(replaced, false);
                 }
                 entry
             }
             _ => lock(&inner.sessions).get(&task_id).cloned().ok_or_else(|| failed(NOT_LAUNCHED))?,
         };
         let outcome = self.run(call, &entry, request);
-        if outcome.is_err() {
-            // A failed or cancelled action leaves the browser in no known state: Cline closes it.
+        // A failed or cancelled action leaves the browser in no known state: Cline closes it. Not an action
+        // that found no session: the entry is a launch's still starting its browser, and nothing of this
+        // action's is there to close.
+        let touched = !matches!(&outcome, Err(error) if error.message == NOT_LAUNCHED);
+        if outcome.is_err() && touched {
             let mine = {
                 let mut sessions = lock(&inner.sessions);
                 match sessions.get(&task_id) {
-                    Some(current) if Arc::ptr_eq(current, &entry) => sessions.remove(&task_id),
+                    Some(current) if Arc::ptr_eq(current, &entry) => {
+                        inner.open.fetch_sub(1, Ordering::AcqRel);
+                        sessions.remove(&task_id)
+                    }
                     _ => None,
                 }
             };
             if let Some(entry) = mine {
-                inner.open.fetch_sub(1, Ordering::AcqRel);
                 inner.dispose(entry, true);
             }
         }
@@ -224,7 +242,14 @@ impl BrowserHost {
             let endpoint = match &inner.config.remote_url {
                 Some(url) => session::Endpoint::Remote(url.clone()),
                 None => {
-                    let (tree, ws, profile) = session::start_chrome(&inner.config, &cancels)?;
+                    let (tree, ws, profile) = session::start_chrome(&inner.config, &cancels).map_err(|error| {
+                        // A start that failed (a timeout, with other browsers starting) after its entry was
+                        // closed says so first; a cancellation stays one.
+                        match error.kind {
+                            ServiceErrorKind::Failed if entry.is_closed() => failed(superseded(&error.message)),
+                            _ => error,
+                        }
+                    })?;
                     let tree = Arc::new(tree);
                     if !entry.adopt(&tree) {
                         return Err(failed(SUPERSEDED));
@@ -257,7 +282,7 @@ impl BrowserHost {
                 (None, Some(session)) => session.act(&request, &context).await,
                 (None, None) => Err(NOT_LAUNCHED.to_owned()),
             };
-            let answer = answer.map_err(|error| if job_entry.is_closed() { SUPERSEDED.to_owned() } else { error });
+            let answer = answer.map_err(|error| if job_entry.is_closed() { superseded(&error) } else { error });
             let _ = tx.send(answer);
         });
         match cancels.recv(&rx, None) {
@@ -275,7 +300,8 @@ impl BrowserHost {
 impl Inner {
     /// Takes the task's entry out of the table.
     fn take(&self, task_id: &str) -> Option<Arc<Entry>> {
-        let entry = lock(&self.sessions).remove(task_id)?;
+        let mut sessions = lock(&self.sessions);
+        let entry = sessions.remove(task_id)?;
         self.open.fetch_sub(1, Ordering::AcqRel);
         Some(entry)
     }
