@@ -11,8 +11,8 @@ use abi_stable::std_types::{RResult, RStr};
 use actix::prelude::*;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 use toolshed_plugin_api::{Host_TO, Prepared, ToolHandlerBox};
 
 /// Which handler method a message runs.
@@ -234,16 +234,41 @@ impl Actor for ToolActor {
     type Context = Context<Self>;
 }
 
+/// When `execute` began after `prepare` in one job, for the waiting side's timeout: written by the job, read by
+/// the waiting side when its prepare deadline passes. The job wakes the waiting side only when execute's own
+/// deadline comes before that (a call timeout shorter than the prepare timeout).
+struct ExecuteStart {
+    at: OnceLock<Instant>,
+    prepare_deadline: Instant,
+    sooner: tokio::sync::Notify,
+}
+
+impl ExecuteStart {
+    fn new(prepare_timeout: Duration) -> Self {
+        Self { at: OnceLock::new(), prepare_deadline: Instant::now() + prepare_timeout, sooner: Default::default() }
+    }
+
+    /// `execute` begins now, with `timeout`.
+    fn begin(&self, timeout: Duration) {
+        let now = Instant::now();
+        let _ = self.at.set(now);
+        if now + timeout < self.prepare_deadline {
+            self.sooner.notify_one();
+        }
+    }
+}
+
 /// Runs a phase and, when `then_execute` approves `prepare`'s answer, `execute` after it.
-/// `started` is told when `execute` begins, so the waiting side switches from the prepare timeout to the call
-/// timeout.
+/// `started` is set when `execute` begins, so the waiting side measures the call timeout from then on. It is
+/// read when the prepare timeout passes, not signalled: a wake-up of the waiting thread on every call (another
+/// thread, often on a halted vCPU) cost more than the rest of a small call's hand-over.
 fn run_call(
     handler: &PluginHandler,
     phase: Phase,
     (call, approved): (&CallJson, bool),
     host: &CallHost,
     then_execute: Option<&ThenExecute>,
-    started: Option<tokio::sync::oneshot::Sender<()>>,
+    started: Option<&ExecuteStart>,
 ) -> Result<PhaseAnswer, PhaseError> {
     let text = run_handler(handler, phase, &call.text(approved), host)?;
     if phase != Phase::Prepare {
@@ -254,7 +279,7 @@ fn run_call(
         && let Some(explicit) = then.approve.approve(answer)
     {
         if let Some(started) = started {
-            let _ = started.send(());
+            started.begin(then.timeout);
         }
         return run_handler(handler, Phase::Execute, &call.text(explicit), host).map(PhaseAnswer::Executed);
     }
@@ -355,15 +380,15 @@ impl Handler<RunPhase> for ToolActor {
         }
 
         let (tx, rx) = tokio::sync::oneshot::channel();
-        let (started_tx, started_rx) = tokio::sync::oneshot::channel();
         let execute_timeout = msg.then_execute.as_ref().map(|then| then.timeout);
+        let started = Arc::new(ExecuteStart::new(msg.timeout));
         let state = Arc::new(AtomicU8::new(RUNNING));
         let job = {
             let (handler, state, health) = (Arc::clone(&self.handler), Arc::clone(&state), Arc::clone(&self.health));
+            let started = Arc::clone(&started);
             let (phase, call, approved, then_execute) = (msg.phase, msg.call, msg.approved, msg.then_execute);
             move |finishing: Finishing<'_>| {
-                let answer =
-                    run_call(&handler, phase, (&call, approved), &host, then_execute.as_ref(), Some(started_tx));
+                let answer = run_call(&handler, phase, (&call, approved), &host, then_execute.as_ref(), Some(&started));
                 if state.swap(DONE, Ordering::AcqRel) == ABANDONED {
                     // The last abandoned thread is back: the tool may serve again.
                     if health.abandoned.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -391,26 +416,28 @@ impl Handler<RunPhase> for ToolActor {
         let lost = || Err(PhaseError::Failed("the worker thread was lost".to_owned()));
         Response::fut(async move {
             let mut rx = rx;
-            let mut started_rx = started_rx;
             let mut limit = timeout;
+            let mut deadline = started.prepare_deadline;
             let mut awaiting_start = execute_timeout.is_some();
             let failure = loop {
-                let deadline = tokio::time::sleep(limit);
                 tokio::select! {
                     answer = &mut rx => return answer.unwrap_or_else(|_| lost()),
-                    // `execute` began after `prepare` in the same job: its own timeout starts now. (A closed
-                    // channel means the job ended without executing; its answer is on `rx`.)
-                    started = &mut started_rx, if awaiting_start => {
-                        awaiting_start = false;
-                        if started.is_ok() {
-                            limit = execute_timeout.unwrap_or(timeout);
-                        }
-                        continue;
-                    }
-                    () = deadline => break PhaseError::TimedOut(limit),
+                    // `execute` began after `prepare` in the same job, and its own timeout ends before the
+                    // prepare timeout would have: that deadline holds from now.
+                    () = started.sooner.notified(), if awaiting_start => {}
+                    () = tokio::time::sleep_until(deadline.into()) => {}
                     () = task.cancel.cancelled() => break PhaseError::Cancelled,
                     // The call alone was cancelled (its future dropped): the same as its task's, for it.
                     () = cancelled.cancelled() => break PhaseError::Cancelled,
+                }
+                // `execute` began after `prepare` in the same job: its own timeout runs from its start.
+                if let (true, Some(at), Some(execute)) = (awaiting_start, started.at.get(), execute_timeout) {
+                    awaiting_start = false;
+                    limit = execute;
+                    deadline = *at + execute;
+                }
+                if Instant::now() >= deadline {
+                    break PhaseError::TimedOut(limit);
                 }
             };
             // A call that committed is writing: reporting it as failed now would hide what it wrote, so its
