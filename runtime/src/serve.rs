@@ -15,6 +15,7 @@ mod http;
 mod progress;
 mod roots;
 mod session;
+mod stdio;
 mod tools;
 
 pub use approve::ElicitingApprover;
@@ -316,12 +317,13 @@ pub async fn run(runtime: Arc<Runtime>, context: TaskContext, options: ServeOpti
             // for rmcp to drain the calls in flight first.
             let server = ToolshedServer::open(&shared);
             let session = Arc::downgrade(&server.session);
-            let stdin = session::EndOnEof::new(tokio::io::stdin(), move || {
+            let (stdin, stdout) = stdio::streams();
+            let stdin = session::EndOnEof::new(stdin, move || {
                 if let Some(session) = session.upgrade() {
                     session.end();
                 }
             });
-            let running = server.serve((stdin, tokio::io::stdout())).await.map_err(|e| ServeError::Io(e.into()))?;
+            let running = server.serve((stdin, stdout)).await.map_err(|e| ServeError::Io(e.into()))?;
             running.waiting().await.map_err(|e| ServeError::Io(e.into()))?;
             Ok(())
         }

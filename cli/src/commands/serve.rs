@@ -41,7 +41,13 @@ pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBu
         client_roots,
         progress: Some(progress),
     };
-    let executor = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    // One stdio connection is one client's calls, answered in turn: a single thread carries them with no
+    // hand-over between workers (the tools' own work runs on the actors' and pools' threads either way). HTTP
+    // serves many sessions at once.
+    let executor = match options.http {
+        None => tokio::runtime::Builder::new_current_thread().enable_all().build()?,
+        Some(_) => tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?,
+    };
     executor.block_on(toolshed::serve::run(Arc::clone(&runtime), context, options))?;
     Ok(ExitCode::SUCCESS)
 }
