@@ -117,3 +117,29 @@ fn bulk_tools_and_the_threads_they_start_run_at_the_configured_priority() {
     );
     assert_eq!(bulk_probe("normal"), format!("nice={own} policy=0; spawned nice={own} policy=0"));
 }
+
+/// The prepare timeout bounds `prepare` only: once `execute` began (in the same job), the call timeout runs
+/// from its start, whether it is longer or shorter than the prepare timeout.
+#[test]
+fn execute_is_bounded_by_the_call_timeout_from_its_start_not_by_the_prepare_timeout() {
+    let mut longer = config(5_000, 4);
+    longer.timeouts.prepare_ms = 100;
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(longer).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    let result = call(&task, "sleep", json!({"ms": 400}));
+    assert_eq!(result.status, ResultStatus::Success, "{}", text(&result));
+
+    let mut shorter = config(150, 4);
+    shorter.timeouts.prepare_ms = 60_000;
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(shorter).build().unwrap();
+    let task = task_in(&runtime, ws.path());
+    let started = Instant::now();
+    let result = call(&task, "sleep", json!({"ms": 3_000}));
+    assert!(text(&result).contains("did not finish within 150 ms"), "{}", text(&result));
+    assert!(
+        started.elapsed() < Duration::from_millis(2_500),
+        "the call timeout was not applied: {:?}",
+        started.elapsed()
+    );
+}
