@@ -167,6 +167,24 @@ mod tests {
         assert_eq!(after, before);
     }
 
+    #[tokio::test]
+    async fn a_socket_is_polled_both_ways() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        let mut reader = polled_reader(ours.as_fd()).expect("a socket is polled");
+        let mut writer = polled_writer(ours.as_fd()).expect("a socket is polled");
+        let mut peer = socket(OwnedFd::from(theirs)).unwrap();
+        peer.write_all(b"ping\n").await.unwrap();
+        let mut buf = [0u8; 8];
+        let n = reader.read(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"ping\n");
+        writer.write_all(b"pong\n").await.unwrap();
+        let n = peer.read(&mut buf).await.unwrap();
+        assert_eq!(&buf[..n], b"pong\n");
+        // The peer's end closed: the reader sees the end of its input.
+        drop(peer);
+        assert_eq!(reader.read(&mut buf).await.unwrap(), 0);
+    }
+
     #[test]
     fn a_regular_file_is_left_to_the_blocking_streams() {
         let file = tempfile::tempfile().unwrap();
