@@ -147,14 +147,19 @@ impl BrowserHost {
         (self.inner.config.viewport_width, self.inner.config.viewport_height)
     }
 
-    /// Closes the task's browser, if it has one, killing its process tree now; the DevTools connection is
-    /// let go of in the background. For the task's end, another tool's call and cancellation.
+    /// Closes the task's browser, if it has one: it leaves the table now (a later action finds it closed) and
+    /// its process tree is killed on a thread of its own, as a task's commands are. The caller is an async
+    /// thread (the pipeline before another tool's call, a task's end or cancellation): a kill waits for the
+    /// tree to be gone, up to `KILL_SETTLE`, and would hold up everything else that thread carries (the whole
+    /// stdio session of `toolshed serve`). Should no thread start, dropping the entry kills the tree here.
     pub fn close_task(&self, task_id: &str) {
         if self.inner.open.load(Ordering::Acquire) == 0 {
             return;
         }
         if let Some(entry) = self.inner.take(task_id) {
-            self.inner.dispose(entry, false);
+            let inner = Arc::clone(&self.inner);
+            let _ =
+                std::thread::Builder::new().name("browser-close".to_owned()).spawn(move || inner.dispose(entry, false));
         }
     }
 
@@ -311,7 +316,9 @@ impl Inner {
     /// returns once the browser is gone).
     fn dispose(&self, entry: Arc<Entry>, wait: bool) {
         entry.shut();
-        let Ok(handle) = self.runtime_handle() else {
+        // A session lives on the browser runtime: with none (never started, or taken by the host's drop while
+        // a close ran on its own thread) there is no connection to close, and none is started for it.
+        let Some(handle) = lock(&self.runtime).as_ref().map(|runtime| runtime.handle().clone()) else {
             return;
         };
         let (tx, rx) = crossbeam_channel::bounded::<()>(1);
