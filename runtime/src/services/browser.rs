@@ -68,6 +68,9 @@ struct Inner {
     open: AtomicUsize,
     /// The tokio runtime the DevTools connections live on, started with the first launch.
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
+    /// The threads killing closed browsers ([`BrowserHost::close_task`]), joined by the host's drop: a
+    /// process that exits right after a task's end still leaves no browser behind.
+    closing: Mutex<Vec<std::thread::JoinHandle<()>>>,
 }
 
 /// One task's session: the session itself (behind an async lock: one action at a time) and, apart from it,
@@ -138,6 +141,7 @@ impl BrowserHost {
                 sessions: Mutex::new(HashMap::new()),
                 open: AtomicUsize::new(0),
                 runtime: Mutex::new(None),
+                closing: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -158,8 +162,13 @@ impl BrowserHost {
         }
         if let Some(entry) = self.inner.take(task_id) {
             let inner = Arc::clone(&self.inner);
-            let _ =
+            let closing =
                 std::thread::Builder::new().name("browser-close".to_owned()).spawn(move || inner.dispose(entry, false));
+            if let Ok(closing) = closing {
+                let mut threads = lock(&self.inner.closing);
+                threads.retain(|thread| !thread.is_finished());
+                threads.push(closing);
+            }
         }
     }
 
@@ -360,6 +369,11 @@ impl Drop for BrowserHost {
         let entries: Vec<Arc<Entry>> = lock(&self.inner.sessions).drain().map(|(_, entry)| entry).collect();
         for entry in &entries {
             entry.shut();
+        }
+        // Closes under way finish first (each is bounded by `KILL_SETTLE`).
+        let closing = std::mem::take(&mut *lock(&self.inner.closing));
+        for thread in closing {
+            let _ = thread.join();
         }
         if let Some(runtime) = lock(&self.inner.runtime).take() {
             // Dropping the sessions' tasks closes their connections; the trees above are already dead (their
