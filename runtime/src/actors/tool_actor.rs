@@ -259,9 +259,10 @@ impl ExecuteStart {
 }
 
 /// Runs a phase and, when `then_execute` approves `prepare`'s answer, `execute` after it.
-/// `started` is set when `execute` begins, so the waiting side measures the call timeout from then on. It is
-/// read when the prepare timeout passes, not signalled: a wake-up of the waiting thread on every call (another
-/// thread, often on a halted vCPU) cost more than the rest of a small call's hand-over.
+/// `started` records when `execute` begins, so the waiting side measures the call timeout from then on. It is
+/// read when the prepare deadline passes and signalled only when the call timeout ends sooner
+/// ([`ExecuteStart::begin`]): a wake-up of the waiting thread on every call (another thread, often on a halted
+/// vCPU) cost more than the rest of a small call's hand-over.
 fn run_call(
     handler: &PluginHandler,
     phase: Phase,
