@@ -13,13 +13,13 @@
 //! Idle workers share crossbeam's channel, which wakes the one parked longest: once a pool has two threads, one
 //! caller's sequential jobs alternate between them, each hand-over a wake-up of a parked thread (~70 µs a no-op
 //! call on a 2-vCPU VM against ~5.5 µs on one thread). So one caller's sequential jobs must never start a
-//! second thread (see `available`). A pool handing each job to the worker idle last was built and measured: it
+//! second thread (see `Counts`). A pool handing each job to the worker idle last was built and measured: it
 //! kept jobs on one thread after a burst, but a small read_file alone took 89–105 µs against 62 µs, and its p99
 //! under 4 searching tasks 2 ms against 0.26 ms.
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, Sender};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,14 +71,33 @@ struct Shared {
     name: String,
     max: usize,
     priority: Priority,
-    threads: AtomicUsize,
-    /// Workers minus the jobs submitted and not yet finishing ([`Finishing::now`]) or done: a submit that
-    /// takes it below zero finds no worker idle or on its way back, and starts one. One counter, so no submit
-    /// can read a worker as neither idle nor returning while it passes from one to the other (two counters
-    /// read one after the other let sequential calls start a second thread, and then alternate between two
-    /// parked threads, each hand-over waking a halted CPU).
-    available: AtomicIsize,
+    /// The pool's threads and available workers, one atomic word ([`Counts`]) so that no decision reads one
+    /// without the other.
+    counts: AtomicU64,
     keepalive: Duration,
+}
+
+/// The layout of `Shared::counts`: the number of threads in the high half; in the low half, workers minus the
+/// jobs submitted and not yet finishing ([`Finishing::now`]) or done, offset by `BIAS` (below zero: jobs wait).
+/// A submit that takes it to zero or below finds no worker idle or on its way back, and starts one. One counter
+/// for both, so no submit can read a worker as neither idle nor returning while it passes from one to the other
+/// (two counters read one after the other let sequential calls start a second thread, and then alternate
+/// between two parked threads, each hand-over waking a halted CPU).
+struct Counts;
+
+impl Counts {
+    const THREAD: u64 = 1 << 32;
+    const WORKER: u64 = 1;
+    const BIAS: u64 = 1 << 31;
+    const EMPTY: u64 = Self::BIAS;
+
+    fn threads(counts: u64) -> usize {
+        (counts >> 32) as usize
+    }
+
+    fn available(counts: u64) -> i64 {
+        (counts & 0xffff_ffff) as i64 - Self::BIAS as i64
+    }
 }
 
 /// Handed to each job: [`Finishing::now`] tells the pool the job is about to hand over its answer.
@@ -92,7 +111,7 @@ impl Finishing<'_> {
     /// at once, and this worker takes it rather than a new thread (call it once, just before the answer).
     pub fn now(&self) {
         if !self.finished.replace(true) {
-            self.shared.available.fetch_add(1, Ordering::AcqRel);
+            self.shared.counts.fetch_add(Counts::WORKER, Ordering::AcqRel);
         }
     }
 }
@@ -110,8 +129,7 @@ impl WorkerPool {
             name: format!("tool-{name}"),
             max: max.max(1),
             priority,
-            threads: AtomicUsize::new(0),
-            available: AtomicIsize::new(0),
+            counts: AtomicU64::new(Counts::EMPTY),
             keepalive,
         });
         Self { tx, shared }
@@ -121,7 +139,7 @@ impl WorkerPool {
     /// [`Finishing::now`] just before it hands over its answer.
     pub fn submit(&self, job: impl FnOnce(Finishing<'_>) + Send + 'static) -> Result<(), String> {
         self.tx.send(Box::new(job)).map_err(|_| "the worker pool is shut down".to_owned())?;
-        if self.shared.available.fetch_sub(1, Ordering::AcqRel) <= 0 {
+        if Counts::available(self.shared.counts.fetch_sub(Counts::WORKER, Ordering::AcqRel)) <= 0 {
             self.grow();
         }
         Ok(())
@@ -129,28 +147,23 @@ impl WorkerPool {
 
     #[cfg(test)]
     fn threads(&self) -> usize {
-        self.shared.threads.load(Ordering::Acquire)
+        Counts::threads(self.shared.counts.load(Ordering::Acquire))
     }
 
     fn grow(&self) {
         let shared = &self.shared;
-        let mut current = shared.threads.load(Ordering::Acquire);
-        loop {
-            if current >= shared.max {
-                return;
-            }
-            match shared.threads.compare_exchange(current, current + 1, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => break,
-                Err(actual) => current = actual,
-            }
+        // One more thread, counted available from the start (the job that asked for it is counted already),
+        // unless the bound is reached.
+        let grown = shared.counts.fetch_update(Ordering::AcqRel, Ordering::Acquire, |counts| {
+            (Counts::threads(counts) < shared.max).then_some(counts + Counts::THREAD + Counts::WORKER)
+        });
+        if grown.is_err() {
+            return;
         }
-        // The new worker is available from the start; the job that asked for it is counted already.
-        shared.available.fetch_add(1, Ordering::AcqRel);
         let worker = Arc::clone(shared);
         let spawned = std::thread::Builder::new().name(shared.name.clone()).spawn(move || worker.run());
         if let Err(error) = spawned {
-            shared.available.fetch_sub(1, Ordering::AcqRel);
-            shared.threads.fetch_sub(1, Ordering::AcqRel);
+            shared.counts.fetch_sub(Counts::THREAD + Counts::WORKER, Ordering::AcqRel);
             tracing::error!(pool = %shared.name, "cannot start a worker thread: {error}");
         }
     }
@@ -166,22 +179,27 @@ impl Shared {
                     // Jobs contain their own panics; this is a second net so a worker never dies silently.
                     let _ = catch_unwind(AssertUnwindSafe(|| job(Finishing { shared: self, finished: &finished })));
                     if !finished.get() {
-                        self.available.fetch_add(1, Ordering::AcqRel);
+                        self.counts.fetch_add(Counts::WORKER, Ordering::AcqRel);
                     }
                 }
                 // Idle past the keep-alive: retire, unless a submit has counted on this worker meanwhile (its
                 // job is queued or about to be).
                 Err(RecvTimeoutError::Timeout) => {
-                    let retired =
-                        self.available.fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| (a > 0).then(|| a - 1));
+                    // Thread and worker leave in one step: a submit that finds no worker then finds room
+                    // for a thread (with two steps, a submit in between could see the bound still reached
+                    // and leave its job to a thread on its way out).
+                    let retired = self.counts.fetch_update(Ordering::AcqRel, Ordering::Acquire, |counts| {
+                        (Counts::available(counts) > 0).then_some(counts - Counts::THREAD - Counts::WORKER)
+                    });
                     if retired.is_ok() {
-                        break;
+                        return;
                     }
                 }
+                // The pool is gone; nobody reads `available` any more.
                 Err(RecvTimeoutError::Disconnected) => break,
             }
         }
-        self.threads.fetch_sub(1, Ordering::AcqRel);
+        self.counts.fetch_sub(Counts::THREAD, Ordering::AcqRel);
     }
 }
 
@@ -256,6 +274,24 @@ mod tests {
     }
 
     #[test]
+    fn a_job_submitted_as_the_only_worker_retires_still_runs() {
+        // At the bound, with a keep-alive the pauses straddle: each job arrives about when its worker gives up
+        // waiting, so some arrive as it retires. Either it stays for the job or the job starts a thread.
+        let pool = WorkerPool::with_keepalive("r", 1, Priority::Normal, Duration::from_micros(300));
+        for i in 0..1_500 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            pool.submit(move |finishing| {
+                finishing.now();
+                tx.send(i).unwrap();
+            })
+            .unwrap();
+            let answer = rx.recv_timeout(Duration::from_secs(30));
+            assert_eq!(answer, Ok(i), "job {i} was left with no thread to run it");
+            std::thread::sleep(Duration::from_micros(200 + (i % 5) * 50));
+        }
+    }
+
+    #[test]
     fn a_dropped_pool_refuses_nothing_queued_and_its_workers_exit() {
         let pool = WorkerPool::new("d", 2, Priority::Normal);
         let (tx, rx) = std::sync::mpsc::channel();
@@ -271,9 +307,10 @@ mod tests {
         gate.wait();
         assert_eq!(rx.recv().unwrap(), 1, "a job queued before the drop still runs");
         let started = Instant::now();
-        while shared.threads.load(Ordering::Acquire) > 0 && started.elapsed() < Duration::from_secs(30) {
+        while Counts::threads(shared.counts.load(Ordering::Acquire)) > 0 && started.elapsed() < Duration::from_secs(30)
+        {
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert_eq!(shared.threads.load(Ordering::Acquire), 0);
+        assert_eq!(Counts::threads(shared.counts.load(Ordering::Acquire)), 0);
     }
 }
