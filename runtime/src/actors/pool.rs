@@ -231,33 +231,33 @@ mod tests {
         assert_eq!(rx.recv().unwrap(), 7);
     }
 
+    /// Submits a job that says it is finishing, answers `i` and, with `pause`, yields after answering; waits
+    /// for the answer, as one caller's sequential calls do.
+    fn answered(pool: &WorkerPool, i: u64, pause: bool) -> Result<u64, std::sync::mpsc::RecvTimeoutError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.submit(move |finishing| {
+            finishing.now();
+            tx.send(i).unwrap();
+            if pause {
+                std::thread::yield_now();
+            }
+        })
+        .unwrap();
+        rx.recv_timeout(Duration::from_secs(30))
+    }
+
     #[test]
     fn sequential_jobs_reuse_one_thread_and_idle_threads_retire() {
         let pool = WorkerPool::with_keepalive("s", 4, Priority::Normal, Duration::from_millis(50));
         for i in 0..500 {
-            let (tx, rx) = std::sync::mpsc::channel();
             // The next job is queued the moment this answer arrives, while its worker is still returning.
-            pool.submit(move |finishing| {
-                finishing.now();
-                tx.send(i).unwrap();
-            })
-            .unwrap();
-            assert_eq!(rx.recv().unwrap(), i);
+            assert_eq!(answered(&pool, i, false), Ok(i));
         }
         assert_eq!(pool.threads(), 1, "a job queued as the previous one answers must not start a second thread");
         // Many more, the caller sometimes back before the worker is and sometimes after: whatever the order, a
         // worker passing from returning to idle is never seen as neither.
         for i in 0..20_000 {
-            let (tx, rx) = std::sync::mpsc::channel();
-            pool.submit(move |finishing| {
-                finishing.now();
-                tx.send(i).unwrap();
-                if i % 3 == 0 {
-                    std::thread::yield_now();
-                }
-            })
-            .unwrap();
-            assert_eq!(rx.recv().unwrap(), i);
+            assert_eq!(answered(&pool, i, i % 3 == 0), Ok(i));
             if i % 5 == 0 {
                 std::thread::yield_now();
             }
@@ -279,14 +279,7 @@ mod tests {
         // waiting, so some arrive as it retires. Either it stays for the job or the job starts a thread.
         let pool = WorkerPool::with_keepalive("r", 1, Priority::Normal, Duration::from_micros(300));
         for i in 0..1_500 {
-            let (tx, rx) = std::sync::mpsc::channel();
-            pool.submit(move |finishing| {
-                finishing.now();
-                tx.send(i).unwrap();
-            })
-            .unwrap();
-            let answer = rx.recv_timeout(Duration::from_secs(30));
-            assert_eq!(answer, Ok(i), "job {i} was left with no thread to run it");
+            assert_eq!(answered(&pool, i, false), Ok(i), "job {i} was left with no thread to run it");
             std::thread::sleep(Duration::from_micros(200 + (i % 5) * 50));
         }
     }
