@@ -115,9 +115,11 @@ fn variant_a_of_its_own(dir: &Path) -> (PathBuf, String) {
     (file, hash)
 }
 
-/// Whether a shadow copy of the content `hash` is mapped in this process.
+/// Whether the library whose identity is `hash` is mapped in this process from a copy: a shadow copy named
+/// by its content hash, or the private copy a library leased in place was moved to when its file was written.
 fn mapped(hash: &str) -> bool {
-    std::fs::read_to_string("/proc/self/maps").unwrap().contains(&format!("/{}-", &hash[..16]))
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    maps.contains(&format!("/{}-", &hash[..16])) || maps.contains(&format!("/moved-{hash}-"))
 }
 
 #[test]
@@ -176,31 +178,27 @@ fn a_library_nobody_can_overwrite_in_place_is_loaded_from_its_own_file_and_repla
     // Nothing changed, so a rescan finds nothing to do (its identity is its stamp, which did not move).
     assert_eq!(block_on(runtime.rescan()), vec![]);
     // Clearing the attribute makes it writable in place. The kernel tells no watcher of that (no inotify event
-    // for a flag), but the next rescan sees a new identity and moves the same bytes into a copy, so a later
-    // write in place can no longer reach the mapping.
+    // for a flag), but the next rescan sees a new identity (leased, no longer fixed) and loads it again under a
+    // read lease, so a later write in place first moves the mapping to a private copy.
     drop(mutable);
     assert!(matches!(block_on(runtime.rescan()).as_slice(), [PluginEvent::Reloaded { .. }]));
     assert_eq!(probe(&runtime, ws.path()), "variant A");
-    // The in-place version is unmapped once its actors are gone, which happens after the swap.
-    let deadline = std::time::Instant::now() + PATIENCE;
-    while mapped_in_place(&file) {
-        assert!(std::time::Instant::now() < deadline, "a library that became writable stayed mapped in place");
-        std::thread::sleep(Duration::from_millis(5));
-    }
     // Updating it: rename a new build over it (as install(1) and package managers do).
     let staged = dir.path().join("staged.tmp");
     std::fs::copy(variant_b(), &staged).unwrap();
     std::fs::rename(&staged, &file).unwrap();
     assert!(matches!(block_on(runtime.rescan()).as_slice(), [PluginEvent::Reloaded { .. }]));
     assert_eq!(probe(&runtime, ws.path()), "variant B");
-    assert!(!mapped_in_place(&file), "the writable replacement is loaded from a copy");
-    // The new file, writable, overwritten in place: the copy keeps serving.
+    assert!(mapped_in_place(&file), "the writable replacement is mapped in place, under a lease");
+    // The new file, writable, overwritten in place: it moved to a copy first, which keeps serving.
+    let moved = runtime.reload_stats().moved_off_leases;
     write(&file, b"not a library at all");
+    assert!(runtime.reload_stats().moved_off_leases > moved);
     assert_eq!(probe(&runtime, ws.path()), "variant B");
 }
 
 #[test]
-fn a_library_on_a_read_only_mount_of_a_writable_file_system_is_still_copied() {
+fn a_library_on_a_read_only_mount_of_a_writable_file_system_is_not_trusted_to_stay_as_it_is() {
     let dir = workspace();
     let ws = workspace();
     let mount = dir.path().join("ro");
@@ -222,9 +220,97 @@ fn a_library_on_a_read_only_mount_of_a_writable_file_system_is_still_copied() {
     let runtime = Runtime::builder().plugin_dir(&mount).build().unwrap();
     assert_eq!(probe(&runtime, ws.path()), "variant A");
     // tmpfs can be written: a read-only mount of it may be a view of files another mount writes (here the
-    // remount is the only mount, but the loader cannot know that), so only an immutable file is trusted.
-    assert!(!mapped_in_place(&file), "a read-only mount of a writable file system is loaded from a copy");
+    // remount is the only mount, but the loader cannot know that), so the mount is not what vouches for the
+    // file: it is a writable library like any other, leased (a lease is the file's, whichever mount writes it).
+    let identity = block_on(runtime.rescan());
+    assert_eq!(identity, vec![], "nothing changed");
+    let loaded = toolshed::load_plugin(&file).unwrap();
+    assert!(!loaded.identity.content_hash.starts_with("fixed-"), "{:?}", loaded.identity);
     drop(runtime);
+}
+
+/// A runtime over `dir` that checks its leases every 2 ms, so a writer in a test waits little.
+fn leasing(dir: &Path) -> Runtime {
+    let config = Config::from_toml_str("[plugins]\nlease_poll_ms = 2\n").unwrap();
+    Runtime::builder().config(config).plugin_dir(dir).build().unwrap()
+}
+
+#[test]
+fn a_writable_library_mapped_in_place_moves_to_a_copy_before_a_writer_truncates_or_overwrites_it() {
+    let dir = workspace();
+    let ws = workspace();
+    let (file, identity) = variant_a_of_its_own(dir.path());
+    let runtime = leasing(dir.path());
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    assert!(identity.starts_with("leased-") && mapped_in_place(&file), "{identity}: loaded in place, no copy");
+    assert!(!mapped(&identity), "not moved yet");
+
+    // A call in flight on the library's code while its file is truncated, then filled with other bytes: a
+    // mapped page past a file's end is SIGBUS, and a page whose bytes change runs them.
+    let (mark, release) = (ws.path().join("started"), ws.path().join("release"));
+    let slow = {
+        let (task, mark, release) = (task_in(&runtime, ws.path()), mark.clone(), release.clone());
+        std::thread::spawn(move || {
+            let input = json!({"mark": mark, "wait_for": release});
+            text(&block_on(task.execute(ToolUse::new("slow", "reload_probe", input))))
+        })
+    };
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !mark.exists() {
+        assert!(std::time::Instant::now() < deadline, "the slow call never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let moved = runtime.reload_stats().moved_off_leases;
+    // The open for writing waits until the library has moved.
+    let truncated = std::fs::OpenOptions::new().write(true).truncate(true).open(&file).unwrap();
+    assert!(runtime.reload_stats().moved_off_leases > moved, "the writer got in before the library moved");
+    assert!(mapped(&identity), "the library runs from its private copy");
+    drop(truncated);
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    write(&file, &vec![0xCC; 64 << 10]);
+    std::fs::write(&release, "").unwrap();
+    assert_eq!(slow.join().unwrap(), "variant A", "the call in flight finished on the same code");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+
+    // The file is no library now: the rescan fails it, and the moved version keeps serving.
+    match block_on(runtime.rescan()).as_slice() {
+        [PluginEvent::Failed { reason, .. }] => assert!(reason.contains("previous version keeps serving"), "{reason}"),
+        other => panic!("expected a failure, got {other:?}"),
+    }
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    // A real build written in place again. Variant A, still serving, still counts as mapped from this file
+    // (device and inode), which the dynamic loader would hand back for it: variant B is loaded from a copy.
+    write(&file, &std::fs::read(variant_b()).unwrap());
+    assert!(matches!(block_on(runtime.rescan()).as_slice(), [PluginEvent::Reloaded { .. }]));
+    assert_eq!(probe(&runtime, ws.path()), "variant B");
+    assert!(!mapped_in_place(&file), "nothing maps the file itself now");
+}
+
+#[test]
+fn a_library_someone_has_open_for_writing_is_copied_not_leased() {
+    let dir = workspace();
+    let (file, _) = variant_a_of_its_own(dir.path());
+    let writer = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+    let loaded = toolshed::load_plugin(&file).unwrap();
+    let hash = &loaded.identity.content_hash;
+    assert!(hash.len() == 32 && hash.bytes().all(|b| b.is_ascii_hexdigit()), "a content hash: {hash}");
+    assert!(!mapped_in_place(&file), "a file being written is never mapped as it is");
+    drop(writer);
+    // Nobody writes it now: the same file loads in place.
+    assert!(toolshed::load_plugin(&file).unwrap().identity.content_hash.starts_with("leased-"));
+}
+
+#[test]
+fn with_lease_poll_off_a_writable_library_is_copied() {
+    let dir = workspace();
+    let ws = workspace();
+    let (file, _) = variant_a_of_its_own(dir.path());
+    let config = Config::from_toml_str("[plugins]\nlease_poll_ms = 0\n").unwrap();
+    let runtime = Runtime::builder().config(config).plugin_dir(dir.path()).build().unwrap();
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
+    assert!(!mapped_in_place(&file), "copied");
+    write(&file, b"overwritten");
+    assert_eq!(probe(&runtime, ws.path()), "variant A");
 }
 
 #[test]

@@ -463,6 +463,10 @@ pub struct PluginsConfig {
     /// finished, and every copy of a runtime that stops. Off, every copy stays mapped until the process ends
     /// (what `abi_stable` itself does), for plugins that leave threads or pointers behind.
     pub unload: bool,
+    /// How often, in milliseconds, the read leases of libraries mapped in place are checked: a writable
+    /// library is loaded with no copy under a lease, and a writer that opens its file waits up to this long
+    /// while the library moves to a private copy. 0 copies every writable library when it loads instead.
+    pub lease_poll_ms: u64,
     /// The CPU priority of `bulk` tools' calls (searches, walks, outlines) and of every thread they start, so
     /// short calls never wait behind them for a core.
     pub bulk_priority: BulkPriority,
@@ -487,6 +491,7 @@ impl Default for PluginsConfig {
             trusted_workspaces: Vec::new(),
             max_abandoned: 4,
             unload: true,
+            lease_poll_ms: crate::registry::loader::DEFAULT_LEASE_POLL_MS,
             bulk_priority: BulkPriority::default(),
             isolation: PluginIsolation::default(),
             isolation_per_plugin: BTreeMap::new(),

@@ -247,6 +247,7 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
         trusted_workspaces: _,
         max_abandoned,
         unload: _,
+        lease_poll_ms: _,
         bulk_priority: _,
         isolation: _,
         isolation_per_plugin: _,
@@ -258,6 +259,7 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
     s.never("trusted_workspaces");
     s.shrink("max_abandoned", &mut base.max_abandoned, max_abandoned);
     s.never("unload");
+    s.never("lease_poll_ms");
     s.never("bulk_priority");
     // Where the user's plugins run, and their limits, are the user's: a repository cannot move a plugin
     // into the host or loosen a child's limits.

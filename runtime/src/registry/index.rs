@@ -144,10 +144,10 @@ fn key(file: &Path) -> PathBuf {
     std::path::absolute(file).unwrap_or_else(|_| file.to_owned())
 }
 
-/// Whether `hash` is a library identity the loader gives: xxh3-128 of its bytes, or `fixed-` and the digest
-/// of its stamp for a library loaded in place (see `loader::identity`).
+/// Whether `hash` is a library identity the loader gives: xxh3-128 of its bytes, or `fixed-` or `leased-` and
+/// the digest of its stamp for a library loaded in place (see `loader::identity`).
 fn is_hash(hash: &str) -> bool {
-    let digest = hash.strip_prefix("fixed-").unwrap_or(hash);
+    let digest = hash.strip_prefix("fixed-").or_else(|| hash.strip_prefix("leased-")).unwrap_or(hash);
     digest.len() == 32 && digest.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 

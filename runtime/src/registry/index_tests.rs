@@ -195,17 +195,20 @@ fn a_stamp_identity_is_recorded_and_read_back_like_a_content_hash() {
     std::fs::write(&file, b"x").unwrap();
     std::fs::write(&other, b"y").unwrap();
     let stamp = FileStamp::read(&file).unwrap();
-    let identity = format!("fixed-{:032x}", stamp.digest());
-    let mut index = Index::default();
-    index.record(&file, stamp, &identity, None);
-    // Anything else is still no identity, and is not recorded.
-    for odd in ["fixed-", "fixed-xyz", "fixed-fixed-0123456789abcdef0123456789abcdef", "0123"] {
-        index.record(&other, stamp, odd, None);
-        assert_eq!(index.hash_of(&other, &stamp), None, "{odd}");
+    for kind in ["fixed", "leased"] {
+        let identity = format!("{kind}-{:032x}", stamp.digest());
+        let mut index = Index::default();
+        index.record(&file, stamp, &identity, None);
+        // Anything else is still no identity, and is not recorded.
+        let odd = ["fixed-", "fixed-xyz", "fixed-fixed-0123456789abcdef0123456789abcdef", "leased-fixed-0", "0123"];
+        for odd in odd {
+            index.record(&other, stamp, odd, None);
+            assert_eq!(index.hash_of(&other, &stamp), None, "{odd}");
+        }
+        assert_eq!(index.hash_of(&file, &stamp), Some(identity.as_str()));
+        let path = dir.path().join("index.json");
+        index.write(&path).unwrap();
+        let read = Index::read(&path).unwrap();
+        assert_eq!(read.hash_of(&file, &stamp), Some(identity.as_str()));
     }
-    assert_eq!(index.hash_of(&file, &stamp), Some(identity.as_str()));
-    let path = dir.path().join("index.json");
-    index.write(&path).unwrap();
-    let read = Index::read(&path).unwrap();
-    assert_eq!(read.hash_of(&file, &stamp), Some(identity.as_str()));
 }

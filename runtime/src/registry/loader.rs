@@ -12,11 +12,13 @@
 //! run), and a library built against another interface version, which is never closed (`abi_stable`'s global
 //! layout map may keep a reference into a library whose interface has more fields than the host's).
 
+mod lease;
 mod shadow;
 
 use crate::registry::index::FileStamp;
 use abi_stable::library::{lib_header_from_raw_library, LibraryError, RawLibrary};
 use abi_stable::std_types::{RResult, RStr};
+pub use lease::{moved as moved_off_leases, DEFAULT_POLL_MS as DEFAULT_LEASE_POLL_MS};
 pub use shadow::shadow_dir;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -35,9 +37,9 @@ pub struct PluginIdentity {
     pub version: String,
     /// The plugin ABI version it was built against.
     pub api_version: String,
-    /// What identifies the bytes loaded: xxh3-128 of them, hex; for a library loaded in place because it cannot
-    /// change there (immutable, or on a read-only file system), `fixed-` and the xxh3-128 of its file's stamp
-    /// instead (see [`identity`]).
+    /// What identifies the bytes loaded: xxh3-128 of them, hex; for a library loaded in place, the xxh3-128 of
+    /// its file's stamp instead, after `fixed-` where it cannot change there (immutable, or on a read-only file
+    /// system) and after `leased-` where a lease guards it (see [`identity`]).
     pub content_hash: String,
 }
 
@@ -51,7 +53,12 @@ pub struct Library {
     bytes: u64,
     /// The copy, open: its name is gone once mapped, and a child process that runs one of the plugin's jobs
     /// (`crate::services::isolate`) loads these same checked bytes from this descriptor rather than copying again.
+    /// For a library loaded in place, its own file (which holds the lease of a leased one).
     file: Option<std::fs::File>,
+    /// For a library mapped from its own file, which file and where.
+    placed: Option<lease::Placed>,
+    /// The read lease that guards a writable library mapped in place (`lease`).
+    lease: Option<lease::Lease>,
 }
 
 impl Library {
@@ -65,9 +72,19 @@ impl Library {
         self.bytes
     }
 
-    /// The open copy, for a child process to load (see [`load_inherited`]).
+    /// Whether `file` now holds the very bytes this library was moved to when its lease was broken: a file
+    /// rewritten in place with the same content gets a new stamp, so a new identity, and is not worth a reload.
+    pub(crate) fn moved_and_same_as(&self, file: &Path) -> bool {
+        let Some(moved) = self.lease.as_ref().and_then(lease::Lease::moved_hash) else {
+            return false;
+        };
+        std::fs::File::open(file).and_then(|input| hash_copying(&input, None)).is_ok_and(|hash| hash == moved)
+    }
+
+    /// The open copy, for a child process to load (see [`load_inherited`]): for a leased library moved off its
+    /// file, the private copy it now runs from, so a child loads the same bytes as this process.
     pub(crate) fn file(&self) -> Option<&std::fs::File> {
-        self.file.as_ref()
+        self.lease.as_ref().and_then(lease::Lease::copy).or(self.file.as_ref())
     }
 }
 
@@ -82,13 +99,27 @@ impl Drop for Library {
         let Some(raw) = self.raw.take() else {
             return;
         };
+        let leased = self.lease.as_ref().is_some_and(lease::Lease::held);
         if self.closable && !self.keep.load(Ordering::Relaxed) {
             // dlclose: the dynamic loader unmaps it now, or once the last thread-local destructor it
             // registered has run.
             drop(raw);
             CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
+            if let Some(placed) = &self.placed {
+                if !placed.still_mapped() {
+                    placed.unmapped();
+                } else if leased {
+                    // Still mapped (another handle of the same file, a deferred unmapping): it must not go on
+                    // reading the file once its lease goes with its descriptor.
+                    lease::detach(self);
+                }
+            }
             give_back_free_memory();
         } else {
+            // Never closed, so never unmapped: off the file first, as above.
+            if leased {
+                lease::detach(self);
+            }
             std::mem::forget(raw);
         }
     }
@@ -276,7 +307,7 @@ pub fn mapped() -> (u64, u64) {
         return opened();
     };
     let dir = format!("{}/", dir.display());
-    let in_place = IN_PLACE.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone();
+    let in_place = lease::placed_inodes();
     let mut copies = std::collections::HashMap::<&str, u64>::new();
     for line in maps.lines() {
         // `start-end perms offset dev inode path`; the path may end in " (deleted)" (copies are removed once open).
@@ -299,26 +330,65 @@ pub fn mapped() -> (u64, u64) {
     (copies.len() as u64, copies.values().sum())
 }
 
-/// The identity [`load`] gives a file ([`PluginIdentity::content_hash`]), without loading it.
-pub fn identity(file: &Path) -> std::io::Result<String> {
+/// The identity [`load_read`] gives a file ([`PluginIdentity::content_hash`]) under `policy`, without loading
+/// it: the same decision, in place or copied, on the same checks.
+pub fn identity(file: &Path, policy: Option<&Arc<crate::registry::remote::Policy>>) -> std::io::Result<String> {
     let input = std::fs::File::open(file)?;
     let meta = input.metadata()?;
-    match fixed_in_place(&input, &meta) {
-        // Stamped after the attribute was read, as `load_in_place` does.
-        Some(_) => Ok(fixed_identity(&FileStamp::of(&input.metadata()?))),
+    let remote = policy.is_some_and(|policy| policy.isolates(file));
+    match placement(&input, &meta, remote, lease_poll_ms(policy)) {
+        // Stamped after the attribute was read or the lease taken, as `load_in_place` does.
+        Some(how) => {
+            let identity = stamp_identity(how, &FileStamp::of(&input.metadata()?));
+            if how == InPlace::Leased {
+                lease::release(&input);
+            }
+            Ok(identity)
+        }
         // Read, not mapped: the file may be any library, rewritten while it is read.
         None => hash_copying(&input, None),
     }
 }
 
-/// The identity of a library that cannot change in place: its stamp (device, inode, size, modification and
-/// change times) stands for its bytes, as the declaration index already trusts a stamp for a hash. Its bytes
-/// cannot change without the change time moving (clearing the attribute or remounting writable moves it, and no
-/// user can set it), so it is never read to be hashed: hashing was most of an in-place load (README,
-/// Performance, 5i), and all of a 28 MB one. Prefixed so it never equals a content hash: a library that becomes
-/// writable again gets its content hash, a new identity, and so is reloaded from a copy.
-fn fixed_identity(stamp: &FileStamp) -> String {
-    format!("fixed-{:032x}", stamp.digest())
+/// The identity of a library loaded in place: its stamp (device, inode, size, modification and change times)
+/// stands for its bytes, as the declaration index already trusts a stamp for a hash. Its bytes cannot change
+/// without the change time moving (for a fixed file, clearing the attribute or remounting writable moves it;
+/// a leased one's writer first waits for the library to move to a copy, `lease`), and no user can set the
+/// change time, so it is never read to be hashed: hashing was most of an in-place load (README, Performance,
+/// 5i), and all of a 28 MB one. Prefixed so it never equals a content hash or the other kind: a library whose
+/// placement changes gets a new identity, and so is reloaded.
+fn stamp_identity(how: InPlace, stamp: &FileStamp) -> String {
+    let kind = match how {
+        InPlace::Fixed => "fixed",
+        InPlace::Leased => "leased",
+    };
+    format!("{kind}-{:032x}", stamp.digest())
+}
+
+/// Why a library is mapped as it is, with no copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InPlace {
+    /// Nobody can change the file in place ([`fixed_in_place`]).
+    Fixed,
+    /// A read lease holds back every writer until the library has moved to a private copy (`lease`).
+    Leased,
+}
+
+/// Whether the library open as `input` is mapped in place, and why; `None` to copy it. A library that a child
+/// process loads (`remote`) is leased by nobody, so only a fixed one is mapped from its own file then. Takes
+/// the lease, to be checked every `poll_ms`, when it answers [`InPlace::Leased`]; it is given up with `input`.
+fn placement(input: &std::fs::File, meta: &std::fs::Metadata, remote: bool, poll_ms: u64) -> Option<InPlace> {
+    let (fixed, fs) = fixed_in_place(input, meta);
+    match (fixed, fs) {
+        (Some(_), _) => Some(InPlace::Fixed),
+        (None, FileSystem::Local) if meta.is_file() && !remote && lease::take(input, poll_ms) => Some(InPlace::Leased),
+        (None, _) => None,
+    }
+}
+
+/// `[plugins] lease_poll_ms` of the runtime loading, or its default for a load outside one.
+fn lease_poll_ms(policy: Option<&Arc<crate::registry::remote::Policy>>) -> u64 {
+    policy.map_or(lease::DEFAULT_POLL_MS, |policy| policy.lease_poll_ms())
 }
 
 /// Loads one library: from the file itself where it cannot be overwritten in place (immutable, or on a read-only
@@ -347,10 +417,11 @@ pub(crate) fn load_read(file: &Path, policy: Option<&Arc<crate::registry::remote
         Ok(opened) => opened,
         Err(e) => return (Err(LoadError::new(file, format!("cannot read the library: {e}"))), None),
     };
-    let in_place = fixed_in_place(&input, &meta);
+    let poll_ms = lease_poll_ms(policy);
+    let in_place = placement(&input, &meta, remote.is_some(), poll_ms);
     let (loaded, read) = match in_place {
-        Some(_) => load_in_place(file, dir, input, copy, remote),
-        None => load_on_disk(file, dir, input, &meta, copy, remote),
+        Some(how) => load_in_place(file, dir, input, copy, remote, how, poll_ms),
+        None => load_on_disk(file, dir, input, &meta, copy, remote, None),
     };
     if loaded.is_ok() {
         // One line per library opened, so a one-shot call's loads can be counted (`RUST_LOG=toolshed=debug`).
@@ -362,11 +433,12 @@ pub(crate) fn load_read(file: &Path, policy: Option<&Arc<crate::registry::remote
 /// Why the library open as `input` cannot be overwritten in place while it is mapped, if it cannot: then it is
 /// loaded as it is, with no copy. A copy costs more than the load itself (README, Performance, rows 5.x): the
 /// bytes are written again, and the dynamic loader maps a freshly written file ~40% slower than a settled one.
-fn fixed_in_place(input: &std::fs::File, meta: &std::fs::Metadata) -> Option<Fixed> {
+/// Also says what kind of file system holds it.
+fn fixed_in_place(input: &std::fs::File, meta: &std::fs::Metadata) -> (Option<Fixed>, FileSystem) {
     use std::os::fd::AsRawFd as _;
     // Only a regular file is ever mapped as it is; and a device must not be handed a file system's ioctl.
     if !meta.is_file() {
-        return None;
+        return (None, FileSystem::Remote);
     }
     let fd = input.as_raw_fd();
     let mut flags: nix::libc::c_long = 0;
@@ -383,7 +455,7 @@ fn fixed_in_place(input: &std::fs::File, meta: &std::fs::Metadata) -> Option<Fix
         0 => file_system(u32::try_from(unsafe { fs.assume_init() }.f_type).unwrap_or(0)),
         _ => FileSystem::Remote,
     };
-    fixed(immutable, read_only, kind)
+    (fixed(immutable, read_only, kind), kind)
 }
 
 /// What a library's file system says about who else may change its bytes under a mapping.
@@ -397,6 +469,9 @@ enum FileSystem {
     /// Any other local file system. A read-only mount of it may be a view of files another mount writes (a
     /// bind mount, a container's `:ro` volume), so only the immutable attribute vouches for its files.
     Local,
+    /// An overlay: its files are views of another file system's, which can be written there without the
+    /// overlay's file knowing, so a lease on the overlay's file guards nothing. Otherwise as [`FileSystem::Local`].
+    Overlay,
 }
 
 /// The kind of file system whose `statfs` magic is `magic` (`<linux/magic.h>`).
@@ -405,6 +480,7 @@ fn file_system(magic: u32) -> FileSystem {
         0x6573_5546 | 0x6969 | 0x517B | 0xFF53_4D42 | 0xFE53_4D42 | 0x0102_1997 | 0x00C3_6400 | 0x5346_414F
         | 0x7375_7245 => FileSystem::Remote,
         0x7371_7368 | 0xE0F5_E1E2 | 0x9660 | 0x28CD_3D45 | 0x7275 => FileSystem::ReadOnly,
+        0x794C_7630 => FileSystem::Overlay,
         _ => FileSystem::Local,
     }
 }
@@ -435,8 +511,8 @@ fn fixed(immutable: bool, read_only: bool, fs: FileSystem) -> Option<Fixed> {
     }
 }
 
-/// Loads a library that cannot change in place ([`fixed_in_place`]) from its own file, through a link of its
-/// own in the shadow directory to the descriptor whose file was checked. The dynamic loader knows a library by
+/// Loads a library that cannot change in place ([`fixed_in_place`]), or one under a read lease, from its own
+/// file, through a link of its own in the shadow directory to the descriptor whose file was checked. The dynamic loader knows a library by
 /// the path it was opened with, so the file's own path would hand back an earlier version still mapped (a
 /// replacement renamed over it), and `/proc/self/fd/N` one whose number was reused; the link's name is this
 /// load's alone, and it names the very file the checks read, not whatever the path names a moment later.
@@ -446,10 +522,13 @@ fn load_in_place(
     input: std::fs::File,
     copy: u64,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
+    how: InPlace,
+    poll_ms: u64,
 ) -> Loaded {
     let failed = |reason: String| (Err(LoadError::new(file, reason)), None);
-    // Stamped after the attribute was read: a change made before then shows in this stamp, and none can be
-    // made after it without moving the change time, which the next rescan sees as a new identity.
+    // Stamped after the attribute was read or the lease taken: a change made before then shows in this stamp,
+    // and none can be made after it without moving the change time, which the next rescan sees as a new
+    // identity.
     let meta = match input.metadata() {
         Ok(meta) => meta,
         Err(e) => return failed(format!("cannot read the library: {e}")),
@@ -459,29 +538,61 @@ fn load_in_place(
     if let Err(reason) = check_complete(&input, bytes) {
         return failed(reason);
     }
+    let identity = stamp_identity(how, &stamp);
+    let file_id = {
+        use std::os::unix::fs::MetadataExt as _;
+        (meta.dev(), meta.ino())
+    };
+    // One at a time from the check to the end of the load: two loads of one file at once would share one
+    // mapping, and the second could run the library's code while the first still moves its written segments
+    // (`lease::Lease::new`).
+    let one_at_a_time = IN_PLACE_LOADS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if lease::placed(file_id) {
+        // An earlier version of this very file (rewritten in place since) is still mapped, and the dynamic
+        // loader would hand it back: copied instead, still under the lease if there is one, so the bytes copied
+        // are the ones the stamp stands for.
+        drop(one_at_a_time);
+        return load_on_disk(file, dir, input, &meta, copy, remote, Some(identity));
+    }
     let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&input));
     let link = shadow_name(dir, "in-place", copy, file);
     if let Err(e) = std::os::unix::fs::symlink(&fd_path, &link) {
         return failed(format!("cannot link the library into {}: {e}", dir.display()));
     }
-    let identity = fixed_identity(&stamp);
-    let loaded = load_checked(file, &link, input, bytes, identity.clone(), remote);
+    let lease = (how == InPlace::Leased).then(|| {
+        use std::os::unix::fs::MetadataExt as _;
+        Leased { changed: (meta.ctime(), meta.ctime_nsec()), poll_ms, identity: identity.clone() }
+    });
+    let in_place = InPlaceLoad { file: file_id, lease };
+    let loaded = load_checked(file, &link, input, bytes, identity.clone(), remote, Some(in_place));
+    drop(one_at_a_time);
     let _ = std::fs::remove_file(&link);
-    if loaded.is_ok() {
-        IN_PLACE
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(std::os::unix::fs::MetadataExt::ino(&meta));
-    }
     (loaded, Some((stamp, identity)))
 }
 
-/// The inodes of libraries loaded in place, which [`mapped`] counts beside the shadow copies.
-static IN_PLACE: std::sync::Mutex<std::collections::BTreeSet<u64>> =
-    std::sync::Mutex::new(std::collections::BTreeSet::new());
+/// Held by a load from a library's own file (see [`load_in_place`]).
+static IN_PLACE_LOADS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A library mapped from its own file: the file (device, inode), and its lease if a lease guards it.
+#[derive(Debug, Clone)]
+struct InPlaceLoad {
+    file: (u64, u64),
+    lease: Option<Leased>,
+}
+
+/// How the lease of a library mapped in place under one is kept: the file's change time when leased, and how
+/// often the lease is checked.
+#[derive(Debug, Clone)]
+struct Leased {
+    changed: (i64, i64),
+    poll_ms: u64,
+    /// The library's identity, which names its private copy if it moves to one.
+    identity: String,
+}
 
 /// Copies the library to a temporary name in the shadow directory while hashing it (one pass, bounded memory),
-/// checks the copy, renames it to the content's name, and loads it from there.
+/// checks the copy, renames it to the content's name, and loads it from there. `identity` replaces the content
+/// hash as the library's identity, for a file whose stamp stands for its bytes (see [`load_in_place`]).
 fn load_on_disk(
     file: &Path,
     dir: &Path,
@@ -489,6 +600,7 @@ fn load_on_disk(
     meta: &std::fs::Metadata,
     copy: u64,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
+    identity: Option<String>,
 ) -> Loaded {
     let partial = dir.join(format!("{copy}.partial"));
     // Hashed as it is written, so the hash is of exactly the bytes that will be loaded. (Copying in the kernel
@@ -510,6 +622,7 @@ fn load_on_disk(
             return (Err(LoadError::new(file, reason)), None);
         }
     };
+    let hash = identity.unwrap_or(hash);
     let read = Some((FileStamp::of(meta), hash.clone()));
     (load_copy(file, dir, &partial, copy, hash, remote), read)
 }
@@ -541,7 +654,7 @@ fn load_copy(
         .map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
         .and_then(|copy| {
             let bytes = copy.metadata().map(|m| m.len()).unwrap_or(0);
-            load_checked(file, &shadow, copy, bytes, hash, remote)
+            load_checked(file, &shadow, copy, bytes, hash, remote, None)
         });
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
     let _ = std::fs::remove_file(&shadow);
@@ -550,7 +663,8 @@ fn load_copy(
 
 /// Loads a checked library: `path` names it for the dynamic loader and `copy` is it, open (kept by the
 /// [`Library`], so a child process can load the same bytes). With `remote`, a child process loads it instead of
-/// this one.
+/// this one. `in_place` says which file a library mapped from its own file is, and how its lease, if any, is
+/// kept.
 fn load_checked(
     file: &Path,
     path: &Path,
@@ -558,15 +672,23 @@ fn load_checked(
     bytes: u64,
     hash: String,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
+    in_place: Option<InPlaceLoad>,
 ) -> Result<LoadedPlugin, LoadError> {
     let Some(policy) = remote else {
-        let (module, library) = open(file, path, bytes, Some(copy))?;
+        let (module, library) = open(file, path, bytes, Some(copy), in_place)?;
         return finish(file, hash, module, library);
     };
     // Out of process: this process never maps the library (its constructors run in the child); the child
     // loads the checked bytes from an open descriptor and says what it declares.
-    let library =
-        Arc::new(Library { raw: None, closable: false, keep: AtomicBool::new(false), bytes, file: Some(copy) });
+    let library = Arc::new(Library {
+        raw: None,
+        closable: false,
+        keep: AtomicBool::new(false),
+        bytes,
+        file: Some(copy),
+        placed: None,
+        lease: None,
+    });
     let (supervisor, hello) = crate::registry::remote::Supervisor::start(policy, file, Arc::clone(&library))
         .map_err(|reason| LoadError::new(file, reason))?;
     let declaration = serde_json::from_str::<PluginDeclaration>(&hello.declarations)
@@ -585,7 +707,7 @@ fn load_checked(
 /// ([`Library::file`]): the bytes the parent checked, with the same ABI checks and no copy.
 pub(crate) fn load_inherited(fd: &Path) -> Result<LoadedPlugin, LoadError> {
     let bytes = std::fs::metadata(fd).map(|m| m.len()).unwrap_or(0);
-    let (module, library) = open(fd, fd, bytes, None)?;
+    let (module, library) = open(fd, fd, bytes, None, None)?;
     finish(fd, String::new(), module, library)
 }
 
@@ -697,6 +819,7 @@ fn open(
     shadow: &Path,
     bytes: u64,
     open_copy: Option<std::fs::File>,
+    in_place: Option<InPlaceLoad>,
 ) -> Result<(PluginModRef, Arc<Library>), LoadError> {
     let raw = RawLibrary::load_at(shadow).map_err(|e| LoadError::new(file, describe(&e)))?;
     OPENED_COPIES.fetch_add(1, Ordering::Relaxed);
@@ -707,15 +830,43 @@ fn open(
         CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
         LoadError::new(file, describe(&e))
     })?;
+    // Found again by this address if the lease must move it (`lease`).
+    let placed =
+        in_place.as_ref().map(|in_place| lease::Placed::new(in_place.file, std::ptr::from_ref(header) as usize));
+    let lease = placed
+        .as_ref()
+        .zip(in_place.and_then(|in_place| in_place.lease))
+        .map(|(placed, leased)| lease::Lease::new(placed, shadow, leased.changed, leased.poll_ms, leased.identity));
     let module = match header.init_root_module::<PluginModRef>() {
         Ok(module) => module,
         Err(e) => {
-            std::mem::forget(raw);
+            // Never closed; dropped as a library that is not closable, which moves a leased one off its file.
+            let library = Library {
+                raw: Some(raw),
+                closable: false,
+                keep: AtomicBool::new(true),
+                bytes,
+                file: open_copy,
+                placed,
+                lease,
+            };
+            drop(library);
             return Err(LoadError::new(file, describe(&e)));
         }
     };
     let closable = module.api_version().as_str() == ABI_VERSION;
-    let library = Arc::new(Library { raw: Some(raw), closable, keep: AtomicBool::new(false), bytes, file: open_copy });
+    let library = Arc::new(Library {
+        raw: Some(raw),
+        closable,
+        keep: AtomicBool::new(false),
+        bytes,
+        file: open_copy,
+        placed,
+        lease,
+    });
+    if library.lease.is_some() {
+        lease::watch(&library);
+    }
     Ok((module, library))
 }
 
@@ -820,7 +971,7 @@ mod tests {
         for path in std::iter::once("/dev/null").chain(read_only_dirs) {
             let Ok(input) = std::fs::File::open(path) else { continue };
             let meta = input.metadata().unwrap();
-            assert_eq!(fixed_in_place(&input, &meta), None, "{path}");
+            assert_eq!(fixed_in_place(&input, &meta).0, None, "{path}");
         }
     }
 

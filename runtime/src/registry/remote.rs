@@ -90,6 +90,8 @@ pub(crate) struct Policy {
     per_plugin: BTreeMap<String, PluginIsolation>,
     limits: ProcessLimits,
     quarantined: OnQuarantine,
+    /// `[plugins] lease_poll_ms`: how the runtime's libraries that stay in process are mapped (`loader`).
+    lease_poll_ms: u64,
 }
 
 /// Told when a plugin is quarantined: its library file, its name, and why (the runtime makes it a plugin
@@ -103,7 +105,13 @@ impl Policy {
             per_plugin: config.isolation_per_plugin.clone(),
             limits: config.process.clone(),
             quarantined,
+            lease_poll_ms: config.lease_poll_ms,
         }
+    }
+
+    /// How often the leases of this runtime's libraries mapped in place are checked; 0 copies them instead.
+    pub fn lease_poll_ms(&self) -> u64 {
+        self.lease_poll_ms
     }
 
     /// Whether the library `file` runs in a child process.

@@ -203,6 +203,9 @@ pub struct ReloadStats {
     pub process_copies: u64,
     /// Their mapped size in bytes.
     pub process_bytes: u64,
+    /// Libraries mapped in place under a read lease that this process moved to a private copy because their
+    /// file was opened for writing (`[plugins] lease_poll_ms`), by every runtime in it.
+    pub moved_off_leases: u64,
 }
 
 /// The version of a library file that serves now.
@@ -298,6 +301,7 @@ impl Reloader {
             old_copies: held.len() as u64,
             old_bytes: held.iter().sum(),
             unloaded: loader::closed(),
+            moved_off_leases: loader::moved_off_leases(),
         }
     }
 
@@ -363,11 +367,13 @@ impl Reloader {
             self.retire(old.library);
             return vec![PluginEvent::Unloaded { file: file.to_owned(), tools }];
         }
-        let hash = match loader::identity(file) {
+        let hash = match loader::identity(file, Some(&self.policy)) {
             Ok(hash) => hash,
             Err(e) => return failed(format!("cannot read the library: {e}")),
         };
-        if state.serving.get(file).is_some_and(|s| s.hash == hash) || state.failed.get(file) == Some(&hash) {
+        if state.serving.get(file).is_some_and(|s| s.hash == hash || s.library.moved_and_same_as(file))
+            || state.failed.get(file) == Some(&hash)
+        {
             return Vec::new();
         }
         let plugin = match loader::load_read(file, Some(&self.policy)).0 {

@@ -1,0 +1,708 @@
+//! Writable libraries mapped as they are, under a read lease: no copy when they load, and a private copy made
+//! only if someone opens the file to write it.
+//!
+//! A library mapped from a file that is then overwritten in place (`cp` over it, an editor saving in place, a
+//! truncate) runs whatever the file holds next, and the host crashes. A copy made at every load rules that out
+//! but costs more than the load itself (README, Performance, rows 5.x). A read lease (`F_SETLEASE`) rules it
+//! out too, for free until it matters: while the lease is held, the kernel makes every open of the file for
+//! writing, and every truncate, wait (up to `/proc/sys/fs/lease-break-time`) until the holder gives the lease
+//! up, and the lease cannot be taken at all while anyone has the file open for writing. Nothing can change the
+//! bytes under the mapping without going through that wait.
+//!
+//! Two moves keep the file from backing any page the library uses once a writer gets through:
+//! - At load ([`Lease::new`]), right after the dynamic loader mapped and relocated it and before any other
+//!   thread can reach it, the pages it writes from then on (data, the lazily bound GOT) become anonymous memory
+//!   with the same bytes. Private pages are not enough: truncating a file unmaps even the private copies of its
+//!   pages from every mapping (the kernel's `truncate_pagecache`), and the next access is SIGBUS. Later, with
+//!   other threads writing them, they could not be moved without losing a write.
+//! - When a lease is being broken ([`watch`] polls them), the RELRO pages (read-only since relocation) are moved
+//!   to anonymous memory the same way, and the never-written segments (code, read-only data) are mapped again,
+//!   at the same addresses, from a private copy of the same bytes in the shadow directory, which the waiting
+//!   writer has not touched yet ([`detach`]). Only then is the lease given up and the writer let through; the
+//!   watcher then sees a changed file and reloads it as ever. The library's code keeps running throughout: the
+//!   new pages hold the same bytes, and the kernel swaps a mapping under its lock.
+//!
+//! A library is leased only where all of that holds: leases enabled with a break time far above the poll
+//! interval, a local file system (a server or an overlay's lower layer can change a file without breaking a
+//! lease), and an ELF file without text relocations (whose code pages differ from the file's). Anything else
+//! is copied as before.
+
+use super::Library;
+use std::fs::File;
+use std::os::fd::AsRawFd as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+/// `F_SETSIG` of `<fcntl.h>`: the signal sent when the lease is being broken.
+const F_SETSIG: libc::c_int = 10;
+
+/// `[plugins] lease_poll_ms`'s default: a writer waits about this long for the library to move.
+pub const DEFAULT_POLL_MS: u64 = 100;
+
+/// A library mapped from its own file (fixed or leased): which file, and how to find the mapping again.
+pub(super) struct Placed {
+    /// The file's device and inode. The dynamic loader knows a loaded file by them as well as by name, and
+    /// hands back the mapping it has for any other name of the same file: a file rewritten in place while an
+    /// earlier version of it is still mapped must not be opened again ([`placed`]).
+    file: (u64, u64),
+    /// An address inside the library (its root module's header) and the name the dynamic loader knows it by:
+    /// together they find its segments among the loaded objects, and never another library's that was mapped
+    /// at the same address after this one was closed.
+    inside: usize,
+    name: Vec<u8>,
+}
+
+/// How many libraries mapped from each file (device, inode) are still mapped.
+static PLACED: Mutex<std::collections::BTreeMap<(u64, u64), usize>> = Mutex::new(std::collections::BTreeMap::new());
+
+fn placed_files() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<(u64, u64), usize>> {
+    PLACED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Whether a library mapped from `file` (device, inode) is still mapped in this process.
+pub(super) fn placed(file: (u64, u64)) -> bool {
+    placed_files().contains_key(&file)
+}
+
+/// The inodes of the files libraries are mapped from now.
+pub(super) fn placed_inodes() -> std::collections::BTreeSet<u64> {
+    placed_files().keys().map(|(_, inode)| *inode).collect()
+}
+
+impl Placed {
+    /// The library just opened from `file` (device, inode) that holds `inside`.
+    pub(super) fn new(file: (u64, u64), inside: usize) -> Self {
+        let name = loaded_object(inside, None).map(|object| object.name).unwrap_or_default();
+        *placed_files().entry(file).or_default() += 1;
+        Self { file, inside, name }
+    }
+
+    /// Whether the library is still mapped: a closed library stays mapped while another handle holds it, or
+    /// until a thread-local destructor it registered has run.
+    pub(super) fn still_mapped(&self) -> bool {
+        loaded_object(self.inside, Some(&self.name)).is_some()
+    }
+
+    /// Says the library is no longer mapped.
+    pub(super) fn unmapped(&self) {
+        let mut placed = placed_files();
+        if let Some(count) = placed.get_mut(&self.file) {
+            *count -= 1;
+            if *count == 0 {
+                placed.remove(&self.file);
+            }
+        }
+    }
+}
+
+/// The lease of one library loaded in place, and what moving it needs.
+pub(super) struct Lease {
+    /// The file's change time when it was leased: the lease is given up only once the clock has passed it, so
+    /// the writer's change gets a later change time and a new stamp (a new identity the watcher reloads).
+    changed: (i64, i64),
+    /// How often its runtime wants it checked (`[plugins] lease_poll_ms`): the polling thread checks every
+    /// lease at the shortest interval any live one asks for.
+    poll_ms: u64,
+    /// The library's identity (`PluginIdentity::content_hash`): its private copy is named after it.
+    identity: String,
+    /// The private copy the library was moved to, once it was, and the xxh3-128 of its bytes.
+    copy: OnceLock<(File, String)>,
+    /// Set once the lease is gone (moved, or failed to move: then it is not tried again).
+    done: std::sync::atomic::AtomicBool,
+}
+
+impl Lease {
+    /// The lease of the library `placed`, just opened from `path`, whose file changed last at `changed`; its
+    /// written segments are moved to anonymous memory now (see the module docs). Must run before anything but
+    /// the opening thread can reach the library.
+    pub(super) fn new(
+        placed: &Placed,
+        path: &std::path::Path,
+        changed: (i64, i64),
+        poll_ms: u64,
+        identity: String,
+    ) -> Self {
+        use std::os::unix::ffi::OsStrExt as _;
+        // The dynamic loader hands back an object it already had for another name of the same file; whoever
+        // opened it first moved its written segments, and other threads may be using them now.
+        if placed.name == path.as_os_str().as_bytes() {
+            let moved = loaded_object(placed.inside, Some(&placed.name))
+                .ok_or_else(|| "its segments were not found".to_owned())
+                .and_then(|object| privatize(&object, Written::Writable));
+            if let Err(e) = moved {
+                tracing::error!(
+                    "a plugin library mapped in place keeps file-backed data pages ({e}): truncating its file \
+                     would crash the host"
+                );
+            }
+        }
+        let done = std::sync::atomic::AtomicBool::new(false);
+        Self { changed, poll_ms, identity, copy: OnceLock::new(), done }
+    }
+
+    /// Whether the lease is still held (not given up after a move, nor failed to move).
+    pub(super) fn held(&self) -> bool {
+        !self.done.load(Ordering::Acquire)
+    }
+
+    /// The private copy, once the library was moved to it: what a child process must load from then on.
+    pub(super) fn copy(&self) -> Option<&File> {
+        self.copy.get().map(|(file, _)| file)
+    }
+
+    /// The content hash of the bytes the library was moved to, once it was.
+    pub(super) fn moved_hash(&self) -> Option<&str> {
+        self.copy.get().map(|(_, hash)| hash.as_str())
+    }
+}
+
+/// Whether leases can guard a mapping in this process: leasing on, leases enabled, and a break time at least
+/// 20 polls and 2 s long.
+fn supported(poll_ms: u64) -> bool {
+    static BREAK_MS: OnceLock<Option<u64>> = OnceLock::new();
+    let break_ms = BREAK_MS.get_or_init(|| {
+        let read = |path: &str| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok();
+        if read("/proc/sys/fs/leases-enable") != Some(1) {
+            return None;
+        }
+        read("/proc/sys/fs/lease-break-time").map(|seconds| seconds.saturating_mul(1000))
+    });
+    poll_ms > 0 && break_ms.is_some_and(|ms| ms >= 2000 && ms >= poll_ms.saturating_mul(20))
+}
+
+fn page_size() -> usize {
+    // SAFETY: sysconf reads a constant.
+    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
+}
+
+/// Takes a read lease on `input` (open read-only, a regular file on a local file system) when this library may
+/// be mapped under one, checked every `poll_ms`; true when it is held. It is refused while anyone has the file
+/// open for writing, and the caller then copies the library as ever.
+pub(super) fn take(input: &File, poll_ms: u64) -> bool {
+    if !supported(poll_ms) || has_text_relocations(input) {
+        return false;
+    }
+    let fd = input.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own. The break is announced with SIGURG, ignored unless the host
+    // handles it, rather than the default SIGIO, which would end the process: the leases are polled instead.
+    unsafe { libc::fcntl(fd, F_SETSIG, libc::SIGURG) == 0 && libc::fcntl(fd, libc::F_SETLEASE, libc::F_RDLCK) == 0 }
+}
+
+/// Gives up the lease on `input`, if it holds one.
+pub(super) fn release(input: &File) {
+    // SAFETY: fcntl on a descriptor we own.
+    unsafe { libc::fcntl(input.as_raw_fd(), libc::F_SETLEASE, libc::F_UNLCK) };
+}
+
+/// Whether the ELF library open as `input` asks the dynamic loader to write into its code (`DT_TEXTREL`, or
+/// `DF_TEXTREL` in `DT_FLAGS`): its code pages then differ from the file's, and mapping the file again over
+/// them would undo the relocations. Anything that is not a readable little-endian ELF64 file counts as yes.
+fn has_text_relocations(input: &File) -> bool {
+    use std::os::unix::fs::FileExt as _;
+    let mut header = [0u8; 64];
+    if input.read_exact_at(&mut header, 0).is_err() || &header[..4] != b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return true;
+    }
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    let (phoff, phentsize, phnum) = (
+        u64_at(&header, 0x20),
+        usize::from(u16::from_le_bytes([header[0x36], header[0x37]])),
+        usize::from(u16::from_le_bytes([header[0x38], header[0x39]])),
+    );
+    if phentsize < 56 || phnum > 256 {
+        return true;
+    }
+    let mut table = vec![0u8; phentsize * phnum];
+    if input.read_exact_at(&mut table, phoff).is_err() {
+        return true;
+    }
+    let Some(dynamic) = table.chunks_exact(phentsize).find(|entry| entry[..4] == 2u32.to_le_bytes()) else {
+        // No dynamic section: nothing to relocate at all.
+        return false;
+    };
+    let (offset, size) = (u64_at(dynamic, 8), u64_at(dynamic, 32));
+    if size > 1 << 20 {
+        return true;
+    }
+    let mut entries = vec![0u8; usize::try_from(size).unwrap_or(0)];
+    if input.read_exact_at(&mut entries, offset).is_err() {
+        return true;
+    }
+    const DT_NULL: u64 = 0;
+    const DT_TEXTREL: u64 = 22;
+    const DT_FLAGS: u64 = 30;
+    const DF_TEXTREL: u64 = 4;
+    for entry in entries.chunks_exact(16) {
+        match (u64_at(entry, 0), u64_at(entry, 8)) {
+            (DT_NULL, _) => break,
+            (DT_TEXTREL, _) => return true,
+            (DT_FLAGS, flags) if flags & DF_TEXTREL != 0 => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The leased libraries, and whether the thread that polls them runs.
+struct Watched {
+    libraries: Vec<Weak<Library>>,
+    polling: bool,
+}
+
+static WATCHED: Mutex<Watched> = Mutex::new(Watched { libraries: Vec::new(), polling: false });
+
+/// Puts a library loaded under a lease in the poll, starting the polling thread if none runs.
+pub(super) fn watch(library: &Arc<Library>) {
+    let mut watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    watched.libraries.push(Arc::downgrade(library));
+    if watched.polling {
+        return;
+    }
+    let started = std::thread::Builder::new().name("toolshed-lease".to_owned()).spawn(poll);
+    match started {
+        Ok(_) => watched.polling = true,
+        // Without the thread, a break goes unanswered for the break time and the writer then goes ahead:
+        // move this library now instead (the rest were moved when their own thread could not start).
+        Err(e) => {
+            drop(watched);
+            tracing::warn!("cannot start the lease thread ({e}); moving the library to a copy now");
+            detach(library);
+        }
+    }
+}
+
+/// The polling thread: every `lease_poll_ms` (the shortest any live lease asks for), each leased library whose
+/// lease is being broken is moved to a copy. It ends when no leased library is left.
+fn poll() {
+    loop {
+        let interval = {
+            let watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let asked = watched
+                .libraries
+                .iter()
+                .filter_map(Weak::upgrade)
+                .filter_map(|library| library.lease.as_ref().map(|lease| lease.poll_ms));
+            asked.min().unwrap_or(DEFAULT_POLL_MS)
+        };
+        std::thread::sleep(Duration::from_millis(interval.max(1)));
+        let live: Vec<Arc<Library>> = {
+            let mut watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            watched.libraries.retain(|library| {
+                library.upgrade().is_some_and(|library| library.lease.as_ref().is_some_and(Lease::held))
+            });
+            if watched.libraries.is_empty() {
+                watched.polling = false;
+                return;
+            }
+            watched.libraries.iter().filter_map(Weak::upgrade).collect()
+        };
+        for library in &live {
+            let Some(file) = library.file.as_ref() else { continue };
+            // SAFETY: fcntl on the descriptor the library keeps open.
+            let held = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) };
+            // While a break is pending the kernel reports the lease type it is being broken to (none).
+            if held != libc::F_RDLCK {
+                detach(library);
+            }
+        }
+        // The last reference to a library may be dropped here: it is closed on this thread then.
+        drop(live);
+    }
+}
+
+/// Moves `library` off its file onto a private copy of the same bytes, then gives the lease up. A library
+/// that cannot be moved keeps its lease until the kernel's break time ends it, and is not tried again.
+pub(super) fn detach(library: &Library) {
+    let (Some(placed), Some(lease), Some(file)) =
+        (library.placed.as_ref(), library.lease.as_ref(), library.file.as_ref())
+    else {
+        return;
+    };
+    if lease.done.swap(true, Ordering::AcqRel) {
+        return;
+    }
+    match move_to_copy(placed, lease, file) {
+        Ok(copy) => {
+            let _ = lease.copy.set(copy);
+            wait_for_clock(lease.changed);
+            // Counted before the writer is let through, so whoever it tells sees the move.
+            MOVED.fetch_add(1, Ordering::Relaxed);
+            release(file);
+            tracing::info!("a plugin library loaded in place is being written: moved to a private copy first");
+        }
+        Err(e) => tracing::error!(
+            "a plugin library loaded in place is being written and could not be moved to a copy ({e}); the \
+             writer waits for the kernel's lease break time"
+        ),
+    }
+}
+
+static MOVED: AtomicU64 = AtomicU64::new(0);
+
+/// How many leased libraries were moved to a private copy because their file was opened for writing.
+pub fn moved() -> u64 {
+    MOVED.load(Ordering::Relaxed)
+}
+
+/// Waits until the coarse clock, which stamps file changes, has passed `changed`, so a change made after this
+/// returns has a later change time than the one the library's identity was taken from.
+fn wait_for_clock(changed: (i64, i64)) {
+    for _ in 0..1000 {
+        let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+        // SAFETY: clock_gettime writes the struct.
+        unsafe { libc::clock_gettime(libc::CLOCK_REALTIME_COARSE, &mut now) };
+        if (now.tv_sec, now.tv_nsec) > changed {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// One loadable segment of a mapped library: where it is, where its bytes are in the file, and its flags.
+#[derive(Debug, Clone, Copy)]
+struct Segment {
+    start: usize,
+    offset: u64,
+    file_size: usize,
+    flags: u32,
+}
+
+/// A loaded object's name, loadable segments and RELRO range (made read-only after relocation).
+struct LoadedObject {
+    name: Vec<u8>,
+    segments: Vec<Segment>,
+    relro: Option<(usize, usize)>,
+}
+
+/// The loaded object that holds `inside` (and is called `name`, when given): found by glibc's
+/// `_dl_find_object` (2.35) where there is one, which takes the time of a tree search, else by walking the
+/// dynamic loader's whole list (`dl_iterate_phdr`), whose time grows with every library ever loaded.
+fn loaded_object(inside: usize, name: Option<&[u8]>) -> Option<LoadedObject> {
+    if let Some(found) = find_object(inside) {
+        return found.filter(|object| name.is_none_or(|wanted| wanted == object.name));
+    }
+    walk_objects(inside, name)
+}
+
+/// `struct dl_find_object` of glibc 2.35, with room for fields a later version adds.
+#[repr(C)]
+struct DlFindObject {
+    flags: u64,
+    map_start: *mut libc::c_void,
+    map_end: *mut libc::c_void,
+    link_map: *const LinkMap,
+    eh_frame: *mut libc::c_void,
+    reserved: [u64; 32],
+}
+
+/// The public head of glibc's `struct link_map`.
+#[repr(C)]
+struct LinkMap {
+    addr: usize,
+    name: *const libc::c_char,
+}
+
+type FindObject = unsafe extern "C" fn(*mut libc::c_void, *mut DlFindObject) -> libc::c_int;
+
+/// The object holding `inside` through `_dl_find_object`: `None` when this C library has none or the object's
+/// program headers are not where they can be read, `Some(None)` when no object holds the address.
+fn find_object(inside: usize) -> Option<Option<LoadedObject>> {
+    static FIND: OnceLock<Option<FindObject>> = OnceLock::new();
+    let find = (*FIND.get_or_init(|| {
+        // SAFETY: dlsym looks a name up; the symbol, when there, has this signature (glibc's <dlfcn.h>).
+        let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_dl_find_object".as_ptr()) };
+        (!symbol.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, FindObject>(symbol) })
+    }))?;
+    // SAFETY: all-zero is a valid value of this plain C struct.
+    let mut found: DlFindObject = unsafe { std::mem::zeroed() };
+    // SAFETY: `found` is large enough for the struct the function fills.
+    if unsafe { find(inside as *mut libc::c_void, &mut found) } != 0 || found.link_map.is_null() {
+        return Some(None);
+    }
+    // SAFETY: a non-null `dlfo_link_map` points to the object's live `link_map`, whose name is a C string.
+    let (bias, name) = unsafe {
+        let map = &*found.link_map;
+        let name = if map.name.is_null() { Vec::new() } else { std::ffi::CStr::from_ptr(map.name).to_bytes().to_vec() };
+        (map.addr, name)
+    };
+    let (start, end) = (found.map_start as usize, found.map_end as usize);
+    // The ELF header and the program headers at the start of the first segment, as the linkers put them.
+    // SAFETY: the object's first page is mapped and readable; only read after the bounds are checked.
+    let headers = unsafe {
+        let header = std::slice::from_raw_parts(start as *const u8, 64);
+        if end < start + 4096 || &header[..4] != b"\x7fELF" {
+            return None;
+        }
+        let phoff = usize::try_from(u64::from_ne_bytes(header[0x20..0x28].try_into().ok()?)).ok()?;
+        let phentsize = usize::from(u16::from_ne_bytes([header[0x36], header[0x37]]));
+        let phnum = usize::from(u16::from_ne_bytes([header[0x38], header[0x39]]));
+        if phentsize != std::mem::size_of::<libc::Elf64_Phdr>() || phoff + phentsize * phnum > 4096 {
+            return None;
+        }
+        std::slice::from_raw_parts((start + phoff) as *const libc::Elf64_Phdr, phnum)
+    };
+    Some(Some(object_from(bias, name, headers)))
+}
+
+/// The object holding `inside` (and called `name`, when given), by walking the dynamic loader's list.
+fn walk_objects(inside: usize, name: Option<&[u8]>) -> Option<LoadedObject> {
+    struct Search<'a> {
+        inside: usize,
+        name: Option<&'a [u8]>,
+        found: Option<LoadedObject>,
+    }
+    // SAFETY (of the callback): called by `dl_iterate_phdr` only, with its own arguments.
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the dynamic loader passes a valid `dl_phdr_info` whose `dlpi_phdr` has `dlpi_phnum` entries,
+        // and `data` is the `Search` handed to `dl_iterate_phdr` below.
+        let (info, search) = unsafe { (&*info, &mut *data.cast::<Search>()) };
+        let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+        let base = info.dlpi_addr as usize;
+        let holds = headers.iter().any(|h| {
+            h.p_type == libc::PT_LOAD
+                && (base + h.p_vaddr as usize..base + (h.p_vaddr + h.p_memsz) as usize).contains(&search.inside)
+        });
+        if !holds {
+            return 0;
+        }
+        let name = if info.dlpi_name.is_null() {
+            &[][..]
+        } else {
+            // SAFETY: a non-null `dlpi_name` is a NUL-terminated string the loader owns for the call.
+            unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes()
+        };
+        if search.name.is_some_and(|wanted| wanted != name) {
+            return 0;
+        }
+        search.found = Some(object_from(base, name.to_vec(), headers));
+        1
+    }
+    let mut search = Search { inside, name, found: None };
+    // SAFETY: `visit` matches the callback type and only reads what the loader passes it.
+    unsafe { libc::dl_iterate_phdr(Some(visit), std::ptr::addr_of_mut!(search).cast()) };
+    search.found
+}
+
+/// An object's segments and RELRO range from its load bias and program headers.
+fn object_from(base: usize, name: Vec<u8>, headers: &[libc::Elf64_Phdr]) -> LoadedObject {
+    let segments = headers
+        .iter()
+        .filter(|h| h.p_type == libc::PT_LOAD && h.p_filesz > 0)
+        .map(|h| Segment {
+            start: base + h.p_vaddr as usize,
+            offset: h.p_offset,
+            file_size: h.p_filesz as usize,
+            flags: h.p_flags,
+        })
+        .collect();
+    let relro = headers
+        .iter()
+        .find(|h| h.p_type == libc::PT_GNU_RELRO)
+        .map(|h| (base + h.p_vaddr as usize, base + (h.p_vaddr + h.p_memsz) as usize));
+    LoadedObject { name, segments, relro }
+}
+
+/// The page-aligned range a segment's file bytes are mapped to, and the file offset of its start.
+fn mapped_range(segment: &Segment) -> (usize, usize, u64) {
+    let page = page_size();
+    let start = segment.start & !(page - 1);
+    let end = (segment.start + segment.file_size + page - 1) & !(page - 1);
+    (start, end, segment.offset - (segment.start - start) as u64)
+}
+
+/// Which pages of the written segments [`privatize`] moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// The pages written after relocation (data, the lazily bound GOT): moved at load, while only the loading
+    /// thread can reach them, since later a write by another thread could be lost.
+    Writable,
+    /// The RELRO pages, read-only since relocation: nobody writes them, so they are moved only when the lease
+    /// is broken (most of a Rust library's written segment: ~300 KiB of read_file's).
+    Relro,
+}
+
+/// Replaces the file-backed pages of the written segments (`which` of them) with anonymous memory holding the
+/// same bytes: a fresh mapping is filled beside them and moved over them in one `mremap`; RELRO pages are made
+/// read-only again.
+fn privatize(object: &LoadedObject, which: Written) -> Result<(), String> {
+    let page = page_size();
+    let relro = object.relro.map(|(from, to)| (from & !(page - 1), to & !(page - 1)));
+    for segment in object.segments.iter().filter(|segment| segment.flags & libc::PF_W != 0) {
+        let (start, end, _) = mapped_range(segment);
+        let (relro_from, relro_to) = relro
+            .map(|(from, to)| (from.max(start), to.min(end)))
+            .filter(|(from, to)| from < to)
+            .unwrap_or((start, start));
+        let ranges = match which {
+            Written::Relro => vec![(relro_from, relro_to, libc::PROT_READ)],
+            Written::Writable => vec![
+                (start, relro_from, libc::PROT_READ | libc::PROT_WRITE),
+                (relro_to, end, libc::PROT_READ | libc::PROT_WRITE),
+            ],
+        };
+        for (from, to, prot) in ranges.into_iter().filter(|(from, to, _)| from < to) {
+            move_to_anonymous(from, to, prot)?;
+        }
+    }
+    Ok(())
+}
+
+/// Moves the mapped range `from..to` to a fresh anonymous mapping with the same bytes and protection `prot`.
+fn move_to_anonymous(from: usize, to: usize, prot: libc::c_int) -> Result<(), String> {
+    let len = to - from;
+    // SAFETY: a fresh private anonymous mapping; nothing else knows it until it is moved over the range.
+    let fresh = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if fresh == libc::MAP_FAILED {
+        return Err(format!("mapping memory for the pages at {from:#x}: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: the range is mapped and readable, and nobody writes it meanwhile (see [`Written`]); `fresh` is
+    // ours.
+    unsafe { std::ptr::copy_nonoverlapping(from as *const u8, fresh.cast::<u8>(), len) };
+    if prot != libc::PROT_READ | libc::PROT_WRITE {
+        // SAFETY: our own mapping.
+        unsafe { libc::mprotect(fresh, len, prot) };
+    }
+    // SAFETY: moves our mapping over the library's pages, which hold the same bytes.
+    let moved =
+        unsafe { libc::mremap(fresh, len, len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, from as *mut libc::c_void) };
+    if moved != from as *mut libc::c_void {
+        let e = std::io::Error::last_os_error();
+        // SAFETY: `fresh` is still ours when the move failed.
+        unsafe { libc::munmap(fresh, len) };
+        return Err(format!("moving the pages at {from:#x}: {e}"));
+    }
+    Ok(())
+}
+
+/// Copies `file` into a file of its own in the shadow directory, moves the library's RELRO pages to anonymous
+/// memory, maps its never-written segments again from that copy at the same addresses, and returns the copy
+/// (open read-only) and its content hash.
+fn move_to_copy(placed: &Placed, lease: &Lease, file: &File) -> Result<(File, String), String> {
+    let object = loaded_object(placed.inside, Some(&placed.name)).ok_or("its segments were not found")?;
+    let (copy, hash) = private_copy(file, &lease.identity).map_err(|e| format!("copying it: {e}"))?;
+    privatize(&object, Written::Relro)?;
+    for segment in object.segments.iter().filter(|segment| segment.flags & libc::PF_W == 0) {
+        let (start, end, offset) = mapped_range(segment);
+        let mut prot = 0;
+        for (flag, bit) in [(libc::PF_R, libc::PROT_READ), (libc::PF_X, libc::PROT_EXEC)] {
+            if segment.flags & flag != 0 {
+                prot |= bit;
+            }
+        }
+        // SAFETY: the range is this library's own never-written segment, mapped from its file at this offset by
+        // the dynamic loader; the copy holds the same bytes there, so the code and data in it do not change.
+        let at = unsafe {
+            libc::mmap(
+                start as *mut libc::c_void,
+                end - start,
+                prot,
+                libc::MAP_PRIVATE | libc::MAP_FIXED,
+                copy.as_raw_fd(),
+                offset as libc::off_t,
+            )
+        };
+        if at != start as *mut libc::c_void {
+            return Err(format!("mapping its segment at {start:#x} again: {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok((copy, hash))
+}
+
+/// A copy of `file`'s bytes in the shadow directory (private to the user), open read-only with its name already
+/// removed, and their content hash. Its name, `moved-` and the library's identity, shows in `/proc/self/maps`.
+fn private_copy(file: &File, identity: &str) -> std::io::Result<(File, String)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = super::shadow_dir().map_err(std::io::Error::other)?;
+    let path = dir.join(format!("moved-{identity}-{}.so", NEXT.fetch_add(1, Ordering::Relaxed)));
+    let written = std::fs::File::options().write(true).create_new(true).open(&path).and_then(|mut out| {
+        let hash = super::hash_copying(file, Some(&mut out))?;
+        out.sync_data()?;
+        // Opened again read-only: a child process that loads the library inherits this descriptor.
+        Ok((File::open(&path)?, hash))
+    });
+    let _ = std::fs::remove_file(&path);
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    /// A minimal ELF64 file: its header, one program header (`PT_DYNAMIC` when `dynamic` is given, else
+    /// `PT_LOAD`), and the dynamic entries.
+    fn elf(dynamic: Option<&[(u64, u64)]>) -> tempfile::NamedTempFile {
+        let mut bytes = vec![0u8; 64 + 56];
+        bytes[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        bytes[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
+        bytes[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        bytes[0x38..0x3a].copy_from_slice(&1u16.to_le_bytes());
+        let entries: Vec<u8> = dynamic
+            .unwrap_or_default()
+            .iter()
+            .chain(&[(0, 0)])
+            .flat_map(|(tag, value)| tag.to_le_bytes().into_iter().chain(value.to_le_bytes()))
+            .collect();
+        let kind: u32 = if dynamic.is_some() { 2 } else { 1 };
+        bytes[64..68].copy_from_slice(&kind.to_le_bytes());
+        bytes[64 + 8..64 + 16].copy_from_slice(&120u64.to_le_bytes());
+        bytes[64 + 32..64 + 40].copy_from_slice(&(entries.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&entries);
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(&bytes).unwrap();
+        file
+    }
+
+    #[test]
+    fn only_elf_libraries_without_text_relocations_are_leased() {
+        let no = |file: tempfile::NamedTempFile| !has_text_relocations(file.as_file());
+        assert!(no(elf(Some(&[(1, 5), (30, 8)]))), "DT_NEEDED and DT_FLAGS without DF_TEXTREL");
+        assert!(no(elf(None)), "no dynamic section");
+        assert!(!no(elf(Some(&[(22, 0)]))), "DT_TEXTREL");
+        assert!(!no(elf(Some(&[(30, 4 | 8)]))), "DF_TEXTREL in DT_FLAGS");
+        let mut text = tempfile::NamedTempFile::new().unwrap();
+        text.write_all(b"#!/bin/sh\n").unwrap();
+        assert!(!no(text), "not ELF");
+        let mut cut = tempfile::NamedTempFile::new().unwrap();
+        cut.write_all(b"\x7fELF\x02\x01").unwrap();
+        assert!(!no(cut), "cut short");
+    }
+
+    #[test]
+    fn a_lease_is_refused_while_the_file_is_open_for_writing_and_blocks_writers_while_held() {
+        if !supported(DEFAULT_POLL_MS) {
+            return;
+        }
+        // The temporary file's own handle is open for writing: closed, only its path kept.
+        let file = elf(None).into_temp_path();
+        let writer = std::fs::OpenOptions::new().append(true).open(&file).unwrap();
+        let input = File::open(&file).unwrap();
+        assert!(!take(&input, DEFAULT_POLL_MS), "a writer has it open");
+        drop(writer);
+        assert!(take(&input, DEFAULT_POLL_MS));
+        // A non-blocking open for writing is refused while the lease is held, and goes through once it is given
+        // up (a blocking one would wait for it).
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let open = || std::fs::OpenOptions::new().append(true).custom_flags(libc::O_NONBLOCK).open(&file);
+        assert_eq!(open().unwrap_err().raw_os_error(), Some(libc::EWOULDBLOCK));
+        // SAFETY: fcntl on our own descriptor.
+        assert_eq!(unsafe { libc::fcntl(input.as_raw_fd(), libc::F_GETLEASE) }, libc::F_UNLCK, "being broken");
+        release(&input);
+        assert!(open().is_ok());
+        assert!(!take(&input, 0), "leasing off");
+    }
+}
