@@ -43,6 +43,7 @@ mod trust;
 mod web;
 
 pub use loader::ConfigLoader;
+pub(crate) use sections::DEFAULT_LEASE_POLL_MS;
 pub use sections::{
     ApprovalConfig, BrowserConfig, BulkPriority, CommandsConfig, HookCommand, HooksConfig, IsolationConfig,
     LimitsConfig, McpConfig, PluginIsolation, PluginsConfig, ProcessLimits, Profile, Rule, SandboxMode, ServeConfig,

@@ -445,6 +445,10 @@ pub enum Rule {
     Deny,
 }
 
+/// `[plugins] lease_poll_ms`'s default: a writer that opens a library mapped in place waits about this long
+/// while it moves to a private copy.
+pub(crate) const DEFAULT_LEASE_POLL_MS: u64 = 100;
+
 /// `[plugins]`: plugin directories, overrides and trust.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -491,7 +495,7 @@ impl Default for PluginsConfig {
             trusted_workspaces: Vec::new(),
             max_abandoned: 4,
             unload: true,
-            lease_poll_ms: crate::registry::loader::DEFAULT_LEASE_POLL_MS,
+            lease_poll_ms: DEFAULT_LEASE_POLL_MS,
             bulk_priority: BulkPriority::default(),
             isolation: PluginIsolation::default(),
             isolation_per_plugin: BTreeMap::new(),

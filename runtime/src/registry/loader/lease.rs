@@ -37,8 +37,8 @@ use std::time::Duration;
 /// `F_SETSIG` of `<fcntl.h>`: the signal sent when the lease is being broken.
 const F_SETSIG: libc::c_int = 10;
 
-/// `[plugins] lease_poll_ms`'s default: a writer waits about this long for the library to move.
-pub const DEFAULT_POLL_MS: u64 = 100;
+/// `[plugins] lease_poll_ms`'s default, for a load outside a runtime (`load`).
+pub(super) use crate::config::DEFAULT_LEASE_POLL_MS as DEFAULT_POLL_MS;
 
 /// A library mapped from its own file (fixed or leased): which file, and how to find the mapping again.
 pub(super) struct Placed {
