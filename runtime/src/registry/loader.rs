@@ -86,6 +86,12 @@ impl Library {
     /// The open copy, for a child process to load (see [`load_inherited`]): for a leased library moved off its
     /// file, the private copy it now runs from, so a child loads the same bytes as this process.
     pub(crate) fn file(&self) -> Option<&std::fs::File> {
+        // A child maps whatever it is handed, and shares this descriptor (and so the lease) with us: a leased
+        // library moves to its private copy first, so a child runs the very bytes this process runs, and keeps
+        // no lease alive.
+        if self.lease.as_ref().is_some_and(lease::Lease::held) {
+            lease::detach(self);
+        }
         self.lease.as_ref().and_then(lease::Lease::copy).or(self.file.as_ref())
     }
 }
@@ -102,6 +108,9 @@ impl Drop for Library {
             return;
         };
         let leased = self.lease.as_ref().is_some_and(lease::Lease::held);
+        // Libraries mapped from their own files close one at a time: one still mapped after its close (another
+        // handle of the same file) is moved below, and the other handle's close must not unmap it in between.
+        let _closing = self.placed.as_ref().map(|_| CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
         if self.closable && !self.keep.load(Ordering::Relaxed) {
             // dlclose: the dynamic loader unmaps it now, or once the last thread-local destructor it
             // registered has run.
@@ -126,6 +135,9 @@ impl Drop for Library {
         }
     }
 }
+
+/// Held while a library mapped from its own file closes (see `Library`'s drop).
+static CLOSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Returns the allocator's free pages to the system. An unloaded version's handlers, caches and buffers were
 /// freed into glibc's per-thread arenas, which keep free memory for reuse; without this, a process that
@@ -634,10 +646,26 @@ fn open(
     // Found again by this address if the lease must move it (`lease`).
     let placed =
         in_place.as_ref().map(|in_place| lease::Placed::new(in_place.file, std::ptr::from_ref(header) as usize));
-    let lease = placed
-        .as_ref()
-        .zip(in_place.and_then(|in_place| in_place.lease))
-        .map(|(placed, leased)| lease::Lease::new(placed, shadow, leased.changed, leased.poll_ms, leased.identity));
+    let lease = match placed.as_ref().zip(in_place.and_then(|in_place| in_place.lease)) {
+        Some((placed, leased)) => {
+            match lease::Lease::new(placed, shadow, leased.changed, leased.poll_ms, leased.identity) {
+                Ok(lease) => Some(lease),
+                Err(e) => {
+                    // Its data pages still read the file, which a truncate would pull from under them: not used.
+                    // Nothing of it has run but its constructors, as when its header is refused above.
+                    drop(raw);
+                    CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
+                    if !placed.still_mapped() {
+                        placed.unmapped();
+                    }
+                    let reason =
+                        format!("cannot map the library in place ({e}); `[plugins] lease_poll_ms = 0` copies it");
+                    return Err(LoadError::new(file, reason));
+                }
+            }
+        }
+        None => None,
+    };
     let module = match header.init_root_module::<PluginModRef>() {
         Ok(module) => module,
         Err(e) => {

@@ -104,12 +104,17 @@ pub(super) struct Lease {
     /// How often its runtime wants it checked (`[plugins] lease_poll_ms`): the polling thread checks every
     /// lease at the shortest interval any live one asks for.
     poll_ms: u64,
-    /// The library's identity (`PluginIdentity::content_hash`): its private copy is named after it.
-    identity: String,
+    /// What its private copy is called: `moved-`, the library's identity (`PluginIdentity::content_hash`) and
+    /// the name it was opened by (which names the plugin), so `/proc/PID/maps` says what it is.
+    copy_name: String,
     /// The private copy the library was moved to, once it was, and the xxh3-128 of its bytes.
     copy: OnceLock<(File, String)>,
-    /// Set once the lease is gone (moved, or failed to move: then it is not tried again).
+    /// Set once the library has moved and the lease is given up.
     done: std::sync::atomic::AtomicBool,
+    /// Held while the library moves.
+    moving: Mutex<()>,
+    /// Set once a failed move was reported.
+    warned: std::sync::atomic::AtomicBool,
 }
 
 impl Lease {
@@ -122,26 +127,22 @@ impl Lease {
         changed: (i64, i64),
         poll_ms: u64,
         identity: String,
-    ) -> Self {
+    ) -> Result<Self, String> {
         use std::os::unix::ffi::OsStrExt as _;
         // The dynamic loader hands back an object it already had for another name of the same file; whoever
         // opened it first moved its written segments, and other threads may be using them now.
         if placed.name == path.as_os_str().as_bytes() {
-            let moved = loaded_object(placed.inside, Some(&placed.name))
-                .ok_or_else(|| "its segments were not found".to_owned())
-                .and_then(|object| privatize(&object, Written::Writable));
-            if let Err(e) = moved {
-                tracing::error!(
-                    "a plugin library mapped in place keeps file-backed data pages ({e}): truncating its file \
-                     would crash the host"
-                );
-            }
+            let object = loaded_object(placed.inside, Some(&placed.name)).ok_or("its segments were not found")?;
+            privatize(&object, Written::Writable)?;
         }
         let done = std::sync::atomic::AtomicBool::new(false);
-        Self { changed, poll_ms, identity, copy: OnceLock::new(), done }
+        let warned = std::sync::atomic::AtomicBool::new(false);
+        let opened_as = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        let copy_name = format!("moved-{identity}-{opened_as}");
+        Ok(Self { changed, poll_ms, copy_name, copy: OnceLock::new(), done, moving: Mutex::new(()), warned })
     }
 
-    /// Whether the lease is still held (not given up after a move, nor failed to move).
+    /// Whether the lease is still held (the library has not moved).
     pub(super) fn held(&self) -> bool {
         !self.done.load(Ordering::Acquire)
     }
@@ -158,16 +159,14 @@ impl Lease {
 }
 
 /// Whether leases can guard a mapping in this process: leasing on, leases enabled, and a break time at least
-/// 20 polls and 2 s long.
+/// 20 polls and 2 s long. Read afresh each time (two small reads of `/proc`): an administrator may shorten the
+/// break time while libraries are leased, and the polling thread then moves them all ([`poll`]).
 fn supported(poll_ms: u64) -> bool {
-    static BREAK_MS: OnceLock<Option<u64>> = OnceLock::new();
-    let break_ms = BREAK_MS.get_or_init(|| {
-        let read = |path: &str| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok();
-        if read("/proc/sys/fs/leases-enable") != Some(1) {
-            return None;
-        }
-        read("/proc/sys/fs/lease-break-time").map(|seconds| seconds.saturating_mul(1000))
-    });
+    let read = |path: &str| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok();
+    let break_ms = match read("/proc/sys/fs/leases-enable") {
+        Some(1) => read("/proc/sys/fs/lease-break-time").map(|seconds| seconds.saturating_mul(1000)),
+        _ => None,
+    };
     poll_ms > 0 && break_ms.is_some_and(|ms| ms >= 2000 && ms >= poll_ms.saturating_mul(20))
 }
 
@@ -297,12 +296,15 @@ fn poll() {
             }
             watched.libraries.iter().filter_map(Weak::upgrade).collect()
         };
+        // Leases disabled or the break time shortened since: a writer could get through before a poll sees
+        // it, so every library moves now.
+        let still_safe = supported(interval);
         for library in &live {
             let Some(file) = library.file.as_ref() else { continue };
             // SAFETY: fcntl on the descriptor the library keeps open.
             let held = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) };
             // While a break is pending the kernel reports the lease type it is being broken to (none).
-            if held != libc::F_RDLCK {
+            if held != libc::F_RDLCK || !still_safe {
                 detach(library);
             }
         }
@@ -311,30 +313,35 @@ fn poll() {
     }
 }
 
-/// Moves `library` off its file onto a private copy of the same bytes, then gives the lease up. A library
-/// that cannot be moved keeps its lease until the kernel's break time ends it, and is not tried again.
+/// Moves `library` off its file onto a private copy of the same bytes, then gives the lease up. A library that
+/// cannot be moved keeps its lease, and the next poll tries again: giving the lease up would let the writer
+/// change the bytes under the mapping (the kernel ends the lease itself only after its break time).
 pub(super) fn detach(library: &Library) {
     let (Some(placed), Some(lease), Some(file)) =
         (library.placed.as_ref(), library.lease.as_ref(), library.file.as_ref())
     else {
         return;
     };
-    if lease.done.swap(true, Ordering::AcqRel) {
+    // One move at a time per library (the polling thread, a child process's first job, a drop).
+    let _moving = lease.moving.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !lease.held() {
         return;
     }
     match move_to_copy(placed, lease, file) {
         Ok(copy) => {
             let _ = lease.copy.set(copy);
             wait_for_clock(lease.changed);
+            lease.done.store(true, Ordering::Release);
             // Counted before the writer is let through, so whoever it tells sees the move.
             MOVED.fetch_add(1, Ordering::Relaxed);
             release(file);
-            tracing::info!("a plugin library loaded in place is being written: moved to a private copy first");
+            tracing::info!("a plugin library loaded in place moved to a private copy (its file is being written)");
         }
-        Err(e) => tracing::error!(
-            "a plugin library loaded in place is being written and could not be moved to a copy ({e}); the \
-             writer waits for the kernel's lease break time"
-        ),
+        // Said once: the next polls try again, quietly.
+        Err(e) if !lease.warned.swap(true, Ordering::Relaxed) => {
+            tracing::error!("a plugin library loaded in place could not move to a private copy yet: {e}")
+        }
+        Err(e) => tracing::debug!("a plugin library loaded in place still cannot move to a private copy: {e}"),
     }
 }
 
@@ -593,7 +600,22 @@ fn move_to_anonymous(from: usize, to: usize, prot: libc::c_int) -> Result<(), St
 /// (open read-only) and its content hash.
 fn move_to_copy(placed: &Placed, lease: &Lease, file: &File) -> Result<(File, String), String> {
     let object = loaded_object(placed.inside, Some(&placed.name)).ok_or("its segments were not found")?;
-    let (copy, hash) = private_copy(file, &lease.identity).map_err(|e| format!("copying it: {e}"))?;
+    // The bytes copied must be the ones mapped. They are while the lease holds; a host stopped longer than the
+    // break time (SIGSTOP, a debugger, a frozen cgroup) may have lost it, and a writer may have changed the file:
+    // then mapping the copy would put other code under the library's addresses. Checked before and after.
+    let unchanged = || {
+        use std::os::unix::fs::MetadataExt as _;
+        file.metadata().is_ok_and(|meta| (meta.ctime(), meta.ctime_nsec()) == lease.changed)
+    };
+    if !unchanged() {
+        return Err("its file changed while the lease was lost (was the host stopped?); it is left as it is".to_owned());
+    }
+    let (copy, hash) = private_copy(file, &lease.copy_name)
+        .or_else(|on_disk| memory_copy(file).map_err(|in_memory| format!("{on_disk}; in memory: {in_memory}")))
+        .map_err(|e| format!("copying it: {e}"))?;
+    if !unchanged() {
+        return Err("its file changed while it was copied (was the host stopped?); it is left as it is".to_owned());
+    }
     privatize(&object, Written::Relro)?;
     for segment in object.segments.iter().filter(|segment| segment.flags & libc::PF_W == 0) {
         let (start, end, offset) = mapped_range(segment);
@@ -622,15 +644,41 @@ fn move_to_copy(placed: &Placed, lease: &Lease, file: &File) -> Result<(File, St
     Ok((copy, hash))
 }
 
+/// A sealed in-memory copy of `file`'s bytes and their content hash, where the shadow directory cannot take one
+/// (a full disk): nobody can write, grow or shrink it.
+fn memory_copy(file: &File) -> std::io::Result<(File, String)> {
+    use std::os::fd::FromRawFd as _;
+    // MFD_EXEC (Linux 6.3): executable even where `vm.memfd_noexec` makes memory files non-executable by default;
+    // an older kernel refuses the flag, and then makes them executable anyway.
+    const MFD_EXEC: libc::c_uint = 0x10;
+    let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING;
+    // SAFETY: memfd_create returns a new descriptor we own, or -1.
+    let mut fd = unsafe { libc::memfd_create(c"toolshed-moved".as_ptr(), flags | MFD_EXEC) };
+    if fd < 0 {
+        // SAFETY: as above.
+        fd = unsafe { libc::memfd_create(c"toolshed-moved".as_ptr(), flags) };
+    }
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is ours alone.
+    let mut copy = unsafe { File::from_raw_fd(fd) };
+    let hash = super::hash_copying(file, Some(&mut copy))?;
+    let seals = libc::F_SEAL_SEAL | libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_WRITE;
+    // SAFETY: fcntl on our own descriptor.
+    if unsafe { libc::fcntl(copy.as_raw_fd(), libc::F_ADD_SEALS, seals) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((copy, hash))
+}
+
 /// A copy of `file`'s bytes in the shadow directory (private to the user), open read-only with its name already
-/// removed, and their content hash. Its name, `moved-` and the library's identity, shows in `/proc/self/maps`.
-fn private_copy(file: &File, identity: &str) -> std::io::Result<(File, String)> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
+/// removed, and their content hash. Its `name` (unique per load) shows in `/proc/self/maps`.
+fn private_copy(file: &File, name: &str) -> std::io::Result<(File, String)> {
     let dir = super::shadow_dir().map_err(std::io::Error::other)?;
-    let path = dir.join(format!("moved-{identity}-{}.so", NEXT.fetch_add(1, Ordering::Relaxed)));
+    let path = dir.join(name);
     let written = std::fs::File::options().write(true).create_new(true).open(&path).and_then(|mut out| {
         let hash = super::hash_copying(file, Some(&mut out))?;
-        out.sync_data()?;
         // Opened again read-only: a child process that loads the library inherits this descriptor.
         Ok((File::open(&path)?, hash))
     });
