@@ -159,13 +159,23 @@ impl Lease {
 }
 
 /// Whether leases can guard a mapping in this process: leasing on, leases enabled, and a break time at least
-/// 20 polls and 2 s long. Read afresh each time (two small reads of `/proc`): an administrator may shorten the
-/// break time while libraries are leased, and the polling thread then moves them all ([`poll`]).
+/// 20 polls and 2 s long. Read again when the last reading is a second old (two small reads of `/proc`, kept
+/// off every load): an administrator may shorten the break time while libraries are leased, and the polling
+/// thread then moves them all ([`poll`]).
 fn supported(poll_ms: u64) -> bool {
-    let read = |path: &str| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok();
-    let break_ms = match read("/proc/sys/fs/leases-enable") {
-        Some(1) => read("/proc/sys/fs/lease-break-time").map(|seconds| seconds.saturating_mul(1000)),
-        _ => None,
+    static READ: Mutex<Option<(std::time::Instant, Option<u64>)>> = Mutex::new(None);
+    let mut last = READ.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let break_ms = match *last {
+        Some((at, break_ms)) if at.elapsed() < Duration::from_secs(1) => break_ms,
+        _ => {
+            let read = |path: &str| std::fs::read_to_string(path).ok()?.trim().parse::<u64>().ok();
+            let break_ms = match read("/proc/sys/fs/leases-enable") {
+                Some(1) => read("/proc/sys/fs/lease-break-time").map(|seconds| seconds.saturating_mul(1000)),
+                _ => None,
+            };
+            *last = Some((std::time::Instant::now(), break_ms));
+            break_ms
+        }
     };
     poll_ms > 0 && break_ms.is_some_and(|ms| ms >= 2000 && ms >= poll_ms.saturating_mul(20))
 }
