@@ -21,7 +21,9 @@ fn main() -> ExitCode {
     signals::set_up();
     let cli = args::Cli::parse();
     logging::init(cli.verbose);
-    match commands::run(cli) {
+    let outcome = commands::run(cli);
+    signals::wait_if_stopping();
+    match outcome {
         Ok(code) => code,
         // Whoever read our output has gone (`toolshed watch | head -3`): end quietly, as a filter does.
         Err(error) if error.downcast_ref::<std::io::Error>().is_some_and(output::is_closed) => ExitCode::SUCCESS,

@@ -33,6 +33,30 @@ fn stop_signals() -> SigSet {
     signals
 }
 
+/// Set once a stop signal was taken: the signal thread is stopping the processes and will end this one.
+static STOPPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Set once the signal thread runs: only then does a pending stop signal mean someone will end the process.
+static WATCHING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Waits for the signal thread to end the process when a stop signal has arrived, taken or still pending.
+/// Without this, a subcommand whose work ended because the signal killed it (a command's `sleep`) could return
+/// and exit 0 before the signal thread had stopped everything and exited as the signal would.
+pub fn wait_if_stopping() {
+    // SAFETY: sigpending fills the set of signals pending for this thread or the process, and sigismember
+    // only reads it once it has.
+    let stop_pending = unsafe {
+        let mut pending = std::mem::zeroed::<nix::libc::sigset_t>();
+        nix::libc::sigpending(&mut pending) == 0
+            && stop_signals().iter().any(|signal| nix::libc::sigismember(&pending, signal as i32) == 1)
+    };
+    if WATCHING.load(Ordering::SeqCst) && (STOPPING.load(Ordering::SeqCst) || stop_pending) {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 /// `[timeouts] kill_grace_ms` once the config is read; its default until then.
 static KILL_GRACE_MS: AtomicU64 = AtomicU64::new(2_000);
 
@@ -47,12 +71,14 @@ pub fn set_kill_grace_ms(grace: u64) {
 pub fn stop_on_signal() {
     let spawned = std::thread::Builder::new().name("signals".to_owned()).spawn(move || {
         if let Ok(signal) = stop_signals().wait() {
+            STOPPING.store(true, Ordering::SeqCst);
             let grace = KILL_GRACE_MS.load(Ordering::Relaxed);
             toolshed::kill_descendants(Duration::from_millis(grace));
             std::process::exit(128 + signal as i32);
         }
     });
-    if let Err(e) = spawned {
-        err!("toolshed: cannot watch for signals: {e}");
+    match spawned {
+        Ok(_) => WATCHING.store(true, Ordering::SeqCst),
+        Err(e) => err!("toolshed: cannot watch for signals: {e}"),
     }
 }
