@@ -189,8 +189,8 @@ fn a_library_nobody_can_overwrite_in_place_is_loaded_from_its_own_file_and_repla
     std::fs::rename(&staged, &file).unwrap();
     assert!(matches!(block_on(runtime.rescan()).as_slice(), [PluginEvent::Reloaded { .. }]));
     assert_eq!(probe(&runtime, ws.path()), "variant B");
-    assert!(!mapped_in_place(&file), "the writable replacement is copied (leasing is off by default)");
-    // The new file, writable, overwritten in place: the copy keeps serving.
+    // The new file, writable, overwritten in place: the leased mapping moves to a private copy first, and keeps
+    // serving variant B.
     write(&file, b"not a library at all");
     assert_eq!(probe(&runtime, ws.path()), "variant B");
 }
@@ -233,14 +233,27 @@ fn leasing(dir: &Path) -> Runtime {
     Runtime::builder().config(config).plugin_dir(dir).build().unwrap()
 }
 
-#[test]
-fn a_writable_library_mapped_in_place_moves_to_a_copy_before_a_writer_truncates_or_overwrites_it() {
+/// Variant A in a directory of its own, loaded by a leasing runtime: mapped from its own file, no copy.
+struct Leased {
+    dir: tempfile::TempDir,
+    ws: tempfile::TempDir,
+    file: PathBuf,
+    runtime: Runtime,
+}
+
+fn leased_variant_a() -> Leased {
     let dir = workspace();
     let ws = workspace();
     let (file, _) = variant_a_of_its_own(dir.path());
     let runtime = leasing(dir.path());
     assert_eq!(probe(&runtime, ws.path()), "variant A");
     assert!(mapped_in_place(&file), "loaded in place, no copy");
+    Leased { dir, ws, file, runtime }
+}
+
+#[test]
+fn a_writable_library_mapped_in_place_moves_to_a_copy_before_a_writer_truncates_or_overwrites_it() {
+    let Leased { dir: _dir, ws, file, runtime } = leased_variant_a();
     let moved_copy = || std::fs::read_to_string("/proc/self/maps").unwrap().contains("/moved-leased-");
     let identity = "moved";
 
@@ -283,6 +296,59 @@ fn a_writable_library_mapped_in_place_moves_to_a_copy_before_a_writer_truncates_
     assert!(matches!(block_on(runtime.rescan()).as_slice(), [PluginEvent::Reloaded { .. }]));
     assert_eq!(probe(&runtime, ws.path()), "variant B");
     assert!(!mapped_in_place(&file), "nothing maps the file itself now");
+}
+
+/// The name the dynamic loader knows the library mapped from `file` by, read from its list of loaded objects:
+/// the one whose load address is the lowest address `/proc/self/maps` maps `file` at.
+fn loaded_name(file: &Path) -> std::ffi::CString {
+    let path = file.canonicalize().unwrap().display().to_string();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let base = maps
+        .lines()
+        .filter(|line| line.ends_with(&path))
+        .filter_map(|line| usize::from_str_radix(line.split('-').next()?, 16).ok())
+        .min()
+        .expect("the file is mapped");
+    struct Search(usize, Option<std::ffi::CString>);
+    unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, _: libc::size_t, data: *mut libc::c_void) -> libc::c_int {
+        // SAFETY: the dynamic loader passes a valid entry, and `data` is the `Search` below.
+        let (info, search) = unsafe { (&*info, &mut *data.cast::<Search>()) };
+        if info.dlpi_addr as usize == search.0 && !info.dlpi_name.is_null() {
+            // SAFETY: a non-null name is a C string the loader owns for the call.
+            search.1 = Some(unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_owned());
+            return 1;
+        }
+        0
+    }
+    let mut search = Search(base, None);
+    // SAFETY: `visit` only reads what the loader passes it.
+    unsafe { libc::dl_iterate_phdr(Some(visit), std::ptr::addr_of_mut!(search).cast()) };
+    search.1.expect("the dynamic loader lists the library")
+}
+
+#[test]
+fn a_leased_library_still_mapped_after_its_close_moves_off_its_file_and_is_never_handed_back_for_it() {
+    // A library whose unmapping `dlclose` defers (a thread-local destructor it registered has not run yet) stays
+    // mapped after the runtime closes it, and any thread's later `dlclose` may unmap it. Another handle to it, as
+    // a host's own `dlopen` would hold, stands in for that here.
+    let Leased { dir, ws, file, runtime } = leased_variant_a();
+    let name = loaded_name(&file);
+    // SAFETY: RTLD_NOLOAD only looks the name up.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    assert!(!handle.is_null(), "the loaded library is found by its name");
+    drop(runtime);
+    // Still mapped, so moved to a private copy before its lease went with its descriptor: writing the file in
+    // place neither waits for a lease nor reaches the mapping.
+    assert!(!mapped_in_place(&file), "a library left mapped after its close no longer maps its file");
+    write(&file, &std::fs::read(variant_b()).unwrap());
+    // The file has the same device and inode as the library still mapped, which the dynamic loader would hand
+    // back for it: it is loaded from a copy instead.
+    let runtime = leasing(dir.path());
+    assert_eq!(probe(&runtime, ws.path()), "variant B");
+    assert!(!mapped_in_place(&file));
+    drop(runtime);
+    // SAFETY: the handle taken above, closed once.
+    unsafe { libc::dlclose(handle) };
 }
 
 #[test]

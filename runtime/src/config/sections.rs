@@ -445,10 +445,9 @@ pub enum Rule {
     Deny,
 }
 
-/// `[plugins] lease_poll_ms`'s default: 0, leasing off (every writable library is copied). A clean-clone run of
-/// the whole suite crashed once (SIGSEGV) with leasing on by default, in tests that load the shipped plugins in
-/// several runtimes at once, and the cause is not found yet; 100 is the value to try it with.
-pub(crate) const DEFAULT_LEASE_POLL_MS: u64 = 0;
+/// `[plugins] lease_poll_ms`'s default: a writer that opens a leased library waits about this long while it moves
+/// to a private copy; 0 turns leasing off (every writable library is copied).
+pub(crate) const DEFAULT_LEASE_POLL_MS: u64 = 100;
 
 /// `[plugins]`: plugin directories, overrides and trust.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

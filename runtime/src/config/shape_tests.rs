@@ -129,7 +129,7 @@ const ROWS: &[Row] = &[
     row("plugins", "max_abandoned", "", "1", "1", false),
     row("plugins", "max_abandoned", "", "100", "4", true),
     row("plugins", "unload", "", "false", "true", true),
-    row("plugins", "lease_poll_ms", "", "100", "0", true),
+    row("plugins", "lease_poll_ms", "", "0", "100", true),
     row("plugins", "bulk_priority", "", r#""normal""#, r#""idle""#, true),
     row("plugins", "isolation", r#""process""#, r#""in-process""#, r#""process""#, true),
     row("plugins", "isolation_per_plugin", "", r#"{ evil = "in-process" }"#, "{}", true),

@@ -108,36 +108,39 @@ impl Drop for Library {
             return;
         };
         let leased = self.lease.as_ref().is_some_and(lease::Lease::held);
-        // Libraries mapped from their own files close one at a time: one still mapped after its close (another
-        // handle of the same file) is moved below, and the other handle's close must not unmap it in between.
-        let _closing = self.placed.as_ref().map(|_| CLOSING.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        if self.closable && !self.keep.load(Ordering::Relaxed) {
-            // dlclose: the dynamic loader unmaps it now, or once the last thread-local destructor it
-            // registered has run.
+        let closing = self.closable && !self.keep.load(Ordering::Relaxed);
+        // What keeps it mapped while it is dealt with below: its own handle when it is never closed; after a
+        // close whose unmapping was deferred (a thread-local destructor it registered has not run), a
+        // reference taken by name (see `lease::Placed::hold`), since any thread's `dlclose` may unmap it.
+        let (kept, held) = if closing {
+            // dlclose: the dynamic loader unmaps it now, or once that destructor has run.
             drop(raw);
             CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
-            if let Some(placed) = &self.placed {
-                if !placed.still_mapped() {
-                    placed.unmapped();
-                } else if leased {
-                    // Still mapped (another handle of the same file, a deferred unmapping): it must not go on
-                    // reading the file once its lease goes with its descriptor.
-                    lease::detach(self);
-                }
-            }
-            give_back_free_memory();
+            (None, self.placed.as_ref().and_then(lease::Placed::hold))
         } else {
-            // Never closed, so never unmapped: off the file first, as above.
-            if leased {
-                lease::detach(self);
-            }
+            (Some(raw), None)
+        };
+        // Still mapped: it must not go on reading its file once the lease goes with the descriptor.
+        if leased && (kept.is_some() || held.is_some()) {
+            lease::detach(self);
+        }
+        drop(held);
+        // Counted as mapped from its file for as long as the dynamic loader may still know it by that file's
+        // device and inode (see `load_copy`), so until it is seen unmapped: never, for one never closed.
+        if let Some(placed) = &self.placed
+            && closing
+            && placed.hold().is_none()
+        {
+            placed.unmapped();
+        }
+        if closing {
+            give_back_free_memory();
+        }
+        if let Some(raw) = kept {
             std::mem::forget(raw);
         }
     }
 }
-
-/// Held while a library mapped from its own file closes (see `Library`'s drop).
-static CLOSING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Returns the allocator's free pages to the system. An unloaded version's handlers, caches and buffers were
 /// freed into glibc's per-thread arenas, which keep free memory for reuse; without this, a process that
@@ -458,17 +461,35 @@ fn load_copy(
     hash: String,
     remote: Option<&Arc<crate::registry::remote::Policy>>,
 ) -> Result<LoadedPlugin, LoadError> {
-    let shadow = shadow_name(dir, &hash[..16], copy, file);
+    let mut shadow = shadow_name(dir, &hash[..16], copy, file);
     std::fs::rename(partial, &shadow)
         .map_err(|e| LoadError::new(file, format!("cannot write shadow copy {}: {e}", shadow.display())))?;
     // Opened again, read-only: the `Library` keeps this descriptor, and a child process that loads the plugin
     // inherits it (the one the copy was written through could write it).
-    let loaded = std::fs::File::open(&shadow)
+    // A library moved off its own file (`lease`) that the dynamic loader still holds is known to it by that
+    // file's device and inode, which nothing keeps in use any more: it would hand that library back for a copy
+    // given the same inode number. Such a copy is copied again while it is held open, so the next copy gets
+    // another number.
+    let mut taken = Vec::new();
+    let opened = loop {
+        let opened = std::fs::File::open(&shadow).and_then(|copy| Ok((copy.metadata()?, copy)));
+        let copy = match opened {
+            Ok((meta, copy)) if lease::placed(placement::file_id(&meta)) && taken.len() < 8 => copy,
+            other => break other,
+        };
+        let next = shadow_name(dir, &hash[..16], NEXT_COPY.fetch_add(1, Ordering::Relaxed), file);
+        let copied = std::fs::copy(&shadow, &next);
+        let _ = std::fs::remove_file(&shadow);
+        shadow = next;
+        if let Err(e) = copied {
+            break Err(e);
+        }
+        taken.push(copy);
+    };
+    drop(taken);
+    let loaded = opened
         .map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
-        .and_then(|copy| {
-            let bytes = copy.metadata().map(|m| m.len()).unwrap_or(0);
-            load_checked(file, &shadow, copy, bytes, hash, remote, None)
-        });
+        .and_then(|(meta, copy)| load_checked(file, &shadow, copy, meta.len(), hash, remote, None));
     // The mapping outlives the name; removing the copy now leaves nothing behind in the temp directory.
     let _ = std::fs::remove_file(&shadow);
     loaded
@@ -655,7 +676,7 @@ fn open(
                     // Nothing of it has run but its constructors, as when its header is refused above.
                     drop(raw);
                     CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
-                    if !placed.still_mapped() {
+                    if placed.hold().is_none() {
                         placed.unmapped();
                     }
                     let reason =

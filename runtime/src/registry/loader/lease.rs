@@ -53,16 +53,30 @@ pub(super) struct Placed {
     name: Vec<u8>,
 }
 
-/// How many libraries mapped from each file (device, inode) are still mapped.
-static PLACED: Mutex<std::collections::BTreeMap<(u64, u64), usize>> = Mutex::new(std::collections::BTreeMap::new());
+/// The names the dynamic loader knows the libraries mapped from each file (device, inode) by.
+type PlacedFiles = std::collections::BTreeMap<(u64, u64), Vec<Vec<u8>>>;
 
-fn placed_files() -> std::sync::MutexGuard<'static, std::collections::BTreeMap<(u64, u64), usize>> {
+/// The libraries mapped from their own files that may still be loaded.
+static PLACED: Mutex<PlacedFiles> = Mutex::new(std::collections::BTreeMap::new());
+
+fn placed_files() -> std::sync::MutexGuard<'static, PlacedFiles> {
     PLACED.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// Whether a library mapped from `file` (device, inode) is still mapped in this process.
+/// Whether a library mapped from `file` (device, inode) is still loaded in this process. A closed library whose
+/// unmapping was deferred stays listed when it closes, so each listed one is asked of the dynamic loader here:
+/// once it is gone, its inode number may belong to another file, which must then not count as mapped.
 pub(super) fn placed(file: (u64, u64)) -> bool {
-    placed_files().contains_key(&file)
+    let mut placed = placed_files();
+    let Some(names) = placed.get_mut(&file) else {
+        return false;
+    };
+    names.retain(|name| name.is_empty() || still_loaded(name).is_some());
+    if names.is_empty() {
+        placed.remove(&file);
+        return false;
+    }
+    true
 }
 
 /// The inodes of the files libraries are mapped from now.
@@ -70,29 +84,59 @@ pub(super) fn placed_inodes() -> std::collections::BTreeSet<u64> {
     placed_files().keys().map(|(_, inode)| *inode).collect()
 }
 
+/// A reference of our own to the library the dynamic loader knows by `name`, if it still holds one: asked with
+/// `RTLD_NOLOAD`, which reads nothing of the library.
+fn still_loaded(name: &[u8]) -> Option<Held> {
+    let name = std::ffi::CString::new(name).ok().filter(|name| !name.is_empty())?;
+    // SAFETY: RTLD_NOLOAD only looks the name up (nothing is mapped or run), under the loader's lock.
+    let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOLOAD | libc::RTLD_LAZY) };
+    if handle.is_null() {
+        // Clears the error the miss left for `dlerror`.
+        // SAFETY: dlerror reads this thread's last error.
+        unsafe { libc::dlerror() };
+        return None;
+    }
+    Some(Held(handle))
+}
+
 impl Placed {
     /// The library just opened from `file` (device, inode) that holds `inside`.
     pub(super) fn new(file: (u64, u64), inside: usize) -> Self {
         let name = loaded_object(inside, None).map(|object| object.name).unwrap_or_default();
-        *placed_files().entry(file).or_default() += 1;
+        placed_files().entry(file).or_default().push(name.clone());
         Self { file, inside, name }
     }
 
-    /// Whether the library is still mapped: a closed library stays mapped while another handle holds it, or
-    /// until a thread-local destructor it registered has run.
-    pub(super) fn still_mapped(&self) -> bool {
-        loaded_object(self.inside, Some(&self.name)).is_some()
+    /// A reference of our own to the library if it is still mapped after its handle was closed (another handle
+    /// holds it, or its unmapping waits for a thread-local destructor it registered). Asked of the dynamic
+    /// loader by the name only this load used (`dlopen` with `RTLD_NOLOAD`), which reads nothing of the library:
+    /// any other thread's `dlclose`, of any library, can unmap one whose unmapping was deferred, so its pages
+    /// may be read only while such a reference keeps it mapped.
+    pub(super) fn hold(&self) -> Option<Held> {
+        still_loaded(&self.name)
     }
 
     /// Says the library is no longer mapped.
     pub(super) fn unmapped(&self) {
         let mut placed = placed_files();
-        if let Some(count) = placed.get_mut(&self.file) {
-            *count -= 1;
-            if *count == 0 {
+        if let Some(names) = placed.get_mut(&self.file) {
+            if let Some(at) = names.iter().position(|name| *name == self.name) {
+                names.swap_remove(at);
+            }
+            if names.is_empty() {
                 placed.remove(&self.file);
             }
         }
+    }
+}
+
+/// A reference to a loaded library taken by [`Placed::hold`], given back when dropped.
+pub(super) struct Held(*mut libc::c_void);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        // SAFETY: the handle `dlopen` returned, closed once.
+        unsafe { libc::dlclose(self.0) };
     }
 }
 

@@ -161,10 +161,7 @@ pub(super) fn load_in_place(
         return failed(reason);
     }
     let identity = stamp_identity(how, &stamp);
-    let file_id = {
-        use std::os::unix::fs::MetadataExt as _;
-        (meta.dev(), meta.ino())
-    };
+    let file_id = file_id(&meta);
     // One at a time from the check to the end of the load: two loads of one file at once would share one
     // mapping, and the second could run the library's code while the first still moves its written segments
     // (`lease::Lease::new`).
@@ -190,6 +187,12 @@ pub(super) fn load_in_place(
     drop(one_at_a_time);
     let _ = std::fs::remove_file(&link);
     (loaded, Some((stamp, identity)))
+}
+
+/// The device and inode of a file: what the dynamic loader knows a loaded file by, besides its name.
+pub(super) fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt as _;
+    (meta.dev(), meta.ino())
 }
 
 /// Held by a load from a library's own file (see [`load_in_place`]).
