@@ -487,6 +487,12 @@ fn load_copy(
         taken.push(copy);
     };
     drop(taken);
+    let opened = opened.and_then(|(meta, copy)| {
+        if lease::placed(placement::file_id(&meta)) {
+            return Err(std::io::Error::other("every copy got the inode number of a library still loaded"));
+        }
+        Ok((meta, copy))
+    });
     let loaded = opened
         .map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
         .and_then(|(meta, copy)| load_checked(file, &shadow, copy, meta.len(), hash, remote, None));

@@ -67,16 +67,26 @@ fn placed_files() -> std::sync::MutexGuard<'static, PlacedFiles> {
 /// unmapping was deferred stays listed when it closes, so each listed one is asked of the dynamic loader here:
 /// once it is gone, its inode number may belong to another file, which must then not count as mapped.
 pub(super) fn placed(file: (u64, u64)) -> bool {
+    // Closed after the lock is let go: the last close of a library whose unmapping was deferred runs its
+    // destructors and unmaps it, which is no work to do under this lock.
+    let mut references = Vec::new();
     let mut placed = placed_files();
     let Some(names) = placed.get_mut(&file) else {
         return false;
     };
-    names.retain(|name| name.is_empty() || still_loaded(name).is_some());
-    if names.is_empty() {
+    names.retain(|name| {
+        let held = still_loaded(name);
+        let loaded = held.is_some();
+        references.extend(held);
+        loaded
+    });
+    let any = !names.is_empty();
+    if !any {
         placed.remove(&file);
-        return false;
     }
-    true
+    drop(placed);
+    drop(references);
+    any
 }
 
 /// The inodes of the files libraries are mapped from now.
@@ -96,7 +106,17 @@ fn still_loaded(name: &[u8]) -> Option<Held> {
         unsafe { libc::dlerror() };
         return None;
     }
-    Some(Held(handle))
+    let held = Held(handle);
+    // A name no loaded library has is looked up as a path, and a file still there under it (the load's link,
+    // before it is removed) matches whichever library was loaded from the same device and inode: only the
+    // library that has this very name counts.
+    let mut map: *const LinkMap = std::ptr::null();
+    // SAFETY: dlinfo writes the handle's `link_map` pointer, which lives as long as the handle.
+    let known = unsafe { libc::dlinfo(held.0, libc::RTLD_DI_LINKMAP, std::ptr::addr_of_mut!(map).cast()) } == 0
+        && !map.is_null()
+        // SAFETY: a live `link_map`'s name is null or a C string.
+        && unsafe { !(*map).name.is_null() && std::ffi::CStr::from_ptr((*map).name) == name.as_c_str() };
+    known.then_some(held)
 }
 
 impl Placed {
@@ -173,6 +193,11 @@ impl Lease {
         identity: String,
     ) -> Result<Self, String> {
         use std::os::unix::ffi::OsStrExt as _;
+        // Without its name the library could not be told from another mapped at its address later, nor held
+        // once closed: not leased.
+        if placed.name.is_empty() {
+            return Err("its segments were not found".to_owned());
+        }
         // The dynamic loader hands back an object it already had for another name of the same file; whoever
         // opened it first moved its written segments, and other threads may be using them now.
         if placed.name == path.as_os_str().as_bytes() {
@@ -299,7 +324,8 @@ fn has_text_relocations(input: &File) -> bool {
 
 /// The leased libraries, and whether the thread that polls them runs.
 struct Watched {
-    libraries: Vec<Weak<Library>>,
+    /// Each library and the poll interval its runtime asks for.
+    libraries: Vec<(Weak<Library>, u64)>,
     polling: bool,
 }
 
@@ -308,7 +334,8 @@ static WATCHED: Mutex<Watched> = Mutex::new(Watched { libraries: Vec::new(), pol
 /// Puts a library loaded under a lease in the poll, starting the polling thread if none runs.
 pub(super) fn watch(library: &Arc<Library>) {
     let mut watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    watched.libraries.push(Arc::downgrade(library));
+    let poll_ms = library.lease.as_ref().map_or(DEFAULT_POLL_MS, |lease| lease.poll_ms);
+    watched.libraries.push((Arc::downgrade(library), poll_ms));
     if watched.polling {
         return;
     }
@@ -331,25 +358,34 @@ fn poll() {
     loop {
         let interval = {
             let watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            let asked = watched
-                .libraries
-                .iter()
-                .filter_map(Weak::upgrade)
-                .filter_map(|library| library.lease.as_ref().map(|lease| lease.poll_ms));
-            asked.min().unwrap_or(DEFAULT_POLL_MS)
+            watched.libraries.iter().map(|(_, poll_ms)| *poll_ms).min().unwrap_or(DEFAULT_POLL_MS)
         };
         std::thread::sleep(Duration::from_millis(interval.max(1)));
+        // The references taken here may be the last ones: they are dropped (the library closed) only after
+        // the lock is let go, since a close can move a library (a copy of the whole file) and `watch` waits.
+        let mut gone = Vec::new();
         let live: Vec<Arc<Library>> = {
             let mut watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            watched.libraries.retain(|library| {
-                library.upgrade().is_some_and(|library| library.lease.as_ref().is_some_and(Lease::held))
+            let mut live = Vec::new();
+            watched.libraries.retain(|(library, _)| match library.upgrade() {
+                Some(library) if library.lease.as_ref().is_some_and(Lease::held) => {
+                    live.push(library);
+                    true
+                }
+                other => {
+                    gone.extend(other);
+                    false
+                }
             });
             if watched.libraries.is_empty() {
                 watched.polling = false;
+                drop(watched);
+                drop(gone);
                 return;
             }
-            watched.libraries.iter().filter_map(Weak::upgrade).collect()
+            live
         };
+        drop(gone);
         // Leases disabled or the break time shortened since: a writer could get through before a poll sees
         // it, so every library moves now.
         let still_safe = supported(interval);
