@@ -298,6 +298,30 @@ fn a_writable_library_mapped_in_place_moves_to_a_copy_before_a_writer_truncates_
     assert!(!mapped_in_place(&file), "nothing maps the file itself now");
 }
 
+#[test]
+fn a_leased_library_whose_file_was_only_chmodded_still_moves_before_a_writer() {
+    // A `chmod` (a rename, a new link) moves the file's change time without breaking the lease or touching its
+    // bytes: a writer after it must still find the library moved, not wait out the break time and write under it.
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let Leased { dir: _dir, ws, file, runtime } = leased_variant_a();
+    let before = std::fs::metadata(&file).unwrap().ctime_nsec();
+    for mode in [0o755, 0o700, 0o755, 0o700].into_iter().cycle().take(400) {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        if std::fs::metadata(&file).unwrap().ctime_nsec() != before {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_ne!(std::fs::metadata(&file).unwrap().ctime_nsec(), before, "the change time moved");
+    let moved = runtime.reload_stats().moved_off_leases;
+    let writer = std::fs::OpenOptions::new().write(true).truncate(true).open(&file).unwrap();
+    assert!(runtime.reload_stats().moved_off_leases > moved, "the writer got in before the library moved");
+    drop(writer);
+    write(&file, &std::fs::read(variant_b()).unwrap());
+    assert!(!mapped_in_place(&file));
+    assert_eq!(probe(&runtime, ws.path()), "variant A", "no rescan: the moved library keeps serving");
+}
+
 /// The name the dynamic loader knows the library mapped from `file` by, read from its list of loaded objects:
 /// the one whose load address is the lowest address `/proc/self/maps` maps `file` at.
 fn loaded_name(file: &Path) -> std::ffi::CString {

@@ -14,6 +14,7 @@
 
 mod lease;
 mod placement;
+mod segments;
 mod shadow;
 
 use crate::registry::index::FileStamp;
@@ -112,7 +113,7 @@ impl Drop for Library {
         // What keeps it mapped while it is dealt with below: its own handle when it is never closed; after a
         // close whose unmapping was deferred (a thread-local destructor it registered has not run), a
         // reference taken by name (see `lease::Placed::hold`), since any thread's `dlclose` may unmap it.
-        let (kept, held) = if closing {
+        let (kept, mut held) = if closing {
             // dlclose: the dynamic loader unmaps it now, or once that destructor has run.
             drop(raw);
             CLOSED_COPIES.fetch_add(1, Ordering::Relaxed);
@@ -123,6 +124,13 @@ impl Drop for Library {
         // Still mapped: it must not go on reading its file once the lease goes with the descriptor.
         if leased && (kept.is_some() || held.is_some()) {
             lease::detach(self);
+            // The move failed: the lease must not go with this handle while the library is mapped.
+            if self.lease.as_ref().is_some_and(lease::Lease::held)
+                && let (Some(placed), Some(lease), Some(file)) =
+                    (self.placed.take(), self.lease.take(), self.file.take())
+            {
+                lease::park(placed, lease, file, held.take());
+            }
         }
         drop(held);
         // Counted as mapped from its file for as long as the dynamic loader may still know it by that file's
@@ -319,32 +327,8 @@ pub fn closed() -> u64 {
 /// deferred still counts, with the libraries loaded in place (by inode: the path is theirs, not the shadow
 /// directory's); elsewhere, every copy opened (an upper bound).
 pub fn mapped() -> (u64, u64) {
-    let opened = || (OPENED_COPIES.load(Ordering::Relaxed), OPENED_BYTES.load(Ordering::Relaxed));
-    let (Ok(dir), Ok(maps)) = (shadow_dir(), std::fs::read_to_string("/proc/self/maps")) else {
-        return opened();
-    };
-    let dir = format!("{}/", dir.display());
-    let in_place = lease::placed_inodes();
-    let mut copies = std::collections::HashMap::<&str, u64>::new();
-    for line in maps.lines() {
-        // `start-end perms offset dev inode path`; the path may end in " (deleted)" (copies are removed once open).
-        let mut fields = line.splitn(6, ' ');
-        let range = fields.next().unwrap_or_default();
-        let inode = fields.nth(3).and_then(|inode| inode.parse::<u64>().ok()).unwrap_or(0);
-        let Some(path) = fields
-            .next()
-            .map(str::trim_start)
-            .filter(|path| path.starts_with(&dir) || (inode != 0 && in_place.contains(&inode)))
-        else {
-            continue;
-        };
-        let size = range
-            .split_once('-')
-            .and_then(|(start, end)| Some(u64::from_str_radix(end, 16).ok()? - u64::from_str_radix(start, 16).ok()?))
-            .unwrap_or(0);
-        *copies.entry(path).or_default() += size;
-    }
-    (copies.len() as u64, copies.values().sum())
+    shadow::mapped_copies(&lease::placed_inodes())
+        .unwrap_or_else(|| (OPENED_COPIES.load(Ordering::Relaxed), OPENED_BYTES.load(Ordering::Relaxed)))
 }
 
 /// The identity [`load_read`] gives a file ([`PluginIdentity::content_hash`]) under `policy`, without loading

@@ -27,6 +27,7 @@
 //! lease), and an ELF file without text relocations (whose code pages differ from the file's). Anything else
 //! is copied as before.
 
+use super::segments::{loaded_object, mapped_range, privatize, LinkMap, Written};
 use super::Library;
 use std::fs::File;
 use std::os::fd::AsRawFd as _;
@@ -153,6 +154,9 @@ impl Placed {
 /// A reference to a loaded library taken by [`Placed::hold`], given back when dropped.
 pub(super) struct Held(*mut libc::c_void);
 
+// SAFETY: a `dlopen` handle is a reference count in the dynamic loader, which any thread may close.
+unsafe impl Send for Held {}
+
 impl Drop for Held {
     fn drop(&mut self) {
         // SAFETY: the handle `dlopen` returned, closed once.
@@ -160,11 +164,28 @@ impl Drop for Held {
     }
 }
 
+/// When a leased file last changed: its change time (any change, its attributes' too) and its modification time
+/// and size (its bytes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Changed {
+    status: (i64, i64),
+    /// What says the bytes may have changed: a `chmod`, a rename or a new link moves the change time, breaks no
+    /// lease and leaves the bytes as they were, so it must not stop a move.
+    content: (i64, i64, u64),
+}
+
+impl Changed {
+    pub(super) fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt as _;
+        Self { status: (meta.ctime(), meta.ctime_nsec()), content: (meta.mtime(), meta.mtime_nsec(), meta.len()) }
+    }
+}
+
 /// The lease of one library loaded in place, and what moving it needs.
 pub(super) struct Lease {
     /// The file's change time when it was leased: the lease is given up only once the clock has passed it, so
     /// the writer's change gets a later change time and a new stamp (a new identity the watcher reloads).
-    changed: (i64, i64),
+    changed: Changed,
     /// How often its runtime wants it checked (`[plugins] lease_poll_ms`): the polling thread checks every
     /// lease at the shortest interval any live one asks for.
     poll_ms: u64,
@@ -188,7 +209,7 @@ impl Lease {
     pub(super) fn new(
         placed: &Placed,
         path: &std::path::Path,
-        changed: (i64, i64),
+        changed: Changed,
         poll_ms: u64,
         identity: String,
     ) -> Result<Self, String> {
@@ -247,11 +268,6 @@ fn supported(poll_ms: u64) -> bool {
         }
     };
     poll_ms > 0 && break_ms.is_some_and(|ms| ms >= 2000 && ms >= poll_ms.saturating_mul(20))
-}
-
-fn page_size() -> usize {
-    // SAFETY: sysconf reads a constant.
-    usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
 }
 
 /// Takes a read lease on `input` (open read-only, a regular file on a local file system) when this library may
@@ -326,29 +342,52 @@ fn has_text_relocations(input: &File) -> bool {
 struct Watched {
     /// Each library and the poll interval its runtime asks for.
     libraries: Vec<(Weak<Library>, u64)>,
+    /// Closed libraries still mapped whose move failed ([`park`]).
+    parked: Vec<Parked>,
     polling: bool,
 }
 
-static WATCHED: Mutex<Watched> = Mutex::new(Watched { libraries: Vec::new(), polling: false });
+static WATCHED: Mutex<Watched> = Mutex::new(Watched { libraries: Vec::new(), parked: Vec::new(), polling: false });
+
+/// What is left of a library closed while still mapped, whose move to a copy failed: its lease (still held),
+/// its file, and a reference of our own that keeps it mapped, kept until a move succeeds.
+pub(super) struct Parked {
+    placed: Placed,
+    lease: Lease,
+    file: File,
+    _held: Option<Held>,
+}
+
+/// Keeps a closed library's lease and file until it has moved: giving the lease up with its handle would let a
+/// writer change the bytes under a mapping that is still there. The polling thread goes on trying to move it.
+pub(super) fn park(placed: Placed, lease: Lease, file: File, held: Option<Held>) {
+    let mut watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    watched.parked.push(Parked { placed, lease, file, _held: held });
+    if let Err(e) = start_polling(&mut watched) {
+        tracing::error!("cannot start the lease thread ({e}); a closed library that could not move keeps its lease");
+    }
+}
+
+/// Starts the polling thread unless it runs.
+fn start_polling(watched: &mut Watched) -> std::io::Result<()> {
+    if !watched.polling {
+        std::thread::Builder::new().name("toolshed-lease".to_owned()).spawn(poll)?;
+        watched.polling = true;
+    }
+    Ok(())
+}
 
 /// Puts a library loaded under a lease in the poll, starting the polling thread if none runs.
 pub(super) fn watch(library: &Arc<Library>) {
     let mut watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     let poll_ms = library.lease.as_ref().map_or(DEFAULT_POLL_MS, |lease| lease.poll_ms);
     watched.libraries.push((Arc::downgrade(library), poll_ms));
-    if watched.polling {
-        return;
-    }
-    let started = std::thread::Builder::new().name("toolshed-lease".to_owned()).spawn(poll);
-    match started {
-        Ok(_) => watched.polling = true,
-        // Without the thread, a break goes unanswered for the break time and the writer then goes ahead:
-        // move this library now instead (the rest were moved when their own thread could not start).
-        Err(e) => {
-            drop(watched);
-            tracing::warn!("cannot start the lease thread ({e}); moving the library to a copy now");
-            detach(library);
-        }
+    // Without the thread, a break goes unanswered for the break time and the writer then goes ahead: move this
+    // library now instead (the rest were moved when their own thread could not start).
+    if let Err(e) = start_polling(&mut watched) {
+        drop(watched);
+        tracing::warn!("cannot start the lease thread ({e}); moving the library to a copy now");
+        detach(library);
     }
 }
 
@@ -377,7 +416,7 @@ fn poll() {
                     false
                 }
             });
-            if watched.libraries.is_empty() {
+            if watched.libraries.is_empty() && watched.parked.is_empty() {
                 watched.polling = false;
                 drop(watched);
                 drop(gone);
@@ -400,6 +439,13 @@ fn poll() {
         }
         // The last reference to a library may be dropped here: it is closed on this thread then.
         drop(live);
+        let parked = std::mem::take(&mut WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).parked);
+        let (moved, still): (Vec<Parked>, Vec<Parked>) = parked.into_iter().partition(|parked| {
+            move_parts(&parked.placed, &parked.lease, &parked.file);
+            !parked.lease.held()
+        });
+        WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).parked.extend(still);
+        drop(moved);
     }
 }
 
@@ -407,11 +453,15 @@ fn poll() {
 /// cannot be moved keeps its lease, and the next poll tries again: giving the lease up would let the writer
 /// change the bytes under the mapping (the kernel ends the lease itself only after its break time).
 pub(super) fn detach(library: &Library) {
-    let (Some(placed), Some(lease), Some(file)) =
+    if let (Some(placed), Some(lease), Some(file)) =
         (library.placed.as_ref(), library.lease.as_ref(), library.file.as_ref())
-    else {
-        return;
-    };
+    {
+        move_parts(placed, lease, file);
+    }
+}
+
+/// [`detach`] of a library's parts: where it is mapped, its lease, and the file the lease is on.
+fn move_parts(placed: &Placed, lease: &Lease, file: &File) {
     // One move at a time per library (the polling thread, a child process's first job, a drop).
     let _moving = lease.moving.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if !lease.held() {
@@ -420,7 +470,7 @@ pub(super) fn detach(library: &Library) {
     match move_to_copy(placed, lease, file) {
         Ok(copy) => {
             let _ = lease.copy.set(copy);
-            wait_for_clock(lease.changed);
+            wait_for_clock(lease.changed.status);
             lease.done.store(true, Ordering::Release);
             // Counted before the writer is let through, so whoever it tells sees the move.
             MOVED.fetch_add(1, Ordering::Relaxed);
@@ -456,235 +506,6 @@ fn wait_for_clock(changed: (i64, i64)) {
     }
 }
 
-/// One loadable segment of a mapped library: where it is, where its bytes are in the file, and its flags.
-#[derive(Debug, Clone, Copy)]
-struct Segment {
-    start: usize,
-    offset: u64,
-    file_size: usize,
-    flags: u32,
-}
-
-/// A loaded object's name, loadable segments and RELRO range (made read-only after relocation).
-struct LoadedObject {
-    name: Vec<u8>,
-    segments: Vec<Segment>,
-    relro: Option<(usize, usize)>,
-}
-
-/// The loaded object that holds `inside` (and is called `name`, when given): found by glibc's
-/// `_dl_find_object` (2.35) where there is one, which takes the time of a tree search, else by walking the
-/// dynamic loader's whole list (`dl_iterate_phdr`), whose time grows with every library ever loaded.
-fn loaded_object(inside: usize, name: Option<&[u8]>) -> Option<LoadedObject> {
-    if let Some(found) = find_object(inside) {
-        return found.filter(|object| name.is_none_or(|wanted| wanted == object.name));
-    }
-    walk_objects(inside, name)
-}
-
-/// `struct dl_find_object` of glibc 2.35, with room for fields a later version adds.
-#[repr(C)]
-struct DlFindObject {
-    flags: u64,
-    map_start: *mut libc::c_void,
-    map_end: *mut libc::c_void,
-    link_map: *const LinkMap,
-    eh_frame: *mut libc::c_void,
-    reserved: [u64; 32],
-}
-
-/// The public head of glibc's `struct link_map`.
-#[repr(C)]
-struct LinkMap {
-    addr: usize,
-    name: *const libc::c_char,
-}
-
-type FindObject = unsafe extern "C" fn(*mut libc::c_void, *mut DlFindObject) -> libc::c_int;
-
-/// The object holding `inside` through `_dl_find_object`: `None` when this C library has none or the object's
-/// program headers are not where they can be read, `Some(None)` when no object holds the address.
-fn find_object(inside: usize) -> Option<Option<LoadedObject>> {
-    static FIND: OnceLock<Option<FindObject>> = OnceLock::new();
-    let find = (*FIND.get_or_init(|| {
-        // SAFETY: dlsym looks a name up; the symbol, when there, has this signature (glibc's <dlfcn.h>).
-        let symbol = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_dl_find_object".as_ptr()) };
-        (!symbol.is_null()).then(|| unsafe { std::mem::transmute::<*mut libc::c_void, FindObject>(symbol) })
-    }))?;
-    // SAFETY: all-zero is a valid value of this plain C struct.
-    let mut found: DlFindObject = unsafe { std::mem::zeroed() };
-    // SAFETY: `found` is large enough for the struct the function fills.
-    if unsafe { find(inside as *mut libc::c_void, &mut found) } != 0 || found.link_map.is_null() {
-        return Some(None);
-    }
-    // SAFETY: a non-null `dlfo_link_map` points to the object's live `link_map`, whose name is a C string.
-    let (bias, name) = unsafe {
-        let map = &*found.link_map;
-        let name = if map.name.is_null() { Vec::new() } else { std::ffi::CStr::from_ptr(map.name).to_bytes().to_vec() };
-        (map.addr, name)
-    };
-    let (start, end) = (found.map_start as usize, found.map_end as usize);
-    // The ELF header and the program headers at the start of the first segment, as the linkers put them.
-    // SAFETY: the object's first page is mapped and readable; only read after the bounds are checked.
-    let headers = unsafe {
-        let header = std::slice::from_raw_parts(start as *const u8, 64);
-        if end < start + 4096 || &header[..4] != b"\x7fELF" {
-            return None;
-        }
-        let phoff = usize::try_from(u64::from_ne_bytes(header[0x20..0x28].try_into().ok()?)).ok()?;
-        let phentsize = usize::from(u16::from_ne_bytes([header[0x36], header[0x37]]));
-        let phnum = usize::from(u16::from_ne_bytes([header[0x38], header[0x39]]));
-        if phentsize != std::mem::size_of::<libc::Elf64_Phdr>() || phoff + phentsize * phnum > 4096 {
-            return None;
-        }
-        std::slice::from_raw_parts((start + phoff) as *const libc::Elf64_Phdr, phnum)
-    };
-    Some(Some(object_from(bias, name, headers)))
-}
-
-/// The object holding `inside` (and called `name`, when given), by walking the dynamic loader's list.
-fn walk_objects(inside: usize, name: Option<&[u8]>) -> Option<LoadedObject> {
-    struct Search<'a> {
-        inside: usize,
-        name: Option<&'a [u8]>,
-        found: Option<LoadedObject>,
-    }
-    // SAFETY (of the callback): called by `dl_iterate_phdr` only, with its own arguments.
-    unsafe extern "C" fn visit(
-        info: *mut libc::dl_phdr_info,
-        _size: libc::size_t,
-        data: *mut libc::c_void,
-    ) -> libc::c_int {
-        // SAFETY: the dynamic loader passes a valid `dl_phdr_info` whose `dlpi_phdr` has `dlpi_phnum` entries,
-        // and `data` is the `Search` handed to `dl_iterate_phdr` below.
-        let (info, search) = unsafe { (&*info, &mut *data.cast::<Search>()) };
-        let headers = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
-        let base = info.dlpi_addr as usize;
-        let holds = headers.iter().any(|h| {
-            h.p_type == libc::PT_LOAD
-                && (base + h.p_vaddr as usize..base + (h.p_vaddr + h.p_memsz) as usize).contains(&search.inside)
-        });
-        if !holds {
-            return 0;
-        }
-        let name = if info.dlpi_name.is_null() {
-            &[][..]
-        } else {
-            // SAFETY: a non-null `dlpi_name` is a NUL-terminated string the loader owns for the call.
-            unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) }.to_bytes()
-        };
-        if search.name.is_some_and(|wanted| wanted != name) {
-            return 0;
-        }
-        search.found = Some(object_from(base, name.to_vec(), headers));
-        1
-    }
-    let mut search = Search { inside, name, found: None };
-    // SAFETY: `visit` matches the callback type and only reads what the loader passes it.
-    unsafe { libc::dl_iterate_phdr(Some(visit), std::ptr::addr_of_mut!(search).cast()) };
-    search.found
-}
-
-/// An object's segments and RELRO range from its load bias and program headers.
-fn object_from(base: usize, name: Vec<u8>, headers: &[libc::Elf64_Phdr]) -> LoadedObject {
-    let segments = headers
-        .iter()
-        .filter(|h| h.p_type == libc::PT_LOAD && h.p_filesz > 0)
-        .map(|h| Segment {
-            start: base + h.p_vaddr as usize,
-            offset: h.p_offset,
-            file_size: h.p_filesz as usize,
-            flags: h.p_flags,
-        })
-        .collect();
-    let relro = headers
-        .iter()
-        .find(|h| h.p_type == libc::PT_GNU_RELRO)
-        .map(|h| (base + h.p_vaddr as usize, base + (h.p_vaddr + h.p_memsz) as usize));
-    LoadedObject { name, segments, relro }
-}
-
-/// The page-aligned range a segment's file bytes are mapped to, and the file offset of its start.
-fn mapped_range(segment: &Segment) -> (usize, usize, u64) {
-    let page = page_size();
-    let start = segment.start & !(page - 1);
-    let end = (segment.start + segment.file_size + page - 1) & !(page - 1);
-    (start, end, segment.offset - (segment.start - start) as u64)
-}
-
-/// Which pages of the written segments [`privatize`] moves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
-    /// The pages written after relocation (data, the lazily bound GOT): moved at load, while only the loading
-    /// thread can reach them, since later a write by another thread could be lost.
-    Writable,
-    /// The RELRO pages, read-only since relocation: nobody writes them, so they are moved only when the lease
-    /// is broken (most of a Rust library's written segment: ~300 KiB of read_file's).
-    Relro,
-}
-
-/// Replaces the file-backed pages of the written segments (`which` of them) with anonymous memory holding the
-/// same bytes: a fresh mapping is filled beside them and moved over them in one `mremap`; RELRO pages are made
-/// read-only again.
-fn privatize(object: &LoadedObject, which: Written) -> Result<(), String> {
-    let page = page_size();
-    let relro = object.relro.map(|(from, to)| (from & !(page - 1), to & !(page - 1)));
-    for segment in object.segments.iter().filter(|segment| segment.flags & libc::PF_W != 0) {
-        let (start, end, _) = mapped_range(segment);
-        let (relro_from, relro_to) = relro
-            .map(|(from, to)| (from.max(start), to.min(end)))
-            .filter(|(from, to)| from < to)
-            .unwrap_or((start, start));
-        let ranges = match which {
-            Written::Relro => vec![(relro_from, relro_to, libc::PROT_READ)],
-            Written::Writable => vec![
-                (start, relro_from, libc::PROT_READ | libc::PROT_WRITE),
-                (relro_to, end, libc::PROT_READ | libc::PROT_WRITE),
-            ],
-        };
-        for (from, to, prot) in ranges.into_iter().filter(|(from, to, _)| from < to) {
-            move_to_anonymous(from, to, prot)?;
-        }
-    }
-    Ok(())
-}
-
-/// Moves the mapped range `from..to` to a fresh anonymous mapping with the same bytes and protection `prot`.
-fn move_to_anonymous(from: usize, to: usize, prot: libc::c_int) -> Result<(), String> {
-    let len = to - from;
-    // SAFETY: a fresh private anonymous mapping; nothing else knows it until it is moved over the range.
-    let fresh = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if fresh == libc::MAP_FAILED {
-        return Err(format!("mapping memory for the pages at {from:#x}: {}", std::io::Error::last_os_error()));
-    }
-    // SAFETY: the range is mapped and readable, and nobody writes it meanwhile (see [`Written`]); `fresh` is
-    // ours.
-    unsafe { std::ptr::copy_nonoverlapping(from as *const u8, fresh.cast::<u8>(), len) };
-    if prot != libc::PROT_READ | libc::PROT_WRITE {
-        // SAFETY: our own mapping.
-        unsafe { libc::mprotect(fresh, len, prot) };
-    }
-    // SAFETY: moves our mapping over the library's pages, which hold the same bytes.
-    let moved =
-        unsafe { libc::mremap(fresh, len, len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, from as *mut libc::c_void) };
-    if moved != from as *mut libc::c_void {
-        let e = std::io::Error::last_os_error();
-        // SAFETY: `fresh` is still ours when the move failed.
-        unsafe { libc::munmap(fresh, len) };
-        return Err(format!("moving the pages at {from:#x}: {e}"));
-    }
-    Ok(())
-}
-
 /// Copies `file` into a file of its own in the shadow directory, moves the library's RELRO pages to anonymous
 /// memory, maps its never-written segments again from that copy at the same addresses, and returns the copy
 /// (open read-only) and its content hash.
@@ -693,10 +514,7 @@ fn move_to_copy(placed: &Placed, lease: &Lease, file: &File) -> Result<(File, St
     // The bytes copied must be the ones mapped. They are while the lease holds; a host stopped longer than the
     // break time (SIGSTOP, a debugger, a frozen cgroup) may have lost it, and a writer may have changed the file:
     // then mapping the copy would put other code under the library's addresses. Checked before and after.
-    let unchanged = || {
-        use std::os::unix::fs::MetadataExt as _;
-        file.metadata().is_ok_and(|meta| (meta.ctime(), meta.ctime_nsec()) == lease.changed)
-    };
+    let unchanged = || file.metadata().is_ok_and(|meta| Changed::of(&meta).content == lease.changed.content);
     if !unchanged() {
         return Err("its file changed while the lease was lost (was the host stopped?); it is left as it is".to_owned());
     }

@@ -178,9 +178,10 @@ pub(super) fn load_in_place(
     if let Err(e) = std::os::unix::fs::symlink(&fd_path, &link) {
         return failed(format!("cannot link the library into {}: {e}", dir.display()));
     }
-    let lease = (how == InPlace::Leased).then(|| {
-        use std::os::unix::fs::MetadataExt as _;
-        Leased { changed: (meta.ctime(), meta.ctime_nsec()), poll_ms, identity: identity.clone() }
+    let lease = (how == InPlace::Leased).then(|| Leased {
+        changed: lease::Changed::of(&meta),
+        poll_ms,
+        identity: identity.clone(),
     });
     let in_place = InPlaceLoad { file: file_id, lease };
     let loaded = load_checked(file, &link, input, bytes, identity.clone(), remote, Some(in_place));
@@ -209,7 +210,7 @@ pub(super) struct InPlaceLoad {
 /// often the lease is checked.
 #[derive(Debug, Clone)]
 pub(super) struct Leased {
-    pub(super) changed: (i64, i64),
+    pub(super) changed: lease::Changed,
     pub(super) poll_ms: u64,
     /// The library's identity, which names its private copy if it moves to one.
     pub(super) identity: String,

@@ -134,6 +134,35 @@ fn process_alive(pid: i32) -> bool {
     !matches!(nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None), Err(nix::errno::Errno::ESRCH))
 }
 
+/// The plugin library copies `/proc/self/maps` shows: those in the shadow directory and those mapped from files
+/// whose inode is in `in_place`; how many, and their mapped size in bytes. `None` where there is no such file.
+pub(super) fn mapped_copies(in_place: &std::collections::BTreeSet<u64>) -> Option<(u64, u64)> {
+    let (Ok(dir), Ok(maps)) = (shadow_dir(), std::fs::read_to_string("/proc/self/maps")) else {
+        return None;
+    };
+    let dir = format!("{}/", dir.display());
+    let mut copies = std::collections::HashMap::<&str, u64>::new();
+    for line in maps.lines() {
+        // `start-end perms offset dev inode path`; the path may end in " (deleted)" (copies are removed once open).
+        let mut fields = line.splitn(6, ' ');
+        let range = fields.next().unwrap_or_default();
+        let inode = fields.nth(3).and_then(|inode| inode.parse::<u64>().ok()).unwrap_or(0);
+        let Some(path) = fields
+            .next()
+            .map(str::trim_start)
+            .filter(|path| path.starts_with(&dir) || (inode != 0 && in_place.contains(&inode)))
+        else {
+            continue;
+        };
+        let size = range
+            .split_once('-')
+            .and_then(|(start, end)| Some(u64::from_str_radix(end, 16).ok()? - u64::from_str_radix(start, 16).ok()?))
+            .unwrap_or(0);
+        *copies.entry(path).or_default() += size;
+    }
+    Some((copies.len() as u64, copies.values().sum()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
