@@ -299,9 +299,10 @@ fn a_writable_library_mapped_in_place_moves_to_a_copy_before_a_writer_truncates_
 }
 
 #[test]
-fn a_leased_library_whose_file_was_only_chmodded_still_moves_before_a_writer() {
-    // A `chmod` (a rename, a new link) moves the file's change time without breaking the lease or touching its
-    // bytes: a writer after it must still find the library moved, not wait out the break time and write under it.
+fn a_leased_library_whose_file_was_only_chmodded_or_touched_still_moves_before_a_writer() {
+    // A `chmod` (a rename, a new link) moves the file's change time, and `touch` its modification time, without
+    // breaking the lease or touching its bytes: a writer after them must still find the library moved, not wait
+    // out the break time and write under it.
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
     let Leased { dir: _dir, ws, file, runtime } = leased_variant_a();
     let before = std::fs::metadata(&file).unwrap().ctime_nsec();
@@ -313,6 +314,9 @@ fn a_leased_library_whose_file_was_only_chmodded_still_moves_before_a_writer() {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert_ne!(std::fs::metadata(&file).unwrap().ctime_nsec(), before, "the change time moved");
+    // `touch -d`: new times through a read-only descriptor (the owner may), so no open for writing.
+    let yesterday = std::time::SystemTime::now() - Duration::from_secs(86_400);
+    std::fs::File::open(&file).unwrap().set_modified(yesterday).unwrap();
     let moved = runtime.reload_stats().moved_off_leases;
     let writer = std::fs::OpenOptions::new().write(true).truncate(true).open(&file).unwrap();
     assert!(runtime.reload_stats().moved_off_leases > moved, "the writer got in before the library moved");

@@ -397,7 +397,8 @@ fn poll() {
     loop {
         let interval = {
             let watched = WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            watched.libraries.iter().map(|(_, poll_ms)| *poll_ms).min().unwrap_or(DEFAULT_POLL_MS)
+            let parked = watched.parked.iter().map(|parked| parked.lease.poll_ms);
+            watched.libraries.iter().map(|(_, poll_ms)| *poll_ms).chain(parked).min().unwrap_or(DEFAULT_POLL_MS)
         };
         std::thread::sleep(Duration::from_millis(interval.max(1)));
         // The references taken here may be the last ones: they are dropped (the library closed) only after
@@ -429,24 +430,31 @@ fn poll() {
         // it, so every library moves now.
         let still_safe = supported(interval);
         for library in &live {
-            let Some(file) = library.file.as_ref() else { continue };
-            // SAFETY: fcntl on the descriptor the library keeps open.
-            let held = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) };
-            // While a break is pending the kernel reports the lease type it is being broken to (none).
-            if held != libc::F_RDLCK || !still_safe {
+            if library.file.as_ref().is_some_and(breaking) || !still_safe {
                 detach(library);
             }
         }
         // The last reference to a library may be dropped here: it is closed on this thread then.
         drop(live);
+        // Parked libraries move, like live ones, when a writer waits; one whose lease the kernel no longer lists
+        // (ended after its break time) has nothing left to guard.
         let parked = std::mem::take(&mut WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).parked);
         let (moved, still): (Vec<Parked>, Vec<Parked>) = parked.into_iter().partition(|parked| {
-            move_parts(&parked.placed, &parked.lease, &parked.file);
-            !parked.lease.held()
+            if breaking(&parked.file) || !still_safe {
+                move_parts(&parked.placed, &parked.lease, &parked.file);
+            }
+            !parked.lease.held() || lease_listed(&parked.file) == Some(false)
         });
         WATCHED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).parked.extend(still);
         drop(moved);
     }
+}
+
+/// Whether the lease on `file` is no longer a plain read lease: being broken (the kernel then reports the type it
+/// is being broken to, none), or gone.
+fn breaking(file: &File) -> bool {
+    // SAFETY: fcntl on a descriptor the caller keeps open.
+    unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETLEASE) != libc::F_RDLCK }
 }
 
 /// Moves `library` off its file onto a private copy of the same bytes, then gives the lease up. A library that
@@ -506,15 +514,42 @@ fn wait_for_clock(changed: (i64, i64)) {
     }
 }
 
+/// Whether `file` still holds the bytes the library was loaded from: true while the kernel still lists this
+/// process's lease on it, held or being broken (a writer then still waits). A host stopped longer than the break
+/// time (SIGSTOP, a debugger, a frozen cgroup) loses it, and a writer may have changed the file since. Neither a
+/// `chmod`, a rename, a new link nor `touch` breaks a lease or changes a byte, so none of them counts. Where
+/// `/proc/locks` cannot be read, an unchanged modification time and size stand in.
+fn intact(file: &File, lease: &Lease) -> bool {
+    match lease_listed(file) {
+        Some(listed) => listed,
+        None => file.metadata().is_ok_and(|meta| Changed::of(&meta).content == lease.changed.content),
+    }
+}
+
+/// Whether the kernel lists a lease of this process on `file` (`/proc/locks`: `ID: LEASE STATE TYPE PID
+/// MAJOR:MINOR:INODE START END`); `None` where that cannot be read.
+fn lease_listed(file: &File) -> Option<bool> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = file.metadata().ok()?;
+    let wanted = format!("{:02x}:{:02x}:{}", libc::major(meta.dev()), libc::minor(meta.dev()), meta.ino());
+    let pid = std::process::id().to_string();
+    let locks = std::fs::read_to_string("/proc/locks").ok()?;
+    Some(locks.lines().any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        fields.get(1) == Some(&"LEASE")
+            && fields.get(4) == Some(&pid.as_str())
+            && fields.get(5) == Some(&wanted.as_str())
+    }))
+}
+
 /// Copies `file` into a file of its own in the shadow directory, moves the library's RELRO pages to anonymous
 /// memory, maps its never-written segments again from that copy at the same addresses, and returns the copy
 /// (open read-only) and its content hash.
 fn move_to_copy(placed: &Placed, lease: &Lease, file: &File) -> Result<(File, String), String> {
     let object = loaded_object(placed.inside, Some(&placed.name)).ok_or("its segments were not found")?;
-    // The bytes copied must be the ones mapped. They are while the lease holds; a host stopped longer than the
-    // break time (SIGSTOP, a debugger, a frozen cgroup) may have lost it, and a writer may have changed the file:
-    // then mapping the copy would put other code under the library's addresses. Checked before and after.
-    let unchanged = || file.metadata().is_ok_and(|meta| Changed::of(&meta).content == lease.changed.content);
+    // The bytes copied must be the ones mapped, or mapping the copy would put other code under the library's
+    // addresses. Checked before and after copying.
+    let unchanged = || intact(file, lease);
     if !unchanged() {
         return Err("its file changed while the lease was lost (was the host stopped?); it is left as it is".to_owned());
     }
