@@ -456,11 +456,16 @@ fn load_copy(
     // another number.
     let mut taken = Vec::new();
     let opened = loop {
-        let opened = std::fs::File::open(&shadow).and_then(|copy| Ok((copy.metadata()?, copy)));
-        let copy = match opened {
-            Ok((meta, copy)) if lease::placed(placement::file_id(&meta)) && taken.len() < 8 => copy,
-            other => break other,
+        let (meta, copy) = match std::fs::File::open(&shadow).and_then(|copy| Ok((copy.metadata()?, copy))) {
+            Ok(opened) => opened,
+            Err(e) => break Err(e),
         };
+        if !lease::placed(placement::file_id(&meta)) {
+            break Ok((meta, copy));
+        }
+        if taken.len() >= 8 {
+            break Err(std::io::Error::other("every copy got the inode number of a library still loaded"));
+        }
         let next = shadow_name(dir, &hash[..16], NEXT_COPY.fetch_add(1, Ordering::Relaxed), file);
         let copied = std::fs::copy(&shadow, &next);
         let _ = std::fs::remove_file(&shadow);
@@ -471,12 +476,6 @@ fn load_copy(
         taken.push(copy);
     };
     drop(taken);
-    let opened = opened.and_then(|(meta, copy)| {
-        if lease::placed(placement::file_id(&meta)) {
-            return Err(std::io::Error::other("every copy got the inode number of a library still loaded"));
-        }
-        Ok((meta, copy))
-    });
     let loaded = opened
         .map_err(|e| LoadError::new(file, format!("cannot open the shadow copy: {e}")))
         .and_then(|(meta, copy)| load_checked(file, &shadow, copy, meta.len(), hash, remote, None));

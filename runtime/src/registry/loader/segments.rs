@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 /// The size of a memory page.
-pub(super) fn page_size() -> usize {
+fn page_size() -> usize {
     // SAFETY: sysconf reads a constant.
     usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096)
 }
@@ -12,9 +12,9 @@ pub(super) fn page_size() -> usize {
 /// One loadable segment of a mapped library: where it is, where its bytes are in the file, and its flags.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Segment {
-    pub(super) start: usize,
-    pub(super) offset: u64,
-    pub(super) file_size: usize,
+    start: usize,
+    offset: u64,
+    file_size: usize,
     pub(super) flags: u32,
 }
 
