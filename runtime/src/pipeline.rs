@@ -253,12 +253,67 @@ impl Engine {
 
     /// Runs one tool use for a task through every stage, then Cline's loop detection on it.
     pub async fn execute(self: &Arc<Self>, task: &Arc<TaskShared>, tool_use: ToolUse) -> ToolResult {
+        match self.execute_inline(task, tool_use) {
+            Ok(result) => result,
+            // Boxed: the staged path's state (hooks, approvals, actor messages) is kilobytes, which every call's
+            // future would otherwise carry, and move, from caller to caller.
+            Err((tool_use, found)) => Box::pin(self.execute_staged(task, tool_use, found)).await,
+        }
+    }
+
+    /// The common case, on this thread and without a future: a loaded `inline` tool whose `prepare` always
+    /// proceeds, with no hooks to run, is executed at once. Anything else is handed back, with the route found
+    /// for it (a streamed call's pinned route is taken when found).
+    #[allow(clippy::result_large_err)]
+    fn execute_inline(&self, task: &Arc<TaskShared>, tool_use: ToolUse) -> Result<ToolResult, (ToolUse, Option<Route>)> {
+        if task.cancel.is_cancelled() {
+            return Err((tool_use, None));
+        }
+        let Some(route) = resolve::found(self, task, &tool_use) else {
+            return Err((tool_use, None));
+        };
+        let Some(inline) = route.inline.clone().filter(|_| {
+            route.meta.proceeds && !self.hooks.has(HookEvent::PreToolUse) && !self.hooks.has(HookEvent::PostToolUse)
+        }) else {
+            return Err((tool_use, Some(route)));
+        };
+        let (route, mut tool_use) = match resolve::admit(task, route, tool_use) {
+            Ok(admitted) => admitted,
+            Err(refused) => return Ok(refused),
+        };
+        self.close_browser_for(task, &route);
+        let (mut result, signature) = match validate::validate(&route, task, &mut tool_use) {
+            Ok(valid) => {
+                let by_ref = route.meta.task_by_ref;
+                let call = CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CancelToken::never());
+                let executed = match inline.run(Phase::Execute, (&call, false), task, &self.services.router, None) {
+                    Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
+                    Ok(PhaseAnswer::Prepared(_)) => Err(PhaseError::Failed("execute answered as prepare".to_owned())),
+                    Err(error) => Err(error),
+                };
+                (self.answer(task, &route, &mut tool_use, valid.description, executed), Some(valid.signature))
+            }
+            Err(invalid) => Self::refused(task, *invalid),
+        };
+        if let Some(signature) = signature {
+            finish::detect_loop(task, &mut result, signature);
+        }
+        Ok(result)
+    }
+
+    /// Every stage, for a call [`Engine::execute_inline`] did not take; `found` is the route it found.
+    async fn execute_staged(
+        self: &Arc<Self>,
+        task: &Arc<TaskShared>,
+        tool_use: ToolUse,
+        found: Option<Route>,
+    ) -> ToolResult {
         if task.cancel.is_cancelled() {
             let description = format!("[{}]", tool_use.name);
             let text = messages::tool_error(&format!("Error executing {}: the task was cancelled.", tool_use.name));
             return ToolResult::plain(&tool_use, description, ResultStatus::Error, text);
         }
-        let resolved = resolve::resolve(self, task, tool_use).await;
+        let resolved = resolve::resolve(self, task, tool_use, found).await;
         let mut result = match resolved.outcome {
             Ok((route, tool_use)) => {
                 // The call's own cancellation: cancelled when this future is dropped before it finishes (an
@@ -284,6 +339,64 @@ impl Engine {
         result
     }
 
+    /// Cline's executor closes the browser before any other tool runs (the model was told to close it first; a
+    /// later browser action then reads that it is no longer launched).
+    fn close_browser_for(&self, task: &TaskShared, route: &Route) {
+        if route.meta.primary != crate::services::browser::BROWSER_TOOL {
+            self.services.browser.close_task(&task.info.task_id);
+        }
+    }
+
+    /// The result of a call whose input failed validation, and its loop-detection signature.
+    fn refused(task: &TaskShared, invalid: validate::Invalid) -> (ToolResult, Option<u128>) {
+        let result = if invalid.mistake { finish::mistake(task, invalid.result) } else { invalid.result };
+        (result, invalid.signature)
+    }
+
+    /// `execute`'s answer (or why there is none) as the result the model reads.
+    fn answer(
+        &self,
+        task: &TaskShared,
+        route: &Route,
+        tool_use: &mut ToolUse,
+        description: String,
+        executed: Result<String, PhaseError>,
+    ) -> ToolResult {
+        let outcome = match executed {
+            Ok(text) => crate::result_limit::parse_outcome(&text, self.max_result_bytes).unwrap_or_else(|e| {
+                Outcome::Error(finish::boundary_error(
+                    &tool_use.name,
+                    &format!("unreadable answer from execute: {}", toolshed_plugin_api::sdk::json_error(&e)),
+                ))
+            }),
+            Err(error) => Outcome::Error(crate::result_limit::cap_error(
+                finish::phase_error(route, &error),
+                self.max_result_bytes,
+            )),
+        };
+        match outcome {
+            // A result reporting the tool's own failure (MCP's `isError`) is read as a result, but ends as a
+            // tool error; like Cline, it is not the model's mistake (Cline reset the count before the call).
+            Outcome::Success { blocks, is_error } => {
+                task.mistakes.store(0, Ordering::Relaxed);
+                ToolResult {
+                    // Moved, not copied: the tool use is not read after this.
+                    tool_use_id: std::mem::take(&mut tool_use.id),
+                    name: std::mem::take(&mut tool_use.name),
+                    description,
+                    blocks,
+                    status: if is_error { ResultStatus::Error } else { ResultStatus::Success },
+                    feedback: None,
+                    note: None,
+                    context_before: Vec::new(),
+                    context_after: Vec::new(),
+                }
+            }
+            Outcome::Error(error) => finish::tool_error(task, tool_use, description, error),
+            Outcome::Denied => finish::denied(tool_use, description, None),
+        }
+    }
+
     /// The stages after resolve; also returns the loop-detection signature when the call reached its tool.
     async fn run(
         self: &Arc<Self>,
@@ -292,17 +405,10 @@ impl Engine {
         mut tool_use: ToolUse,
         cancel: &Arc<CancelToken>,
     ) -> (ToolResult, Option<u128>) {
-        // Cline's executor closes the browser before any other tool runs (the model was told to close it
-        // first; a later browser action then reads that it is no longer launched).
-        if route.meta.primary != crate::services::browser::BROWSER_TOOL {
-            self.services.browser.close_task(&task.info.task_id);
-        }
+        self.close_browser_for(task, &route);
         let valid = match validate::validate(&route, task, &mut tool_use) {
             Ok(valid) => valid,
-            Err(invalid) => {
-                let result = if invalid.mistake { finish::mistake(task, invalid.result) } else { invalid.result };
-                return (result, invalid.signature);
-            }
+            Err(invalid) => return Self::refused(task, *invalid),
         };
         let validate::Valid { input, description, signature } = valid;
         let pre_hooks = self.hooks.has(HookEvent::PreToolUse);
@@ -399,39 +505,7 @@ impl Engine {
             }
             Err(error) => Err(error),
         };
-        let outcome = match executed {
-            Ok(text) => crate::result_limit::parse_outcome(&text, self.max_result_bytes).unwrap_or_else(|e| {
-                Outcome::Error(finish::boundary_error(
-                    &tool_use.name,
-                    &format!("unreadable answer from execute: {}", toolshed_plugin_api::sdk::json_error(&e)),
-                ))
-            }),
-            Err(error) => Outcome::Error(crate::result_limit::cap_error(
-                finish::phase_error(&route, &error),
-                self.max_result_bytes,
-            )),
-        };
-        let mut result = match outcome {
-            // A result reporting the tool's own failure (MCP's `isError`) is read as a result, but ends as a
-            // tool error; like Cline, it is not the model's mistake (Cline reset the count before the call).
-            Outcome::Success { blocks, is_error } => {
-                task.mistakes.store(0, Ordering::Relaxed);
-                ToolResult {
-                    // Moved, not copied: the tool use is not read after this.
-                    tool_use_id: std::mem::take(&mut tool_use.id),
-                    name: std::mem::take(&mut tool_use.name),
-                    description,
-                    blocks,
-                    status: if is_error { ResultStatus::Error } else { ResultStatus::Success },
-                    feedback: None,
-                    note: None,
-                    context_before: Vec::new(),
-                    context_after: Vec::new(),
-                }
-            }
-            Outcome::Error(error) => finish::tool_error(task, &tool_use, description, error),
-            Outcome::Denied => finish::denied(&tool_use, description, None),
-        };
+        let mut result = self.answer(task, &route, &mut tool_use, description, executed);
         result.feedback = feedback;
         result.context_before = verdict.context;
         if let Some(mut post_input) = post_input {

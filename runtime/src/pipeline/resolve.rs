@@ -27,12 +27,17 @@ pub(super) struct Resolved {
     pub rename: Option<Rename>,
 }
 
-/// Resolves a tool use for a task.
-pub(super) async fn resolve(engine: &Engine, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> Resolved {
+/// Resolves a tool use for a task; `found` is the route [`found`] already gave it, if any.
+pub(super) async fn resolve(
+    engine: &Engine,
+    task: &Arc<TaskShared>,
+    mut tool_use: ToolUse,
+    mut found: Option<Route>,
+) -> Resolved {
     let mut rename = None;
     let mut hops = 0;
     let route = loop {
-        if let Some(route) = streamed(task, &tool_use).or_else(|| engine.route(&tool_use.name)) {
+        if let Some(route) = found.take().or_else(|| self::found(engine, task, &tool_use)) {
             break Some(route);
         }
         // A one-shot runtime loads the library declaring the name, then looks again.
@@ -60,15 +65,33 @@ pub(super) async fn resolve(engine: &Engine, task: &Arc<TaskShared>, mut tool_us
             }
         }
     };
-    task.calls.fetch_add(1, Ordering::Relaxed);
     let outcome = match route {
-        // The profile holds for every call of the task, not only for what its host lists: a plugin's
-        // `tool.call` or a name route reaching a tool the profile hides is refused here too.
-        Some(route) if !task.profile.serves(&route.meta.name) => Err(not_served(task, &tool_use, &route.meta.name)),
-        Some(route) => Ok((route, tool_use)),
-        None => Err(unknown(engine, task, &tool_use)),
+        Some(route) => admit(task, route, tool_use),
+        None => {
+            task.calls.fetch_add(1, Ordering::Relaxed);
+            Err(unknown(engine, task, &tool_use))
+        }
     };
     Resolved { outcome, rename }
+}
+
+/// The route a tool use's name has now, without loading or routing anything: the one its stream was pinned to,
+/// else the loaded tool of that name. A pinned route is taken: hand it on to [`resolve`].
+pub(super) fn found(engine: &Engine, task: &TaskShared, tool_use: &ToolUse) -> Option<Route> {
+    streamed(task, tool_use).or_else(|| engine.route(&tool_use.name))
+}
+
+/// Counts a call that reached a route and checks the task's profile serves its tool: the call to run there, or
+/// the refusal.
+pub(super) fn admit(task: &TaskShared, route: Route, tool_use: ToolUse) -> Result<(Route, ToolUse), ToolResult> {
+    task.calls.fetch_add(1, Ordering::Relaxed);
+    // The profile holds for every call of the task, not only for what its host lists: a plugin's `tool.call` or
+    // a name route reaching a tool the profile hides is refused here too.
+    if task.profile.serves(&route.meta.name) {
+        Ok((route, tool_use))
+    } else {
+        Err(not_served(task, &tool_use, &route.meta.name))
+    }
 }
 
 /// The first name route that takes the tool use, asked in order; the tool use back when none does.
