@@ -433,15 +433,14 @@ pub mod log_level {
     pub const DEBUG: u8 = 4;
 }
 
-/// The answers of `prepare` and `execute` read through one flat struct: serde reads internally tagged enums
-/// by buffering the whole value first, which costs more than the rest of a small call. The JSON is the same.
-/// The tags (`status`, a block's `type`) are borrowed from the answer: they are only compared.
+/// The answers of `prepare` read through one flat struct ([`FlatOutcome`] for `execute`'s): serde reads
+/// internally tagged enums by buffering the whole value first, which costs more than the rest of a small call.
+/// The JSON is the same. The tags (`status`, a block's `type`) are borrowed from the answer: they are only
+/// compared.
 #[derive(Deserialize)]
 struct FlatAnswer<'a> {
     #[serde(borrow)]
     status: std::borrow::Cow<'a, str>,
-    #[serde(default, deserialize_with = "budgeted_blocks")]
-    blocks: ReadBlocks,
     #[serde(default, deserialize_with = "budgeted_text")]
     message: Option<String>,
     #[serde(default)]
@@ -454,6 +453,20 @@ struct FlatAnswer<'a> {
     risk: Risk,
     #[serde(default)]
     denied_message: Option<String>,
+}
+
+/// `execute`'s answer, read as [`FlatAnswer`] is, without `prepare`'s fields: fewer field names to tell apart
+/// and a smaller struct to fill and move, on every call.
+#[derive(Deserialize)]
+struct FlatOutcome<'a> {
+    #[serde(borrow)]
+    status: std::borrow::Cow<'a, str>,
+    #[serde(default, deserialize_with = "budgeted_blocks")]
+    blocks: ReadBlocks,
+    #[serde(default, deserialize_with = "budgeted_text")]
+    message: Option<String>,
+    #[serde(default)]
+    mistake: bool,
     #[serde(default)]
     is_error: bool,
 }
@@ -567,13 +580,9 @@ impl FlatBlock<'_> {
     }
 }
 
-impl FlatAnswer<'_> {
-    fn tool_error(self) -> Result<ToolError, serde_json::Error> {
-        Ok(ToolError {
-            message: self.message.ok_or_else(|| flat_error("an error without a message"))?,
-            mistake: self.mistake,
-        })
-    }
+/// The tool error of an answer whose status is `error`.
+fn flat_tool_error(message: Option<String>, mistake: bool) -> Result<ToolError, serde_json::Error> {
+    Ok(ToolError { message: message.ok_or_else(|| flat_error("an error without a message"))?, mistake })
 }
 
 impl Prepared {
@@ -589,7 +598,7 @@ impl Prepared {
                 risk: flat.risk,
                 denied_message: flat.denied_message,
             })),
-            "error" => Ok(Prepared::Error(flat.tool_error()?)),
+            "error" => Ok(Prepared::Error(flat_tool_error(flat.message, flat.mistake)?)),
             other => Err(flat_error(&format!("unknown prepare status '{other}'"))),
         }
     }
@@ -598,13 +607,13 @@ impl Prepared {
 impl Outcome {
     /// Parses `execute`'s JSON answer (the fast path the runtime uses).
     pub fn from_json(text: &str) -> Result<Outcome, serde_json::Error> {
-        let flat: FlatAnswer<'_> = serde_json::from_str(text)?;
+        let flat: FlatOutcome<'_> = serde_json::from_str(text)?;
         match &*flat.status {
             "success" => match flat.blocks.invalid {
                 Some(invalid) => Err(flat_error(&invalid)),
                 None => Ok(Outcome::Success { blocks: flat.blocks.blocks, is_error: flat.is_error }),
             },
-            "error" => Ok(Outcome::Error(flat.tool_error()?)),
+            "error" => Ok(Outcome::Error(flat_tool_error(flat.message, flat.mistake)?)),
             "denied" => Ok(Outcome::Denied),
             other => Err(flat_error(&format!("unknown execute status '{other}'"))),
         }

@@ -20,8 +20,9 @@ impl TaskHandle {
     /// This is one call on its own; for the tool uses of one assistant message, with Cline's message-level
     /// rules (one tool per message, skipping after a rejection, parallel read-only calls), use
     /// [`TaskHandle::execute_message`].
-    pub async fn execute(&self, tool_use: ToolUse) -> ToolResult {
-        self.shared.execute_for_host(&self.task, tool_use).await
+    // The pipeline's own future, not one wrapping it: every layer would carry (and move) the call once more.
+    pub fn execute(&self, tool_use: ToolUse) -> impl std::future::Future<Output = ToolResult> + Send + '_ {
+        self.shared.execute_for_host(&self.task, tool_use)
     }
 
     /// Runs the tool uses of one assistant message under Cline's message-level rules and returns one
