@@ -264,7 +264,6 @@ impl Engine {
     /// The common case, on this thread and without a future: a loaded `inline` tool whose `prepare` always
     /// proceeds, with no hooks to run, is executed at once. Anything else is handed back, with the route found
     /// for it (a streamed call's pinned route is taken when found).
-    // Either side is moved once, straight into the caller's match: boxing one would only add an allocation.
     #[allow(clippy::result_large_err)]
     fn execute_inline(
         &self,

@@ -1,11 +1,7 @@
 //! The tool actor: owns one handler instance and its worker pool, runs call phases there with a timeout,
 //! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
 
-mod pooled;
-
-pub(crate) use pooled::{LaneClock, PooledLane};
-
-use crate::actors::pool::{Priority, WorkerPool};
+use crate::actors::pool::{Finishing, Priority, WorkerPool};
 use crate::registry::loader::PluginHandler;
 use crate::services::commit_gate::CommitGate;
 use crate::services::host::{CallHost, Router};
@@ -14,7 +10,7 @@ use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr};
 use actix::prelude::*;
 use std::borrow::Cow;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use toolshed_plugin_api::{Host_TO, Prepared, ToolHandlerBox};
@@ -221,14 +217,14 @@ impl ToolActor {
         let health = Arc::new(ToolHealth::default());
         let pooled = match lane {
             Lane::Inline => None,
-            Lane::Workers(priority) => Some(Arc::new(PooledLane::new(
-                Arc::clone(&name),
-                Arc::clone(&handler),
-                WorkerPool::new(&name, workers, priority),
-                Arc::clone(&health),
-                max_abandoned,
+            Lane::Workers(priority) => Some(Arc::new(PooledLane {
+                name: Arc::clone(&name),
+                handler: Arc::clone(&handler),
+                pool: WorkerPool::new(&name, workers, priority),
+                health: Arc::clone(&health),
+                max_abandoned: max_abandoned.max(1),
                 clock,
-            ))),
+            })),
         };
         Self { name, handler, pooled, health }
     }
@@ -252,14 +248,6 @@ impl ToolActor {
 
 impl Actor for ToolActor {
     type Context = Context<Self>;
-
-    /// Unloaded, replaced or the runtime gone: the lane stops taking calls and lets the handler go, as the
-    /// actor does.
-    fn stopped(&mut self, _ctx: &mut Self::Context) {
-        if let Some(pooled) = &self.pooled {
-            pooled.retire();
-        }
-    }
 }
 
 /// When `execute` began after `prepare` in one job, for the waiting side's timeout: written by the job, read by
@@ -404,6 +392,195 @@ impl Handler<RunPhase> for ToolActor {
                     msg.then_execute.as_ref(),
                 ))
             }
+        }
+    }
+}
+
+/// The runtime whose clock times pooled calls out (the actor thread's), and whether it still runs: a caller
+/// waits for a pooled call on its own executor, but its timeouts are the actor runtime's timers, which must not
+/// be polled once that runtime has stopped.
+#[derive(Debug, Default)]
+pub(crate) struct LaneClock {
+    handle: OnceLock<tokio::runtime::Handle>,
+    /// Read while a call's wait is polled; written once, when the runtime stops.
+    open: std::sync::RwLock<bool>,
+    /// Wakes every waiting call when the runtime stops: none waits for a timer that will never fire.
+    stopped: CancelToken,
+}
+
+impl LaneClock {
+    /// The actor runtime has started: its timers time calls from now on.
+    pub fn start(&self, handle: tokio::runtime::Handle) {
+        let _ = self.handle.set(handle);
+        *self.open.write().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+    }
+
+    /// The actor runtime is stopping: every wait still polled answers that it stopped. Returns once no wait is
+    /// being polled.
+    pub fn stop(&self) {
+        *self.open.write().unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        self.stopped.cancel();
+    }
+}
+
+impl LaneClock {
+    /// `wait`'s output, or `None` when the runtime stops first (its timers would never fire).
+    async fn unless_stopped<F: std::future::Future>(&self, wait: F) -> Option<F::Output> {
+        tokio::select! {
+            output = wait => Some(output),
+            () = self.stopped.cancelled() => None,
+        }
+    }
+}
+
+/// What a call still waiting when the runtime stops is answered.
+fn stopped() -> Result<PhaseAnswer, PhaseError> {
+    Err(PhaseError::Failed("the tool's actor has stopped".to_owned()))
+}
+
+/// A pooled call's wait, polled in the actor runtime's context (for its timers) while that runtime runs.
+struct OnClock {
+    clock: Arc<LaneClock>,
+    wait: std::pin::Pin<Box<dyn std::future::Future<Output = Result<PhaseAnswer, PhaseError>> + Send>>,
+}
+
+impl std::future::Future for OnClock {
+    type Output = Result<PhaseAnswer, PhaseError>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let clock = Arc::clone(&self.clock);
+        let open = clock.open.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(handle) = clock.handle.get().filter(|_| *open) else {
+            return std::task::Poll::Ready(stopped());
+        };
+        let _context = handle.enter();
+        self.wait.as_mut().poll(cx)
+    }
+}
+
+/// A pooled tool's phases, handed to its worker threads by the caller itself: the hop through the actor's
+/// mailbox (a wake-up of the actor thread each way when the caller is elsewhere) is not needed to reach them.
+pub(crate) struct PooledLane {
+    name: Arc<str>,
+    handler: Arc<PluginHandler>,
+    pool: WorkerPool,
+    health: Arc<ToolHealth>,
+    max_abandoned: usize,
+    clock: Arc<LaneClock>,
+}
+
+impl std::fmt::Debug for PooledLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PooledLane").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+impl PooledLane {
+    /// Runs one phase on a worker with the call's timeout, cancellation and commit rules; the future runs on
+    /// any executor.
+    pub fn run(self: Arc<Self>, msg: RunPhase) -> impl std::future::Future<Output = Result<PhaseAnswer, PhaseError>> {
+        let clock = Arc::clone(&self.clock);
+        OnClock { clock, wait: Box::pin(self.wait(msg)) }
+    }
+
+    async fn wait(self: Arc<Self>, msg: RunPhase) -> Result<PhaseAnswer, PhaseError> {
+        if self.health.quarantined() {
+            return Err(PhaseError::Quarantined(self.health.abandoned()));
+        }
+        let cancelled = Arc::clone(&msg.call.cancel);
+        let commit = Arc::new(CommitGate::default());
+        let host = call_host(&self.name, &self.handler, &msg.call, &msg.task, &msg.router, Arc::clone(&commit));
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let execute_timeout = msg.then_execute.as_ref().map(|then| then.timeout);
+        let started = Arc::new(ExecuteStart::new(msg.timeout));
+        let state = Arc::new(AtomicU8::new(RUNNING));
+        let job = {
+            let (handler, state, health) = (Arc::clone(&self.handler), Arc::clone(&state), Arc::clone(&self.health));
+            let started = Arc::clone(&started);
+            let (phase, call, approved, then_execute) = (msg.phase, msg.call, msg.approved, msg.then_execute);
+            move |finishing: Finishing<'_>| {
+                let answer = run_call(&handler, phase, (&call, approved), &host, then_execute.as_ref(), Some(&started));
+                if state.swap(DONE, Ordering::AcqRel) == ABANDONED {
+                    // The last abandoned thread is back: the tool may serve again.
+                    if health.abandoned.fetch_sub(1, Ordering::AcqRel) == 1 {
+                        health.quarantined.store(false, Ordering::Release);
+                    }
+                }
+                // The caller this answer wakes may queue its next call at once: this worker takes it.
+                finishing.now();
+                let _ = tx.send(answer);
+            }
+        };
+        self.pool.submit(job).map_err(PhaseError::Failed)?;
+
+        let (health, name, max_abandoned, task, timeout, grace) = (
+            Arc::clone(&self.health),
+            Arc::clone(&self.name),
+            self.max_abandoned,
+            msg.task,
+            msg.timeout,
+            msg.cancel_grace,
+        );
+        let commit_wait = msg.commit_wait;
+        let lost = || Err(PhaseError::Failed("the worker thread was lost".to_owned()));
+        {
+            let mut rx = rx;
+            let mut limit = timeout;
+            let mut deadline = started.prepare_deadline;
+            let mut awaiting_start = execute_timeout.is_some();
+            let failure = loop {
+                tokio::select! {
+                    answer = &mut rx => return answer.unwrap_or_else(|_| lost()),
+                    // `execute` began after `prepare` in the same job, and its own timeout ends before the
+                    // prepare timeout would have: that deadline holds from now.
+                    () = started.sooner.notified(), if awaiting_start => {}
+                    () = tokio::time::sleep_until(deadline.into()) => {}
+                    () = task.cancel.cancelled() => break PhaseError::Cancelled,
+                    // The call alone was cancelled (its future dropped): the same as its task's, for it.
+                    () = cancelled.cancelled() => break PhaseError::Cancelled,
+                    // The runtime is going: the plugin's host services refuse from now on.
+                    () = self.clock.stopped.cancelled() => {
+                        cancelled.cancel();
+                        return stopped();
+                    }
+                }
+                // `execute` began after `prepare` in the same job: its own timeout runs from its start.
+                if let (true, Some(at), Some(execute)) = (awaiting_start, started.at.get(), execute_timeout) {
+                    awaiting_start = false;
+                    limit = execute;
+                    deadline = *at + execute;
+                }
+                if Instant::now() >= deadline {
+                    break PhaseError::TimedOut(limit);
+                }
+            };
+            // A call that committed is writing: reporting it as failed now would hide what it wrote, so its
+            // own answer is waited for (bounded, for a write that hangs). One that did not commit never can.
+            let failure = match commit.close() {
+                true => failure,
+                false => match self.clock.unless_stopped(tokio::time::timeout(commit_wait, &mut rx)).await {
+                    Some(Ok(answer)) => return answer.unwrap_or_else(|_| lost()),
+                    Some(Err(_)) => PhaseError::WriteOverran(commit_wait),
+                    None => return stopped(),
+                },
+            };
+            // Every blocking host service the call uses from here on answers `Cancelled`.
+            cancelled.cancel();
+            if failure == PhaseError::Cancelled {
+                match self.clock.unless_stopped(tokio::time::timeout(grace, &mut rx)).await {
+                    Some(Ok(answer)) => return answer.unwrap_or_else(|_| lost()),
+                    Some(Err(_)) => {}
+                    None => return stopped(),
+                }
+            }
+            // Reply now; the plugin call keeps its thread until it returns.
+            if state.compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
+                let abandoned = health.abandoned.fetch_add(1, Ordering::AcqRel) + 1;
+                if abandoned >= max_abandoned && !health.quarantined.swap(true, Ordering::AcqRel) {
+                    tracing::error!(tool = %name, abandoned, "tool quarantined: too many calls still running after being abandoned");
+                }
+            }
+            Err(failure)
         }
     }
 }

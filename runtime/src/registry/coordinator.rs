@@ -428,11 +428,6 @@ fn required_params(specs: &BTreeMap<String, ToolSpec>) -> Vec<(String, bool)> {
 
 impl Actor for Coordinator {
     type Context = Context<Self>;
-
-    /// The actor system is stopping, however that came about: pooled calls stop using its clock.
-    fn stopped(&mut self, _ctx: &mut Self::Context) {
-        self.settings.clock.stop();
-    }
 }
 
 /// Registers every tool a loaded plugin declares (start-up: each tool on its own, refusals reported).
