@@ -85,7 +85,7 @@ pub fn rows(fixture: &Path, workspace: &Path) -> Result<Vec<Row>> {
         reference: inline_reference,
         target: Target::RatioAtMost(3.0),
         higher_is_better: false,
-        note: Some("an inline tool that always proceeds: run on the caller's thread, no hop".to_owned()),
+        note: Some("two actor hops: prepare and execute".to_owned()),
     });
 
     let (mut ours, mut reference) = interleave(ROUNDS, |ours| {
@@ -96,7 +96,7 @@ pub fn rows(fixture: &Path, workspace: &Path) -> Result<Vec<Row>> {
                 timer.record(if ours {
                     is_ok(&task.execute(noop("noop_pooled")).await)
                 } else {
-                    // Prepare and execute each on a worker thread, as the row was set: two hops there and back.
+                    // Prepare and execute each run on a worker thread: two hops there and back per call.
                     blocking_round_trip().await && blocking_round_trip().await
                 });
             }
@@ -105,7 +105,7 @@ pub fn rows(fixture: &Path, workspace: &Path) -> Result<Vec<Row>> {
     })?;
     rows.push(Row {
         id: "1b".to_owned(),
-        what: "dispatch: `noop_pooled`, on a worker thread".to_owned(),
+        what: "dispatch: `noop_pooled`, both phases on worker threads".to_owned(),
         unit: Unit::Nanos,
         ours: Figure::with_p99(&mut ours),
         reference_name: "2 × `spawn_blocking` round trip".to_owned(),

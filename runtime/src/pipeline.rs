@@ -265,11 +265,7 @@ impl Engine {
     /// proceeds, with no hooks to run, is executed at once. Anything else is handed back, with the route found
     /// for it (a streamed call's pinned route is taken when found).
     #[allow(clippy::result_large_err)]
-    fn execute_inline(
-        &self,
-        task: &Arc<TaskShared>,
-        tool_use: ToolUse,
-    ) -> Result<ToolResult, (ToolUse, Option<Route>)> {
+    fn execute_inline(&self, task: &Arc<TaskShared>, tool_use: ToolUse) -> Result<ToolResult, (ToolUse, Option<Route>)> {
         if task.cancel.is_cancelled() {
             return Err((tool_use, None));
         }
@@ -289,8 +285,7 @@ impl Engine {
         let (mut result, signature) = match validate::validate(&route, task, &mut tool_use) {
             Ok(valid) => {
                 let by_ref = route.meta.task_by_ref;
-                let call =
-                    CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CancelToken::never());
+                let call = CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CancelToken::never());
                 let executed = match inline.run(Phase::Execute, (&call, false), task, &self.services.router, None) {
                     Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
                     Ok(PhaseAnswer::Prepared(_)) => Err(PhaseError::Failed("execute answered as prepare".to_owned())),
@@ -563,14 +558,9 @@ impl Engine {
             cancel_grace: self.timeouts.cancel_grace,
             then_execute,
         };
-        match &route.pooled {
-            // Straight to the tool's workers from this thread: no wake-up of the actor thread on the way there
-            // or back.
-            Some(pooled) => Arc::clone(pooled).run(message).await,
-            None => match route.actor.send(message).await {
-                Ok(answer) => answer,
-                Err(_) => Err(PhaseError::Failed("the tool's actor has stopped".to_owned())),
-            },
+        match route.actor.send(message).await {
+            Ok(answer) => answer,
+            Err(_) => Err(PhaseError::Failed("the tool's actor has stopped".to_owned())),
         }
     }
 }

@@ -282,9 +282,7 @@ impl RuntimeBuilder {
             workers_per_tool: self.workers_per_tool,
             max_abandoned: config.plugins.max_abandoned as usize,
             bulk_priority: config.plugins.bulk_priority,
-            clock: Arc::default(),
         };
-        let clock = Arc::clone(&settings.clock);
         let routing: RoutingCell = Arc::new(RwLock::new(Arc::new(Routing::default())));
         let (system, thread, stopped, events, coordinator) = start_system(settings, Arc::clone(&routing), plugins)?;
         let reloader = Arc::new(Reloader::new(
@@ -387,7 +385,6 @@ impl RuntimeBuilder {
         let shared = Engine::new(engine_parts, |runner| HostServices::new(parts, runner));
         let runtime = Runtime {
             shared,
-            clock,
             system,
             thread: Some(thread),
             stopped,
@@ -427,7 +424,6 @@ fn start_system(
             let system = actix::System::new();
             let events = system.block_on(async move {
                 use actix::Actor;
-                settings.clock.start(tokio::runtime::Handle::current());
                 let coordinator = Coordinator::new(settings, routing).start();
                 let mut events = Vec::new();
                 for plugin in plugins {
@@ -456,8 +452,6 @@ fn start_system(
 /// within the `[timeouts] shutdown_ms` bound; threads still inside a plugin call are left to finish alone.
 pub struct Runtime {
     shared: Arc<Engine>,
-    /// The actor runtime's clock, stopped before the actors so no pooled call polls its timers afterwards.
-    clock: Arc<crate::actors::tool_actor::LaneClock>,
     system: actix::System,
     thread: Option<JoinHandle<()>>,
     stopped: Stopped,
@@ -661,7 +655,6 @@ impl Drop for Runtime {
         drop(self.watcher.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take());
         // Commands still running when the runtime goes are killed, not orphaned.
         self.shared.services.processes.kill_all();
-        self.clock.stop();
         self.system.stop();
         if let Some(thread) = self.thread.take() {
             let stopped = self.stopped.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

@@ -197,36 +197,27 @@ const ABANDONED: u8 = 2;
 pub(crate) struct ToolActor {
     name: Arc<str>,
     handler: Arc<PluginHandler>,
-    /// Where the tool's phases run off the caller's thread; `None` for an `inline` tool, whose phases run on
-    /// the thread that asks.
-    pooled: Option<Arc<PooledLane>>,
+    pool: WorkerPool,
     health: Arc<ToolHealth>,
+    /// The plugin declared its phases cheap and non-blocking: run them on the actor's thread.
+    inline: bool,
+    max_abandoned: usize,
 }
 
 impl ToolActor {
-    pub fn new(
-        name: &str,
-        handler: PluginHandler,
-        workers: usize,
-        lane: Lane,
-        max_abandoned: usize,
-        clock: Arc<LaneClock>,
-    ) -> Self {
-        let name: Arc<str> = Arc::from(name);
-        let handler = Arc::new(handler);
-        let health = Arc::new(ToolHealth::default());
-        let pooled = match lane {
-            Lane::Inline => None,
-            Lane::Workers(priority) => Some(Arc::new(PooledLane {
-                name: Arc::clone(&name),
-                handler: Arc::clone(&handler),
-                pool: WorkerPool::new(&name, workers, priority),
-                health: Arc::clone(&health),
-                max_abandoned: max_abandoned.max(1),
-                clock,
-            })),
+    pub fn new(name: &str, handler: PluginHandler, workers: usize, lane: Lane, max_abandoned: usize) -> Self {
+        let priority = match lane {
+            Lane::Workers(priority) => priority,
+            Lane::Inline => Priority::Normal,
         };
-        Self { name, handler, pooled, health }
+        Self {
+            name: Arc::from(name),
+            handler: Arc::new(handler),
+            pool: WorkerPool::new(name, workers, priority),
+            health: Arc::new(ToolHealth::default()),
+            inline: lane == Lane::Inline,
+            max_abandoned: max_abandoned.max(1),
+        }
     }
 
     pub fn health(&self) -> Arc<ToolHealth> {
@@ -235,14 +226,7 @@ impl ToolActor {
 
     /// For an `inline` tool, the lane its callers run it on directly.
     pub fn inline_lane(&self) -> Option<Arc<InlineLane>> {
-        self.pooled
-            .is_none()
-            .then(|| Arc::new(InlineLane { name: Arc::clone(&self.name), handler: Arc::clone(&self.handler) }))
-    }
-
-    /// For any other tool, the lane its callers hand its phases to its workers on, without the actor's mailbox.
-    pub fn pooled_lane(&self) -> Option<Arc<PooledLane>> {
-        self.pooled.clone()
+        self.inline.then(|| Arc::new(InlineLane { name: Arc::clone(&self.name), handler: Arc::clone(&self.handler) }))
     }
 }
 
@@ -378,118 +362,24 @@ impl Handler<RunPhase> for ToolActor {
     type Result = Response<Result<PhaseAnswer, PhaseError>>;
 
     fn handle(&mut self, msg: RunPhase, _ctx: &mut Self::Context) -> Self::Result {
-        match &self.pooled {
-            Some(pooled) => Response::fut(Arc::clone(pooled).run(msg)),
-            // Answered in place: no future, no task spawned for it.
-            None => {
-                let lane = InlineLane { name: Arc::clone(&self.name), handler: Arc::clone(&self.handler) };
-                let router = Arc::clone(&msg.router);
-                Response::reply(lane.run(
-                    msg.phase,
-                    (&msg.call, msg.approved),
-                    &msg.task,
-                    &router,
-                    msg.then_execute.as_ref(),
-                ))
-            }
-        }
-    }
-}
-
-/// The runtime whose clock times pooled calls out (the actor thread's), and whether it still runs: a caller
-/// waits for a pooled call on its own executor, but its timeouts are the actor runtime's timers, which must not
-/// be polled once that runtime has stopped.
-#[derive(Debug, Default)]
-pub(crate) struct LaneClock {
-    handle: OnceLock<tokio::runtime::Handle>,
-    /// Read while a call's wait is polled; written once, when the runtime stops.
-    open: std::sync::RwLock<bool>,
-    /// Wakes every waiting call when the runtime stops: none waits for a timer that will never fire.
-    stopped: CancelToken,
-}
-
-impl LaneClock {
-    /// The actor runtime has started: its timers time calls from now on.
-    pub fn start(&self, handle: tokio::runtime::Handle) {
-        let _ = self.handle.set(handle);
-        *self.open.write().unwrap_or_else(std::sync::PoisonError::into_inner) = true;
-    }
-
-    /// The actor runtime is stopping: every wait still polled answers that it stopped. Returns once no wait is
-    /// being polled.
-    pub fn stop(&self) {
-        *self.open.write().unwrap_or_else(std::sync::PoisonError::into_inner) = false;
-        self.stopped.cancel();
-    }
-}
-
-impl LaneClock {
-    /// `wait`'s output, or `None` when the runtime stops first (its timers would never fire).
-    async fn unless_stopped<F: std::future::Future>(&self, wait: F) -> Option<F::Output> {
-        tokio::select! {
-            output = wait => Some(output),
-            () = self.stopped.cancelled() => None,
-        }
-    }
-}
-
-/// What a call still waiting when the runtime stops is answered.
-fn stopped() -> Result<PhaseAnswer, PhaseError> {
-    Err(PhaseError::Failed("the tool's actor has stopped".to_owned()))
-}
-
-/// A pooled call's wait, polled in the actor runtime's context (for its timers) while that runtime runs.
-struct OnClock {
-    clock: Arc<LaneClock>,
-    wait: std::pin::Pin<Box<dyn std::future::Future<Output = Result<PhaseAnswer, PhaseError>> + Send>>,
-}
-
-impl std::future::Future for OnClock {
-    type Output = Result<PhaseAnswer, PhaseError>;
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
-        let clock = Arc::clone(&self.clock);
-        let open = clock.open.read().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(handle) = clock.handle.get().filter(|_| *open) else {
-            return std::task::Poll::Ready(stopped());
-        };
-        let _context = handle.enter();
-        self.wait.as_mut().poll(cx)
-    }
-}
-
-/// A pooled tool's phases, handed to its worker threads by the caller itself: the hop through the actor's
-/// mailbox (a wake-up of the actor thread each way when the caller is elsewhere) is not needed to reach them.
-pub(crate) struct PooledLane {
-    name: Arc<str>,
-    handler: Arc<PluginHandler>,
-    pool: WorkerPool,
-    health: Arc<ToolHealth>,
-    max_abandoned: usize,
-    clock: Arc<LaneClock>,
-}
-
-impl std::fmt::Debug for PooledLane {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PooledLane").field("name", &self.name).finish_non_exhaustive()
-    }
-}
-
-impl PooledLane {
-    /// Runs one phase on a worker with the call's timeout, cancellation and commit rules; the future runs on
-    /// any executor.
-    pub fn run(self: Arc<Self>, msg: RunPhase) -> impl std::future::Future<Output = Result<PhaseAnswer, PhaseError>> {
-        let clock = Arc::clone(&self.clock);
-        OnClock { clock, wait: Box::pin(self.wait(msg)) }
-    }
-
-    async fn wait(self: Arc<Self>, msg: RunPhase) -> Result<PhaseAnswer, PhaseError> {
         if self.health.quarantined() {
-            return Err(PhaseError::Quarantined(self.health.abandoned()));
+            return Response::reply(Err(PhaseError::Quarantined(self.health.abandoned())));
         }
         let cancelled = Arc::clone(&msg.call.cancel);
         let commit = Arc::new(CommitGate::default());
         let host = call_host(&self.name, &self.handler, &msg.call, &msg.task, &msg.router, Arc::clone(&commit));
+        if self.inline {
+            // Answered in place: no future, no task spawned for it.
+            return Response::reply(run_call(
+                &self.handler,
+                msg.phase,
+                (&msg.call, msg.approved),
+                &host,
+                msg.then_execute.as_ref(),
+                None,
+            ));
+        }
+
         let (tx, rx) = tokio::sync::oneshot::channel();
         let execute_timeout = msg.then_execute.as_ref().map(|then| then.timeout);
         let started = Arc::new(ExecuteStart::new(msg.timeout));
@@ -511,7 +401,9 @@ impl PooledLane {
                 let _ = tx.send(answer);
             }
         };
-        self.pool.submit(job).map_err(PhaseError::Failed)?;
+        if let Err(message) = self.pool.submit(job) {
+            return Response::reply(Err(PhaseError::Failed(message)));
+        }
 
         let (health, name, max_abandoned, task, timeout, grace) = (
             Arc::clone(&self.health),
@@ -523,7 +415,7 @@ impl PooledLane {
         );
         let commit_wait = msg.commit_wait;
         let lost = || Err(PhaseError::Failed("the worker thread was lost".to_owned()));
-        {
+        Response::fut(async move {
             let mut rx = rx;
             let mut limit = timeout;
             let mut deadline = started.prepare_deadline;
@@ -538,11 +430,6 @@ impl PooledLane {
                     () = task.cancel.cancelled() => break PhaseError::Cancelled,
                     // The call alone was cancelled (its future dropped): the same as its task's, for it.
                     () = cancelled.cancelled() => break PhaseError::Cancelled,
-                    // The runtime is going: the plugin's host services refuse from now on.
-                    () = self.clock.stopped.cancelled() => {
-                        cancelled.cancel();
-                        return stopped();
-                    }
                 }
                 // `execute` began after `prepare` in the same job: its own timeout runs from its start.
                 if let (true, Some(at), Some(execute)) = (awaiting_start, started.at.get(), execute_timeout) {
@@ -558,20 +445,17 @@ impl PooledLane {
             // own answer is waited for (bounded, for a write that hangs). One that did not commit never can.
             let failure = match commit.close() {
                 true => failure,
-                false => match self.clock.unless_stopped(tokio::time::timeout(commit_wait, &mut rx)).await {
-                    Some(Ok(answer)) => return answer.unwrap_or_else(|_| lost()),
-                    Some(Err(_)) => PhaseError::WriteOverran(commit_wait),
-                    None => return stopped(),
+                false => match tokio::time::timeout(commit_wait, &mut rx).await {
+                    Ok(answer) => return answer.unwrap_or_else(|_| lost()),
+                    Err(_) => PhaseError::WriteOverran(commit_wait),
                 },
             };
             // Every blocking host service the call uses from here on answers `Cancelled`.
             cancelled.cancel();
-            if failure == PhaseError::Cancelled {
-                match self.clock.unless_stopped(tokio::time::timeout(grace, &mut rx)).await {
-                    Some(Ok(answer)) => return answer.unwrap_or_else(|_| lost()),
-                    Some(Err(_)) => {}
-                    None => return stopped(),
-                }
+            if failure == PhaseError::Cancelled
+                && let Ok(answer) = tokio::time::timeout(grace, &mut rx).await
+            {
+                return answer.unwrap_or_else(|_| lost());
             }
             // Reply now; the plugin call keeps its thread until it returns.
             if state.compare_exchange(RUNNING, ABANDONED, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -581,6 +465,6 @@ impl PooledLane {
                 }
             }
             Err(failure)
-        }
+        })
     }
 }

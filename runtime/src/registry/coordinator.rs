@@ -5,7 +5,7 @@
 //! snapshot, so a call resolves its tool without a message hop and keeps the generation it started on.
 
 use crate::actors::pool::Priority;
-use crate::actors::tool_actor::{InlineLane, Lane, LaneClock, PooledLane, ToolActor, ToolHealth};
+use crate::actors::tool_actor::{InlineLane, Lane, ToolActor, ToolHealth};
 use crate::registry::loader::{LoadedPlugin, PluginHandler, PluginIdentity};
 use crate::registry::tool_id::{check_plugin_tool_name, ToolId};
 use actix::prelude::*;
@@ -82,8 +82,6 @@ pub(crate) struct RouteEntry {
     pub actor: Addr<ToolActor>,
     /// An `inline` tool's handler, called on the caller's thread without the hop to the actor.
     pub inline: Option<Arc<InlineLane>>,
-    /// Any other tool's worker pool, handed its phases by the caller without the hop to the actor.
-    pub pooled: Option<Arc<PooledLane>>,
     pub health: Arc<ToolHealth>,
 }
 
@@ -145,8 +143,6 @@ pub(crate) struct CoordinatorSettings {
     pub max_abandoned: usize,
     /// `[plugins] bulk_priority`: the priority of `bulk` tools' workers.
     pub bulk_priority: Priority,
-    /// The actor runtime's clock, which times pooled calls out wherever their callers run.
-    pub clock: Arc<LaneClock>,
 }
 
 struct Registered {
@@ -349,17 +345,10 @@ impl Coordinator {
         } else {
             Lane::Workers(Priority::Normal)
         };
-        let actor = ToolActor::new(
-            &decl.name,
-            handler,
-            self.settings.workers_per_tool,
-            lane,
-            self.settings.max_abandoned,
-            Arc::clone(&self.settings.clock),
-        );
+        let actor =
+            ToolActor::new(&decl.name, handler, self.settings.workers_per_tool, lane, self.settings.max_abandoned);
         let health = actor.health();
         let inline = actor.inline_lane();
-        let pooled = actor.pooled_lane();
         let addr = actor.start();
         let id = ToolId::from_name(&decl.name);
         let per_name = std::iter::once((&decl.name, &decl.display, &decl.specs)).chain(
@@ -385,7 +374,6 @@ impl Coordinator {
                     }),
                     actor: addr.clone(),
                     inline: inline.clone(),
-                    pooled: pooled.clone(),
                     health: Arc::clone(&health),
                 })
             })
