@@ -85,7 +85,7 @@ pub fn rows(fixture: &Path, workspace: &Path) -> Result<Vec<Row>> {
         reference: inline_reference,
         target: Target::RatioAtMost(3.0),
         higher_is_better: false,
-        note: Some("two actor hops: prepare and execute".to_owned()),
+        note: Some("an inline tool that always proceeds: run on the caller's thread, no hop".to_owned()),
     });
 
     let (mut ours, mut reference) = interleave(ROUNDS, |ours| {
@@ -105,7 +105,7 @@ pub fn rows(fixture: &Path, workspace: &Path) -> Result<Vec<Row>> {
     })?;
     rows.push(Row {
         id: "1b".to_owned(),
-        what: "dispatch: `noop_pooled`, both phases on worker threads".to_owned(),
+        what: "dispatch: `noop_pooled`, on a worker thread".to_owned(),
         unit: Unit::Nanos,
         ours: Figure::with_p99(&mut ours),
         reference_name: "2 × `spawn_blocking` round trip".to_owned(),

@@ -571,3 +571,17 @@ fn soak_body() {
     assert!(rss_after <= rss + 16 * 1024, "RSS grew: {rss} -> {rss_after} KiB");
     assert!(rounds > 0);
 }
+
+#[test]
+fn dropping_the_runtime_kills_the_plugin_s_child_while_a_task_handle_still_lives() {
+    let dir = plugin_dir(&["fixture_crash"]);
+    let ws = workspace();
+    let runtime = runtime_over(dir.path(), isolated_config(""));
+    let task = task_in(&runtime, ws.path());
+    let pid = child_pid(&task);
+    drop(runtime);
+    // The handle keeps the routing snapshot, and with it the pooled tool's route, but not its handler.
+    wait_until("the child dies with its runtime", || !alive(pid));
+    let after = probe(&task, "pid");
+    assert!(after.is_error() && text(&after).contains("the tool's actor has stopped"), "{after:?}");
+}

@@ -62,6 +62,24 @@ fn too_many_abandoned_calls_quarantine_the_tool_until_they_return() {
 }
 
 #[test]
+fn a_call_whose_future_the_host_drops_is_still_counted_as_abandoned_until_its_thread_returns() {
+    let mut config = config(60_000, 4);
+    config.timeouts.cancel_grace_ms = 50;
+    let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(config).build().unwrap();
+    let ws = workspace();
+    let task = task_in(&runtime, ws.path());
+    // A host's own timeout around the call drops its future while the plugin, which ignores cancellation,
+    // still sleeps.
+    let dropped = block_on(async {
+        let call = task.execute(toolshed::ToolUse::new("t1", "sleep", json!({"ms": 1500})));
+        tokio::time::timeout(Duration::from_millis(100), call).await.is_err()
+    });
+    assert!(dropped, "the call finished before the host gave up on it");
+    wait_until("the dropped call is counted as abandoned", || abandoned(&runtime) == 1);
+    wait_until("the sleep returns", || abandoned(&runtime) == 0);
+}
+
+#[test]
 fn cancelling_a_task_replies_at_once_and_services_refuse_afterwards() {
     let runtime = Runtime::builder().plugin_file(fixture("fixture_tools")).config(config(60_000, 4)).build().unwrap();
     let ws = workspace();

@@ -264,8 +264,13 @@ impl Engine {
     /// The common case, on this thread and without a future: a loaded `inline` tool whose `prepare` always
     /// proceeds, with no hooks to run, is executed at once. Anything else is handed back, with the route found
     /// for it (a streamed call's pinned route is taken when found).
+    // Either side is moved once, straight into the caller's match: boxing one would only add an allocation.
     #[allow(clippy::result_large_err)]
-    fn execute_inline(&self, task: &Arc<TaskShared>, tool_use: ToolUse) -> Result<ToolResult, (ToolUse, Option<Route>)> {
+    fn execute_inline(
+        &self,
+        task: &Arc<TaskShared>,
+        tool_use: ToolUse,
+    ) -> Result<ToolResult, (ToolUse, Option<Route>)> {
         if task.cancel.is_cancelled() {
             return Err((tool_use, None));
         }
@@ -285,7 +290,8 @@ impl Engine {
         let (mut result, signature) = match validate::validate(&route, task, &mut tool_use) {
             Ok(valid) => {
                 let by_ref = route.meta.task_by_ref;
-                let call = CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CancelToken::never());
+                let call =
+                    CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CancelToken::never());
                 let executed = match inline.run(Phase::Execute, (&call, false), task, &self.services.router, None) {
                     Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
                     Ok(PhaseAnswer::Prepared(_)) => Err(PhaseError::Failed("execute answered as prepare".to_owned())),

@@ -83,6 +83,9 @@ pub(super) fn found(engine: &Engine, task: &TaskShared, tool_use: &ToolUse) -> O
 
 /// Counts a call that reached a route and checks the task's profile serves its tool: the call to run there, or
 /// the refusal.
+// The call and its refusal are both a few hundred bytes, moved once into `Resolved::outcome`, which is the same
+// type: boxing the refusal would only add an allocation to it.
+#[allow(clippy::result_large_err)]
 pub(super) fn admit(task: &TaskShared, route: Route, tool_use: ToolUse) -> Result<(Route, ToolUse), ToolResult> {
     task.calls.fetch_add(1, Ordering::Relaxed);
     // The profile holds for every call of the task, not only for what its host lists: a plugin's `tool.call` or
