@@ -292,11 +292,13 @@ impl Engine {
                 let by_ref = route.meta.task_by_ref;
                 let call =
                     CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CancelToken::never());
-                let executed = match inline.run(Phase::Execute, (&call, false), task, &self.services.router, None) {
-                    Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
-                    Ok(PhaseAnswer::Prepared(_)) => Err(PhaseError::Failed("execute answered as prepare".to_owned())),
-                    Err(error) => Err(error),
-                };
+                let executed = PhaseAnswer::executed(inline.run(
+                    Phase::Execute,
+                    (&call, false),
+                    task,
+                    &self.services.router,
+                    None,
+                ));
                 (self.answer(task, &route, &mut tool_use, valid.description, executed), Some(valid.signature))
             }
             Err(invalid) => Self::refused(task, *invalid),
@@ -489,16 +491,10 @@ impl Engine {
                     Ok(authorized) => {
                         feedback = authorized.feedback;
                         let limit = self.timeouts.call;
-                        match self
-                            .run_phase(&route, Phase::Execute, (&call, authorized.explicit), task, limit, None)
-                            .await
-                        {
-                            Ok(PhaseAnswer::Text(text) | PhaseAnswer::Executed(text)) => Ok(text),
-                            Ok(PhaseAnswer::Prepared(_)) => {
-                                Err(PhaseError::Failed("execute answered as prepare".to_owned()))
-                            }
-                            Err(error) => Err(error),
-                        }
+                        PhaseAnswer::executed(
+                            self.run_phase(&route, Phase::Execute, (&call, authorized.explicit), task, limit, None)
+                                .await,
+                        )
                     }
                     Err(refused) => {
                         let mut result = finish::denied(&tool_use, description, refused.message.as_deref());

@@ -138,6 +138,16 @@ pub(crate) enum PhaseAnswer {
     Executed(String),
 }
 
+impl PhaseAnswer {
+    /// `execute`'s answer text, from whichever way it was run.
+    pub fn executed(answer: Result<Self, PhaseError>) -> Result<String, PhaseError> {
+        match answer? {
+            PhaseAnswer::Text(text) | PhaseAnswer::Executed(text) => Ok(text),
+            PhaseAnswer::Prepared(_) => Err(PhaseError::Failed("execute answered as prepare".to_owned())),
+        }
+    }
+}
+
 /// Runs one phase of one call.
 #[derive(Message)]
 #[rtype(result = "Result<PhaseAnswer, PhaseError>")]
