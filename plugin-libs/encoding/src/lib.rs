@@ -402,6 +402,65 @@ mod tests {
         assert_eq!(name(b"\x01\0\x02\0\x03\0\x04\0"), "binary");
     }
 
+    /// The one-pass check answers as the three-pass definition it replaced (count each shape over the whole
+    /// sample, then refuse a NUL unit) on samples of every mix of the four unit shapes, with an odd byte or not.
+    #[test]
+    fn the_one_pass_utf16_check_answers_as_the_counting_definition() {
+        fn counted(sample: &[u8]) -> Option<&'static Encoding> {
+            let units = sample.len() / 2;
+            if units < 2 {
+                return None;
+            }
+            let pairs = || sample.chunks_exact(2);
+            let low_first = pairs().filter(|p| p[0] != 0 && p[1] == 0).count();
+            let high_first = pairs().filter(|p| p[0] == 0 && p[1] != 0).count();
+            if pairs().any(|p| p == [0, 0]) {
+                return None;
+            }
+            let encoding = if low_first * 2 >= units && high_first * 4 <= low_first {
+                UTF_16LE
+            } else if high_first * 2 >= units && low_first * 4 <= high_first {
+                UTF_16BE
+            } else {
+                return None;
+            };
+            let (decoded, _) = encoding.decode_without_bom_handling(&sample[..units * 2]);
+            looks_like_text(&decoded, true).then_some(encoding)
+        }
+        let shapes: [[u8; 2]; 5] = [*b"a\0", *b"\0a", *b"\0\0", *b"ab", [0x4e, 0x00]];
+        // A small deterministic generator: every sample of up to 6 units, and longer mixed ones.
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut samples: Vec<Vec<u8>> = Vec::new();
+        for len in 0..=6u32 {
+            for code in 0..5usize.pow(len) {
+                let mut sample = Vec::new();
+                let mut rest = code;
+                for _ in 0..len {
+                    sample.extend_from_slice(&shapes[rest % 5]);
+                    rest /= 5;
+                }
+                samples.push(sample);
+            }
+        }
+        for _ in 0..2000 {
+            let len = (next() % 300) as usize;
+            let mut sample: Vec<u8> = (0..len).flat_map(|_| shapes[(next() % 5) as usize]).collect();
+            if next() % 2 == 0 {
+                sample.push(b'x');
+            }
+            samples.push(sample);
+        }
+        for sample in samples {
+            assert_eq!(utf16_without_bom(&sample), counted(&sample), "{sample:?}");
+        }
+    }
+
     #[test]
     fn bytes_that_decode_to_controls_are_binary() {
         // No NUL, not UTF-8, and mostly C0 controls in any single-byte encoding.
