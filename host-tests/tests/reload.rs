@@ -104,6 +104,49 @@ fn a_rebuilt_plugin_serves_new_calls_while_calls_in_flight_finish_on_the_old_cod
     assert!(runtime.tools().is_empty());
 }
 
+/// A plugin that starts scoped threads, on its caller's thread (an inline tool) and on a worker, leaves exit work
+/// of its own copy of std on those threads (a thread's handle, the scope's threads still on their way out when
+/// the scope returns). The runtime, and with it the library's last holder, goes while a host thread that ran the
+/// plugin still lives and its workers are retiring; those threads then end, round after round, and the process
+/// lives on (a pooled lane that changed when workers ended against the unload once crashed a whole suite here).
+#[test]
+fn a_plugin_s_threads_end_after_its_runtime_is_dropped_and_nothing_runs_in_an_unmapped_library() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    // Content of its own, so its shadow copies are this test's alone.
+    let file = dir.path().join(lib("fixture_tools"));
+    let mut bytes = std::fs::read(fixtures().join(lib("fixture_tools"))).unwrap();
+    bytes.extend_from_slice(format!("\0{}", file.display()).as_bytes());
+    write(&file, &bytes);
+    for round in 0..8 {
+        let runtime = Runtime::builder().plugin_file(&file).yes(true).build().unwrap();
+        let task = task_in(&runtime, ws.path());
+        let (answered, answers) = mpsc::channel();
+        let (release, released) = mpsc::channel::<()>();
+        let host_thread = std::thread::spawn(move || {
+            for tool in ["scoped_inline", "scoped_pooled"] {
+                answered.send((tool, text(&call(&task, tool, json!({}))))).unwrap();
+            }
+            drop(task);
+            // Lives on past the runtime, as an embedding host's threads do.
+            released.recv().unwrap();
+        });
+        for tool in ["scoped_inline", "scoped_pooled"] {
+            assert_eq!(
+                answers.recv_timeout(PATIENCE).unwrap(),
+                (tool, "another thread: true".to_owned()),
+                "round {round}"
+            );
+        }
+        drop(runtime);
+        release.send(()).unwrap();
+        host_thread.join().unwrap();
+    }
+    // A runtime loaded afterwards (its load and the unloads it triggers find no stale thread) still answers.
+    let runtime = Runtime::builder().plugin_file(&file).yes(true).build().unwrap();
+    assert_eq!(text(&call(&task_in(&runtime, ws.path()), "scoped_pooled", json!({}))), "another thread: true");
+}
+
 /// Variant A in `dir` with content of its own (trailing bytes an ELF loader ignores), so its shadow copies are
 /// this test's alone; returns the file and its content hash.
 fn variant_a_of_its_own(dir: &Path) -> (PathBuf, String) {
