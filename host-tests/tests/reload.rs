@@ -108,7 +108,8 @@ fn a_rebuilt_plugin_serves_new_calls_while_calls_in_flight_finish_on_the_old_cod
 /// of its own copy of std on those threads (a thread's handle, the scope's threads still on their way out when
 /// the scope returns). The runtime, and with it the library's last holder, goes while a host thread that ran the
 /// plugin still lives and its workers are retiring; those threads then end, round after round, and the process
-/// lives on (a pooled lane that changed when workers ended against the unload once crashed a whole suite here).
+/// lives on (a pooled lane that changed when workers ended, relative to the unload, once crashed a whole
+/// host-suite run with a worker executing in an unmapped library).
 #[test]
 fn a_plugin_s_threads_end_after_its_runtime_is_dropped_and_nothing_runs_in_an_unmapped_library() {
     let dir = tempfile::tempdir().unwrap();
