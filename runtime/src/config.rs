@@ -157,6 +157,13 @@ impl Config {
         {
             return Err(format!("[web] proxy is {proxy:?}; use an http:// or https:// URL"));
         }
+        let spin = self.plugins.worker_spin_us;
+        if spin > sections::MAX_WORKER_SPIN_US {
+            return Err(format!(
+                "[plugins] worker_spin_us is {spin}; use 0 to {} microseconds",
+                sections::MAX_WORKER_SPIN_US
+            ));
+        }
         let browser = &self.browser;
         for (key, value) in [("viewport_width", browser.viewport_width), ("viewport_height", browser.viewport_height)] {
             if !(16..=4096).contains(&value) {

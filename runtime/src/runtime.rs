@@ -1,6 +1,7 @@
 //! The embeddable runtime: loads plugins, owns the actor system on threads of its own, and hands out
 //! `Send` task handles whose futures any executor can await.
 
+use crate::actors::pool::PoolShape;
 use crate::config::Config;
 mod handle;
 pub(crate) mod turn;
@@ -279,7 +280,10 @@ impl RuntimeBuilder {
         let settings = CoordinatorSettings {
             overrides: config.plugins.overrides.iter().cloned().collect::<BTreeSet<_>>(),
             plugin_config: reload_config.clone(),
-            workers_per_tool: self.workers_per_tool,
+            workers: PoolShape {
+                max: self.workers_per_tool,
+                spin: std::time::Duration::from_micros(config.plugins.worker_spin_us),
+            },
             max_abandoned: config.plugins.max_abandoned as usize,
             bulk_priority: config.plugins.bulk_priority,
         };

@@ -449,6 +449,13 @@ pub enum Rule {
 /// to a private copy; 0 turns leasing off (every writable library is copied).
 pub(crate) const DEFAULT_LEASE_POLL_MS: u64 = 100;
 
+/// `[plugins] worker_spin_us`'s default: longer than a sequential caller's turnaround when its core has to be
+/// woken on a VM (measured 20–30 µs on 2 × EPYC vCPUs; see `actors::pool`).
+pub(crate) const DEFAULT_WORKER_SPIN_US: u64 = 200;
+/// The most `[plugins] worker_spin_us` may be: past this, a worker would burn a core's time between calls
+/// that no wake-up costs.
+pub const MAX_WORKER_SPIN_US: u64 = 10_000;
+
 /// `[plugins]`: plugin directories, overrides and trust.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -474,6 +481,10 @@ pub struct PluginsConfig {
     /// The CPU priority of `bulk` tools' calls (searches, walks, outlines) and of every thread they start, so
     /// short calls never wait behind them for a core.
     pub bulk_priority: BulkPriority,
+    /// How long, in microseconds, a worker thread that has just finished a call looks for its next one
+    /// before it parks (at most [`MAX_WORKER_SPIN_US`]; 0: it parks at once). A parked worker costs the next
+    /// call a wake-up, tens of µs on a VM whose idle cores halt; the spin costs at most this much CPU per call.
+    pub worker_spin_us: u64,
     /// Where plugins outside the shipped set run: `in-process` (the default: fastest, but a crash of the
     /// plugin is a crash of the host) or `process` (each library in a child process of its own).
     pub isolation: PluginIsolation,
@@ -497,6 +508,7 @@ impl Default for PluginsConfig {
             unload: true,
             lease_poll_ms: DEFAULT_LEASE_POLL_MS,
             bulk_priority: BulkPriority::default(),
+            worker_spin_us: DEFAULT_WORKER_SPIN_US,
             isolation: PluginIsolation::default(),
             isolation_per_plugin: BTreeMap::new(),
             process: ProcessLimits::default(),

@@ -131,6 +131,7 @@ const ROWS: &[Row] = &[
     row("plugins", "unload", "", "false", "true", true),
     row("plugins", "lease_poll_ms", "", "0", "100", true),
     row("plugins", "bulk_priority", "", r#""normal""#, r#""idle""#, true),
+    row("plugins", "worker_spin_us", "", "10000", "200", true),
     row("plugins", "isolation", r#""process""#, r#""in-process""#, r#""process""#, true),
     row("plugins", "isolation_per_plugin", "", r#"{ evil = "in-process" }"#, "{}", true),
     row("plugins", "process", "", "{ memory_mb = 0 }", "{ cpu_ms = 0, kill_grace_ms = 250, max_message_bytes = 268435456, memory_mb = 4096, poll_ms = 20, quarantine_after = 5, quarantine_window_ms = 60000, restart_backoff_max_ms = 10000, restart_backoff_ms = 100, stall_ms = 10000, start_timeout_ms = 10000 }", true),

@@ -513,3 +513,17 @@ fn workspace_hooks_need_trust() {
     assert_eq!(loaded.config.hooks.pre_tool_use[0].matcher.as_deref(), Some("write_to_file"));
     assert_eq!(loaded.config.hooks.timeout_ms, 5);
 }
+
+#[test]
+fn a_worker_spin_past_its_bound_is_refused_and_the_bound_is_accepted() {
+    let err = Config::from_toml_str("[plugins]\nworker_spin_us = 10001\n").unwrap_err();
+    assert!(
+        matches!(&err, ConfigError::Invalid { message, .. } if message.contains("worker_spin_us is 10001; use 0 to 10000")),
+        "{err:?}"
+    );
+    for spin in [0, 200, 10_000] {
+        let config = Config::from_toml_str(&format!("[plugins]\nworker_spin_us = {spin}\n")).unwrap();
+        assert_eq!(config.plugins.worker_spin_us, spin);
+    }
+    assert_eq!(Config::default().plugins.worker_spin_us, 200);
+}

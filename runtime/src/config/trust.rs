@@ -249,6 +249,7 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
         unload: _,
         lease_poll_ms: _,
         bulk_priority: _,
+        worker_spin_us: _,
         isolation: _,
         isolation_per_plugin: _,
         process: _,
@@ -261,6 +262,7 @@ fn plugins_section(s: &mut Section<'_>, base: &mut PluginsConfig, ws: PluginsCon
     s.never("unload");
     s.never("lease_poll_ms");
     s.never("bulk_priority");
+    s.never("worker_spin_us");
     // Where the user's plugins run, and their limits, are the user's: a repository cannot move a plugin
     // into the host or loosen a child's limits.
     s.never("isolation");

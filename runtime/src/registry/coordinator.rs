@@ -4,7 +4,7 @@
 //! The coordinator is the registry's only writer. After every change it publishes an immutable routing
 //! snapshot, so a call resolves its tool without a message hop and keeps the generation it started on.
 
-use crate::actors::pool::Priority;
+use crate::actors::pool::{PoolShape, Priority};
 use crate::actors::tool_actor::{InlineLane, Lane, ToolActor, ToolHealth};
 use crate::registry::loader::{LoadedPlugin, PluginHandler, PluginIdentity};
 use crate::registry::tool_id::{check_plugin_tool_name, ToolId};
@@ -139,7 +139,8 @@ pub(crate) struct CoordinatorSettings {
     pub overrides: BTreeSet<String>,
     /// Per-plugin configuration JSON, by plugin name.
     pub plugin_config: BTreeMap<String, String>,
-    pub workers_per_tool: usize,
+    /// Each tool's worker pool: `Runtime::builder().workers_per_tool` and `[plugins] worker_spin_us`.
+    pub workers: PoolShape,
     pub max_abandoned: usize,
     /// `[plugins] bulk_priority`: the priority of `bulk` tools' workers.
     pub bulk_priority: Priority,
@@ -345,8 +346,7 @@ impl Coordinator {
         } else {
             Lane::Workers(Priority::Normal)
         };
-        let actor =
-            ToolActor::new(&decl.name, handler, self.settings.workers_per_tool, lane, self.settings.max_abandoned);
+        let actor = ToolActor::new(&decl.name, handler, self.settings.workers, lane, self.settings.max_abandoned);
         let health = actor.health();
         let inline = actor.inline_lane();
         let addr = actor.start();
