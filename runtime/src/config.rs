@@ -47,7 +47,7 @@ pub(crate) use sections::DEFAULT_LEASE_POLL_MS;
 pub use sections::{
     ApprovalConfig, BrowserConfig, BulkPriority, CommandsConfig, HookCommand, HooksConfig, IsolationConfig,
     LimitsConfig, McpConfig, PluginIsolation, PluginsConfig, ProcessLimits, Profile, Rule, SandboxMode, ServeConfig,
-    SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, AGENT_LOOP_TOOLS,
+    SkillsConfig, SubagentsConfig, TasksConfig, TimeoutsConfig, AGENT_LOOP_TOOLS, MAX_WORKER_SPIN_US,
 };
 #[cfg(feature = "web")]
 pub(crate) use web::HostRule;

@@ -1,7 +1,7 @@
 //! The embeddable runtime: loads plugins, owns the actor system on threads of its own, and hands out
 //! `Send` task handles whose futures any executor can await.
 
-use crate::actors::pool::PoolShape;
+use crate::actors::pool::PoolSettings;
 use crate::config::Config;
 mod handle;
 pub(crate) mod turn;
@@ -280,9 +280,12 @@ impl RuntimeBuilder {
         let settings = CoordinatorSettings {
             overrides: config.plugins.overrides.iter().cloned().collect::<BTreeSet<_>>(),
             plugin_config: reload_config.clone(),
-            workers: PoolShape {
+            workers: PoolSettings {
                 max: self.workers_per_tool,
-                spin: std::time::Duration::from_micros(config.plugins.worker_spin_us),
+                // Bounded here too: a host may build its `Config` without the loader's validation.
+                spin: std::time::Duration::from_micros(
+                    config.plugins.worker_spin_us.min(crate::config::MAX_WORKER_SPIN_US),
+                ),
             },
             max_abandoned: config.plugins.max_abandoned as usize,
             bulk_priority: config.plugins.bulk_priority,

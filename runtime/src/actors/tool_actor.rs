@@ -1,7 +1,7 @@
 //! The tool actor: owns one handler instance and its worker pool, runs call phases there with a timeout,
 //! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
 
-use crate::actors::pool::{Finishing, PoolShape, Priority, WorkerPool};
+use crate::actors::pool::{Finishing, PoolSettings, Priority, WorkerPool};
 use crate::registry::loader::PluginHandler;
 use crate::services::commit_gate::CommitGate;
 use crate::services::host::{CallHost, Router};
@@ -215,7 +215,7 @@ pub(crate) struct ToolActor {
 }
 
 impl ToolActor {
-    pub fn new(name: &str, handler: PluginHandler, workers: PoolShape, lane: Lane, max_abandoned: usize) -> Self {
+    pub fn new(name: &str, handler: PluginHandler, workers: PoolSettings, lane: Lane, max_abandoned: usize) -> Self {
         let priority = match lane {
             Lane::Workers(priority) => priority,
             Lane::Inline => Priority::Normal,

@@ -4,7 +4,7 @@
 //! The coordinator is the registry's only writer. After every change it publishes an immutable routing
 //! snapshot, so a call resolves its tool without a message hop and keeps the generation it started on.
 
-use crate::actors::pool::{PoolShape, Priority};
+use crate::actors::pool::{PoolSettings, Priority};
 use crate::actors::tool_actor::{InlineLane, Lane, ToolActor, ToolHealth};
 use crate::registry::loader::{LoadedPlugin, PluginHandler, PluginIdentity};
 use crate::registry::tool_id::{check_plugin_tool_name, ToolId};
@@ -140,7 +140,7 @@ pub(crate) struct CoordinatorSettings {
     /// Per-plugin configuration JSON, by plugin name.
     pub plugin_config: BTreeMap<String, String>,
     /// Each tool's worker pool: `Runtime::builder().workers_per_tool` and `[plugins] worker_spin_us`.
-    pub workers: PoolShape,
+    pub workers: PoolSettings,
     pub max_abandoned: usize,
     /// `[plugins] bulk_priority`: the priority of `bulk` tools' workers.
     pub bulk_priority: Priority,
