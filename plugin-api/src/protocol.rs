@@ -604,9 +604,53 @@ impl Prepared {
     }
 }
 
+/// What serde writes for the answer nearly every call gets, one text block, around the text's string token.
+const ONE_TEXT_HEAD: &str = r#"{"status":"success","blocks":[{"type":"text","text":"#;
+const ONE_TEXT_TAIL: &str = "}]}";
+
+/// The text of an answer that is one text block written as serde writes it, read without the general parse:
+/// the fixed head and tail compared, and the string token between them read by serde_json, which fails on
+/// anything more than one string (a token followed by more JSON has trailing characters). `None` for every
+/// other answer, which the general parse reads. On a no-op call the general parse was a third of the host's
+/// instructions: it matches every key and goes through the block's visitor and the text budget.
+fn one_text(answer: &str) -> Option<String> {
+    let token = answer.strip_prefix(ONE_TEXT_HEAD)?.strip_suffix(ONE_TEXT_TAIL)?;
+    serde_json::from_str(token).ok()
+}
+
+/// The longest text [`Outcome::to_json`] writes without serde's walk: past this, escaping the text is most of
+/// the work either way, and the UTF-8 check of the written bytes would be a second pass over it.
+const ONE_TEXT_WRITE_MAX: usize = 4096;
+
 impl Outcome {
+    /// `self` as JSON, byte for byte what serde writes. The one-text-block answer of a few KiB (nearly every
+    /// call's) is written around its text's string token: serde's walk through the enum and its five keys
+    /// cost more than the text on a small answer.
+    pub fn to_json(&self) -> Result<String, serde_json::Error> {
+        if let Outcome::Success { blocks, is_error: false } = self
+            && let [Block::Text { text }] = blocks.as_slice()
+            && text.len() <= ONE_TEXT_WRITE_MAX
+        {
+            let mut json = Vec::with_capacity(ONE_TEXT_HEAD.len() + text.len() + 2 + ONE_TEXT_TAIL.len());
+            json.extend_from_slice(ONE_TEXT_HEAD.as_bytes());
+            serde_json::to_writer(&mut json, text)?;
+            json.extend_from_slice(ONE_TEXT_TAIL.as_bytes());
+            // serde_json writes UTF-8; the check is one pass over at most a few KiB.
+            return String::from_utf8(json).map_err(<serde_json::Error as serde::ser::Error>::custom);
+        }
+        serde_json::to_string(self)
+    }
+
     /// Parses `execute`'s JSON answer (the fast path the runtime uses).
     pub fn from_json(text: &str) -> Result<Outcome, serde_json::Error> {
+        if let Some(text) = one_text(text) {
+            return Ok(Outcome::Success { blocks: vec![Block::Text { text }], is_error: false });
+        }
+        Self::from_json_general(text)
+    }
+
+    /// [`Outcome::from_json`] for any answer, through one flat struct; under a text budget when one is set.
+    fn from_json_general(text: &str) -> Result<Outcome, serde_json::Error> {
         let flat: FlatOutcome<'_> = serde_json::from_str(text)?;
         match &*flat.status {
             "success" => match flat.blocks.invalid {
@@ -632,7 +676,7 @@ impl Outcome {
         }
         TEXT_BUDGET.with(|cell| cell.set(Some((max_text_bytes, 0))));
         let _reset = Reset;
-        let outcome = Outcome::from_json(text)?;
+        let outcome = Outcome::from_json_general(text)?;
         Ok((outcome, TEXT_BUDGET.with(|cell| cell.get().map_or(0, |(_, cut)| cut))))
     }
 }
@@ -715,5 +759,97 @@ mod tests {
             Outcome::from_json(&json).unwrap(),
             Outcome::Error(ToolError { message: "ééé".into(), mistake: false })
         );
+    }
+
+    /// Both parses of one answer: the same outcome, or both an error.
+    fn same_either_way(answer: &str) {
+        let (fast, general) = (Outcome::from_json(answer), Outcome::from_json_general(answer));
+        assert_eq!(fast.as_ref().ok(), general.as_ref().ok(), "{answer:?}");
+        assert_eq!(fast.is_err(), general.is_err(), "{answer:?}");
+    }
+
+    #[test]
+    fn the_one_text_answer_reads_as_the_general_parse_reads_it() {
+        // Every text of up to 4 characters from a pool of the ones that matter to JSON and to the tail.
+        let pool = ['a', '"', '\\', '}', ']', '\n', '\u{0}', '\u{7f}', 'é', '😀', '/'];
+        let mut texts = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..4 {
+            last = last.iter().flat_map(|text| pool.iter().map(move |c| format!("{text}{c}"))).collect();
+            texts.extend(last.iter().cloned());
+        }
+        for text in texts {
+            let outcome = Outcome::Success { blocks: vec![Block::Text { text }], is_error: false };
+            let answer = serde_json::to_string(&outcome).unwrap();
+            assert!(answer.starts_with(ONE_TEXT_HEAD) && answer.ends_with(ONE_TEXT_TAIL), "{answer}");
+            assert_eq!(Outcome::from_json(&answer).unwrap(), outcome, "{answer}");
+            assert_eq!(outcome.to_json().unwrap(), answer);
+            same_either_way(&answer);
+        }
+        // Answers that start and end as one text block does and are something else, or nothing valid.
+        let head = ONE_TEXT_HEAD;
+        for middle in [
+            r#""a"},{"type":"text","text":"b""#,
+            r#""a","text":"b""#,
+            r#""a","extra":1"#,
+            r#" "a" "#,
+            "null",
+            "1",
+            r#""\ud800""#,
+            r#""\ud83d\ude00""#,
+            r#""\u00e9\n\t\"""#,
+            r#""unterminated"#,
+            "\"raw\ncontrol\"",
+            r#""a"}]},{"x":"#,
+            r#""a"}],"is_error":true,"x":"#,
+            "",
+        ] {
+            same_either_way(&format!("{head}{middle}{ONE_TEXT_TAIL}"));
+        }
+        for answer in [
+            format!("{head}\"a\"{ONE_TEXT_TAIL} "),
+            format!(" {head}\"a\"{ONE_TEXT_TAIL}"),
+            format!("{head}\"a\"{ONE_TEXT_TAIL}x"),
+            format!("{head}\"a\"}}]}}}}"),
+            r#"{"status":"success","blocks":[{"type":"text","text":"a"}],"is_error":true}"#.to_owned(),
+            r#"{"blocks":[{"type":"text","text":"a"}],"status":"success"}"#.to_owned(),
+            r#"{"status":"success","blocks":[{"text":"a","type":"text"}]}"#.to_owned(),
+        ] {
+            same_either_way(&answer);
+        }
+        // A capped parse never takes the short way round: its budget cuts the text.
+        let answer = serde_json::to_string(&Outcome::Success {
+            blocks: vec![Block::Text { text: "abcdef".into() }],
+            is_error: false,
+        })
+        .unwrap();
+        let (outcome, cut) = Outcome::from_json_capped(&answer, 2).unwrap();
+        assert_eq!(
+            (outcome, cut),
+            (Outcome::Success { blocks: vec![Block::Text { text: "ab".into() }], is_error: false }, 4)
+        );
+    }
+
+    #[test]
+    fn every_answer_is_written_as_serde_writes_it() {
+        let text = |text: &str| Block::Text { text: text.into() };
+        let long = "é\"x".repeat(ONE_TEXT_WRITE_MAX / 4);
+        let longer = "a".repeat(ONE_TEXT_WRITE_MAX + 1);
+        for outcome in [
+            Outcome::Success { blocks: vec![text("ok")], is_error: false },
+            Outcome::Success { blocks: vec![text(&long)], is_error: false },
+            Outcome::Success { blocks: vec![text(&longer)], is_error: false },
+            Outcome::Success { blocks: vec![text("a")], is_error: true },
+            Outcome::Success { blocks: vec![text("a"), text("b")], is_error: false },
+            Outcome::Success { blocks: vec![], is_error: false },
+            Outcome::Success {
+                blocks: vec![Block::Image { media_type: "image/png".into(), data: "AAAA".into() }],
+                is_error: false,
+            },
+            Outcome::Error(ToolError { message: "no".into(), mistake: true }),
+            Outcome::Denied,
+        ] {
+            assert_eq!(outcome.to_json().unwrap(), serde_json::to_string(&outcome).unwrap());
+        }
     }
 }

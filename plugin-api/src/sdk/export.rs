@@ -217,7 +217,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
             let answer =
                 with_call::<T::Args, _>(call.as_str(), &self.tasks, &host, |call| self.tool.execute(call, &host))
                     .map_or_else(Outcome::Error, Failure::outcome);
-            to_json(&answer)
+            answer.to_json().map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
         })
     }
 
