@@ -627,10 +627,15 @@ impl Outcome {
     /// call's) is written around its text's string token: serde's walk through the enum and its five keys
     /// cost more than the text on a small answer.
     pub fn to_json(&self) -> Result<String, serde_json::Error> {
-        if let Outcome::Success { blocks, is_error: false } = self
-            && let [Block::Text { text }] = blocks.as_slice()
-            && text.len() <= ONE_TEXT_WRITE_MAX
-        {
+        // No `let` chains: this crate is also built as edition 2021 (the foreign-version fixture).
+        let one_text = match self {
+            Outcome::Success { blocks, is_error: false } => match blocks.as_slice() {
+                [Block::Text { text }] if text.len() <= ONE_TEXT_WRITE_MAX => Some(text),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(text) = one_text {
             let mut json = Vec::with_capacity(ONE_TEXT_HEAD.len() + text.len() + 2 + ONE_TEXT_TAIL.len());
             json.extend_from_slice(ONE_TEXT_HEAD.as_bytes());
             serde_json::to_writer(&mut json, text)?;
