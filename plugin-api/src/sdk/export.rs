@@ -95,7 +95,12 @@ pub fn guard<T>(f: impl FnOnce() -> Result<T, String>) -> RResult<T, RString> {
 }
 
 fn to_json<T: Serialize>(value: &T) -> Result<RString, String> {
-    serde_json::to_string(value).map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
+    for_abi(serde_json::to_string(value))
+}
+
+/// A serialised answer as the ABI returns it.
+fn for_abi(json: Result<String, serde_json::Error>) -> Result<RString, String> {
+    json.map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
 }
 
 /// A call as it arrives, its task still raw or by reference: every call of a task carries the same task, so it is
@@ -217,7 +222,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
             let answer =
                 with_call::<T::Args, _>(call.as_str(), &self.tasks, &host, |call| self.tool.execute(call, &host))
                     .map_or_else(Outcome::Error, Failure::outcome);
-            answer.to_json().map(RString::from).map_err(|e| format!("could not serialise the answer: {e}"))
+            for_abi(answer.to_json())
         })
     }
 

@@ -238,9 +238,12 @@ impl Shared {
     /// another worker is spinning already, or the pool is gone (the blocking receive that follows reports
     /// that).
     fn spin_for_job(&self) -> Option<Job> {
+        if self.spin.is_zero() {
+            return None;
+        }
         // A spin too long to add to now (the runtime bounds it; this is the pool's own guard) is none.
         let deadline = Instant::now().checked_add(self.spin)?;
-        if self.spin.is_zero() || self.spinning.swap(true, Ordering::Acquire) {
+        if self.spinning.swap(true, Ordering::Acquire) {
             return None;
         }
         /// Lets the next worker spin however this spin ends.

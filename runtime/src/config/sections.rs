@@ -482,7 +482,7 @@ pub struct PluginsConfig {
     /// short calls never wait behind them for a core.
     pub bulk_priority: BulkPriority,
     /// How long, in microseconds, a worker thread that has just finished a call looks for its next one
-    /// before it parks (at most [`MAX_WORKER_SPIN_US`]; 0: it parks at once). A parked worker costs the next
+    /// before it parks (at most [`MAX_WORKER_SPIN_US`]; one worker per tool at a time; 0: no spin of its own). A parked worker costs the next
     /// call a wake-up, tens of µs on a VM whose idle cores halt; the spin costs at most this much CPU per call.
     pub worker_spin_us: u64,
     /// Where plugins outside the shipped set run: `in-process` (the default: fastest, but a crash of the
