@@ -60,7 +60,7 @@ pub use abi::{
     Host, HostRef, Host_TO, PluginMod, PluginModRef, ToolHandler, ToolHandlerBox, ToolHandler_TO, ABI_VERSION,
 };
 pub use protocol::{
-    capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec, PartialBlock,
+    call_layout, capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec, PartialBlock,
     PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo, ToolCall, ToolDeclaration, ToolError,
     ToolSpec, WorkspaceRoot, TASK_PROGRESS_INSTRUCTION,
 };

@@ -180,6 +180,25 @@ impl TaskCache {
     }
 }
 
+/// Parses a call: in the host's own layout without the general parse when it is (nearly every call), else by
+/// the derive, which also words every error.
+fn read_call<A: DeserializeOwned>(call: &str) -> Result<RawCall<'_, A>, ToolError> {
+    if let Some(parts) = crate::call_layout::CallParts::read(call) {
+        // An input that does not parse is read again by the general parse, for its error's words and position.
+        if let Ok(input) = serde_json::from_str(parts.input) {
+            return Ok(RawCall {
+                tool: parts.tool.to_owned(),
+                id: parts.id.to_owned(),
+                input,
+                task: None,
+                task_ref: Some(parts.task_ref),
+                approved: parts.approved,
+            });
+        }
+    }
+    serde_json::from_str(call).map_err(|e| invalid_input(&super::json_error(&e)))
+}
+
 /// Parses a call, runs `run` on it, and gives the call's task back to the cache.
 fn with_call<A: DeserializeOwned, R>(
     call: &str,
@@ -187,7 +206,7 @@ fn with_call<A: DeserializeOwned, R>(
     host: &HostClient<'_>,
     run: impl FnOnce(&ToolCall<A>) -> R,
 ) -> Result<R, ToolError> {
-    let raw: RawCall<'_, A> = serde_json::from_str(call).map_err(|e| invalid_input(&super::json_error(&e)))?;
+    let raw = read_call::<A>(call)?;
     let task = tasks.take(&raw, host)?;
     let key = raw.task_key();
     let call = ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task, approved: raw.approved };
@@ -323,6 +342,110 @@ mod tests {
 
     fn run<R>(text: &str, tasks: &TaskCache, host: &TaskHost, f: impl FnOnce(&ToolCall) -> R) -> Result<R, ToolError> {
         with_call::<serde_json::Value, _>(text, tasks, &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)), f)
+    }
+
+    /// A call's parts as `read_call` gives them, or its error: what the fast reader and the derive must agree on.
+    type Read = Result<(String, String, serde_json::Value, Option<String>, Option<String>, bool), String>;
+
+    fn parts(raw: Result<RawCall<'_, serde_json::Value>, ToolError>) -> Read {
+        raw.map(|raw| {
+            (
+                raw.tool,
+                raw.id,
+                raw.input,
+                raw.task.map(|t| t.get().to_owned()),
+                raw.task_ref.map(str::to_owned),
+                raw.approved,
+            )
+        })
+        .map_err(|e| e.message)
+    }
+
+    #[test]
+    fn a_call_reads_as_the_derive_reads_it_in_every_layout() {
+        let heads = [
+            r#"{"tool":"#,
+            r#"{"approved":true,"tool":"#,
+            r#"{"approved":false,"tool":"#,
+            r#"{ "tool":"#,
+            r#"{"tool" :"#,
+        ];
+        let strings = [
+            r#""t""#,
+            r#""""#,
+            r#""a\"b""#,
+            r#""a\\""#,
+            r#""\u0041""#,
+            "\"a\u{1}b\"",
+            "\"\u{7f}é😀\"",
+            r#""a"b""#,
+            r#""a"#,
+            r#""a","tool":"b""#,
+            "1",
+            "null",
+        ];
+        let ids = [r#","id":"#, r#", "id":"#, r#","ID":"#];
+        let inputs = [
+            "{}",
+            "[]",
+            "1",
+            "12",
+            r#""x""#,
+            r#"{"a":[1,{"b":null}]}"#,
+            " {} ",
+            "{} ",
+            r#"{"a":1},"tool":"x""#,
+            r#"1,"id":"2""#,
+            "}",
+            "",
+            "{",
+            r#"{"task_ref":"1"}"#,
+            "1 2",
+            r#""a\"}""#,
+        ];
+        let tails = [
+            r#","task_ref":"1"}"#,
+            r#","task_ref":"123"}"#,
+            r#","task_ref":""}"#,
+            r#","task_ref":"a"}"#,
+            r#","task_ref":"1a"}"#,
+            r#","task_ref":"1" }"#,
+            r#","task_ref":"1"} "#,
+            r#","task_ref":1}"#,
+            r#","task":{"task_id":"x"}}"#,
+            r#","task_ref":"1","task_ref":"2"}"#,
+            r#","task_ref":"1","approved":true}"#,
+            "}",
+            r#","task_ref":"\u0031"}"#,
+            r#""task_ref":"1"}"#,
+        ];
+        let mut fast = 0;
+        for head in heads {
+            for tool in strings {
+                for id_key in ids {
+                    for id in strings {
+                        for input in inputs {
+                            for tail in tails {
+                                let call = format!(r#"{head}{tool}{id_key}{id},"input":{input}{tail}"#);
+                                let general = parts(
+                                    serde_json::from_str::<RawCall<'_, serde_json::Value>>(&call)
+                                        .map_err(|e| invalid_input(&crate::sdk::json_error(&e))),
+                                );
+                                assert_eq!(parts(read_call(&call)), general, "{call}");
+                                fast += usize::from(crate::call_layout::CallParts::read(&call).is_some());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The layout the host writes took the short path, and not only it: the comparison covered both.
+        assert!(fast > 500, "{fast}");
+        let noop = crate::call_layout::CallParts::read(r#"{"tool":"noop","id":"","input":{},"task_ref":"7"}"#);
+        assert_eq!(
+            noop,
+            Some(crate::call_layout::CallParts { tool: "noop", id: "", input: "{}", task_ref: "7", approved: false })
+        );
     }
 
     #[test]

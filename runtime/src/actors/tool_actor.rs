@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
+use toolshed_plugin_api::call_layout as layout;
 use toolshed_plugin_api::{Host_TO, Prepared, ToolHandlerBox};
 
 /// Which handler method a message runs.
@@ -83,25 +84,25 @@ impl CallJson {
         let task = task.info_json();
         let info_json = task.text.as_str();
         let mut plain = Vec::with_capacity(64 + tool.len() + id.len() + if by_ref { 0 } else { info_json.len() });
-        plain.extend_from_slice(b"{\"tool\":");
+        plain.extend_from_slice(layout::OPEN.as_bytes());
         let written = serde_json::to_writer(&mut plain, tool)
             .and_then(|()| {
-                plain.extend_from_slice(b",\"id\":");
+                plain.extend_from_slice(layout::ID.as_bytes());
                 serde_json::to_writer(&mut plain, id)
             })
             .and_then(|()| {
-                plain.extend_from_slice(b",\"input\":");
+                plain.extend_from_slice(layout::INPUT.as_bytes());
                 serde_json::to_writer(&mut plain, input)
             });
         if by_ref {
             // Most of a small call's bytes, and the plugin's cost of reading them, were the task's.
             // Written into the buffer itself: no string of its own on every call.
             // (serde_json writes the number through `itoa`, without the formatting machinery.)
-            plain.extend_from_slice(b",\"task_ref\":\"");
+            plain.extend_from_slice(layout::TASK_REF.as_bytes());
             let _ = serde_json::to_writer(&mut plain, &task.key);
-            plain.extend_from_slice(b"\"}");
+            plain.extend_from_slice(layout::TASK_REF_CLOSE.as_bytes());
         } else {
-            plain.extend_from_slice(b",\"task\":");
+            plain.extend_from_slice(layout::TASK.as_bytes());
             plain.extend_from_slice(info_json.as_bytes());
             plain.push(b'}');
         }
@@ -120,8 +121,8 @@ impl CallJson {
     /// The JSON text, with `"approved":true` when the user or one of their rules approved what `prepare`
     /// asked for (the field leads the object; absent means false).
     pub fn text(&self, approved: bool) -> Cow<'_, str> {
-        match (approved, self.plain.strip_prefix('{')) {
-            (true, Some(rest)) => Cow::Owned(format!("{{\"approved\":true,{rest}")),
+        match (approved, self.plain.strip_prefix(layout::OPEN)) {
+            (true, Some(rest)) => Cow::Owned([layout::OPEN_APPROVED, rest].concat()),
             _ => Cow::Borrowed(&self.plain),
         }
     }
@@ -476,5 +477,45 @@ impl Handler<RunPhase> for ToolActor {
             }
             Err(failure)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{json, Value};
+
+    /// The SDK reads a call in the runtime's layout without the general parse (`call_layout::CallParts`): every
+    /// call the runtime writes for a tool taking its task by reference must be in that layout, or every call pays
+    /// the general parse again.
+    #[test]
+    fn every_call_by_reference_is_written_in_the_layout_the_sdk_reads_first() {
+        let task = TaskShared::new(crate::TaskContext::new("/w"), Default::default(), None, None);
+        let key = task.info_json().key.to_string();
+        let calls = [
+            ("noop", "", json!({})),
+            ("read_file", "toolu_01", json!({"path": "a \"b\"\n", "n": [1, null, 2.5]})),
+            ("write_to_file", "toolu_02", json!("x")),
+        ];
+        for (tool, id, input) in calls {
+            let call = CallJson::new(tool, id, &input, &task, true, CancelToken::never());
+            for approved in [false, true] {
+                let text = call.text(approved);
+                let parts = layout::CallParts::read(&text).unwrap_or_else(|| panic!("not in the layout: {text}"));
+                assert_eq!((parts.tool, parts.id, parts.task_ref, parts.approved), (tool, id, &*key, approved));
+                assert_eq!(serde_json::from_str::<Value>(parts.input).unwrap(), input);
+                let general: Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(general["input"], input, "{text}");
+                assert_eq!(general["task_ref"], json!(key));
+            }
+            // A tool taking its task by value gets it whole, which the general parse reads.
+            let by_value = CallJson::new(tool, id, &input, &task, false, CancelToken::never());
+            assert_eq!(layout::CallParts::read(&by_value.text(false)), None);
+            let general: Value = serde_json::from_str(&by_value.text(true)).unwrap();
+            assert_eq!(
+                (&general["tool"], &general["approved"], &general["task"]["cwd"]),
+                (&json!(tool), &json!(true), &json!("/w"))
+            );
+        }
     }
 }
