@@ -323,8 +323,9 @@ pub mod call_layout {
             let (tool, rest) = plain_string(rest)?;
             let (id, rest) = plain_string(rest.strip_prefix(ID)?)?;
             let rest = rest.strip_prefix(INPUT)?.strip_suffix(TASK_REF_CLOSE)?;
-            let input_and_tag = rest.trim_end_matches(|c: char| c.is_ascii_digit());
-            let task_ref = &rest[input_and_tag.len()..];
+            let digits = rest.bytes().rev().take_while(u8::is_ascii_digit).count();
+            // Split on an ASCII byte: a character boundary.
+            let (input_and_tag, task_ref) = rest.split_at(rest.len() - digits);
             let input = input_and_tag.strip_suffix(TASK_REF)?;
             if task_ref.is_empty() {
                 return None;

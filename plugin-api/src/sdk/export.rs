@@ -5,6 +5,7 @@
 use super::jobs::run_job;
 use super::{Failure, HostClient, Tool, ToolInit};
 use crate::abi::{HostRef, ToolHandler, ToolHandlerBox, ToolHandler_TO};
+use crate::call_layout::CallParts;
 use crate::protocol::{Outcome, PartialBlock, Prepared, ToolCall, ToolDeclaration, ToolError};
 use abi_stable::{
     sabi_trait::TD_Opaque,
@@ -180,10 +181,17 @@ impl TaskCache {
     }
 }
 
-/// Parses a call: in the host's own layout without the general parse when it is (nearly every call), else by
-/// the derive, which also words every error.
-fn read_call<A: DeserializeOwned>(call: &str) -> Result<RawCall<'_, A>, ToolError> {
-    if let Some(parts) = crate::call_layout::CallParts::read(call) {
+/// A call with its parts when it is in the host's own layout.
+fn read(call: &str) -> (&str, Option<CallParts<'_>>) {
+    (call, CallParts::read(call))
+}
+
+/// Parses a call: from its parts without the general parse when it is in the host's own layout (nearly every
+/// call; see [`read`]), else by the derive, which also words every error.
+fn read_call<'a, A: DeserializeOwned>(
+    (call, parts): (&'a str, Option<CallParts<'a>>),
+) -> Result<RawCall<'a, A>, ToolError> {
+    if let Some(parts) = parts {
         // An input that does not parse is read again by the general parse, for its error's words and position.
         if let Ok(input) = serde_json::from_str(parts.input) {
             return Ok(RawCall {
@@ -201,7 +209,7 @@ fn read_call<A: DeserializeOwned>(call: &str) -> Result<RawCall<'_, A>, ToolErro
 
 /// Parses a call, runs `run` on it, and gives the call's task back to the cache.
 fn with_call<A: DeserializeOwned, R>(
-    call: &str,
+    call: (&str, Option<CallParts<'_>>),
     tasks: &TaskCache,
     host: &HostClient<'_>,
     run: impl FnOnce(&ToolCall<A>) -> R,
@@ -226,7 +234,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
         guard(|| {
             let host = HostClient::new(host);
             let answer =
-                with_call::<T::Args, _>(call.as_str(), &self.tasks, &host, |call| self.tool.prepare(call, &host))
+                with_call::<T::Args, _>(read(call.as_str()), &self.tasks, &host, |call| self.tool.prepare(call, &host))
                     .map_or_else(Prepared::Error, Failure::prepared);
             to_json(&answer)
         })
@@ -235,12 +243,17 @@ impl<T: Tool> ToolHandler for Adapter<T> {
     fn execute(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
             let host = HostClient::new(host);
-            if let Some(answer) = run_job(&self.tool, call.as_str(), &host) {
-                return to_json(&answer);
+            let parts = CallParts::read(call.as_str());
+            // A call in the host's layout names no job: only the general shape can (`{"tool":…,"job":…}`).
+            if parts.is_none() {
+                if let Some(answer) = run_job(&self.tool, call.as_str(), &host) {
+                    return to_json(&answer);
+                }
             }
-            let answer =
-                with_call::<T::Args, _>(call.as_str(), &self.tasks, &host, |call| self.tool.execute(call, &host))
-                    .map_or_else(Outcome::Error, Failure::outcome);
+            let answer = with_call::<T::Args, _>((call.as_str(), parts), &self.tasks, &host, |call| {
+                self.tool.execute(call, &host)
+            })
+            .map_or_else(Outcome::Error, Failure::outcome);
             for_abi(answer.to_json())
         })
     }
@@ -249,7 +262,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
         guard(|| {
             let host = HostClient::new(host);
             // A streamed block is parsed like a call (its input partial, any JSON), its task from the cache.
-            let _ = with_call::<serde_json::Value, _>(block.as_str(), &self.tasks, &host, |call| {
+            let _ = with_call::<serde_json::Value, _>(read(block.as_str()), &self.tasks, &host, |call| {
                 let block = PartialBlock {
                     tool: call.tool.clone(),
                     id: call.id.clone(),
@@ -341,7 +354,7 @@ mod tests {
     }
 
     fn run<R>(text: &str, tasks: &TaskCache, host: &TaskHost, f: impl FnOnce(&ToolCall) -> R) -> Result<R, ToolError> {
-        with_call::<serde_json::Value, _>(text, tasks, &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)), f)
+        with_call::<serde_json::Value, _>(read(text), tasks, &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)), f)
     }
 
     /// A call's parts as `read_call` gives them, or its error: what the fast reader and the derive must agree on.
@@ -431,7 +444,7 @@ mod tests {
                                     serde_json::from_str::<RawCall<'_, serde_json::Value>>(&call)
                                         .map_err(|e| invalid_input(&crate::sdk::json_error(&e))),
                                 );
-                                assert_eq!(parts(read_call(&call)), general, "{call}");
+                                assert_eq!(parts(read_call(read(&call))), general, "{call}");
                                 fast += usize::from(crate::call_layout::CallParts::read(&call).is_some());
                             }
                         }
