@@ -245,10 +245,13 @@ impl<T: Tool> ToolHandler for Adapter<T> {
             let host = HostClient::new(host);
             let parts = CallParts::read(call.as_str());
             // A call in the host's layout names no job: only the general shape can (`{"tool":…,"job":…}`).
-            if parts.is_none() {
-                if let Some(answer) = run_job(&self.tool, call.as_str(), &host) {
-                    return to_json(&answer);
-                }
+            // (No `let` chain: this crate is also built as edition 2021, the foreign-version fixture.)
+            let job = match parts {
+                None => run_job(&self.tool, call.as_str(), &host),
+                Some(_) => None,
+            };
+            if let Some(answer) = job {
+                return to_json(&answer);
             }
             let answer = with_call::<T::Args, _>((call.as_str(), parts), &self.tasks, &host, |call| {
                 self.tool.execute(call, &host)
