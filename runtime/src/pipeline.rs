@@ -22,7 +22,7 @@ mod validate;
 
 pub(crate) use validate::{describe, is_missing, json_kind, signature};
 
-use crate::actors::tool_actor::{CallJson, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
+use crate::actors::tool_actor::{AnswerText, CallJson, Phase, PhaseAnswer, PhaseError, RunPhase, ThenExecute};
 use crate::config::Profile;
 use crate::messages;
 use crate::registry::coordinator::{Route, Routing, RoutingCell};
@@ -368,7 +368,7 @@ impl Engine {
         route: &Route,
         tool_use: &mut ToolUse,
         description: String,
-        executed: Result<String, PhaseError>,
+        executed: Result<AnswerText, PhaseError>,
     ) -> ToolResult {
         let outcome = match executed {
             Ok(text) => crate::result_limit::parse_outcome(&text, self.max_result_bytes).unwrap_or_else(|e| {

@@ -2,19 +2,19 @@
 //! cancellation and panic containment, and counts threads left behind by calls it stopped waiting for.
 
 use crate::actors::pool::{Finishing, PoolSettings, Priority, WorkerPool};
-use crate::registry::loader::PluginHandler;
+use crate::registry::loader::{HandlerOrigin, PluginHandler};
 use crate::services::commit_gate::CommitGate;
 use crate::services::host::{CallHost, Router};
 use crate::task::{CancelToken, TaskJson, TaskShared};
 use abi_stable::sabi_trait::TD_Opaque;
-use abi_stable::std_types::{RResult, RStr};
+use abi_stable::std_types::{RResult, RStr, RString};
 use actix::prelude::*;
 use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use toolshed_plugin_api::call_layout as layout;
-use toolshed_plugin_api::{Host_TO, Prepared, ToolHandlerBox};
+use toolshed_plugin_api::{Host_TO, Prepared};
 
 /// Which handler method a message runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,20 +128,48 @@ impl CallJson {
     }
 }
 
+/// A phase's JSON answer where the plugin put it: read in the plugin's allocation rather than copied into the
+/// host's (`abi_stable` copies a string allocated by another library to convert it, a copy and a free on every
+/// call). It keeps the plugin's library mapped for as long as it lives: freeing the text runs the plugin's code.
+pub(crate) struct AnswerText {
+    text: RString,
+    /// Dropped after `text` (fields drop in order).
+    _library: Arc<HandlerOrigin>,
+}
+
+impl std::ops::Deref for AnswerText {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.text.as_str()
+    }
+}
+
+impl std::fmt::Debug for AnswerText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl PartialEq for AnswerText {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
 /// What a phase answered.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub(crate) enum PhaseAnswer {
     /// `execute`'s or `partial`'s JSON answer.
-    Text(String),
+    Text(AnswerText),
     /// `prepare`'s answer, parsed on the worker (once: the pipeline reads this), or why it was unreadable.
     Prepared(Result<Prepared, String>),
     /// `prepare` allowed it outright and `execute` ran in the same job: its JSON answer.
-    Executed(String),
+    Executed(AnswerText),
 }
 
 impl PhaseAnswer {
     /// `execute`'s answer text, from whichever way it was run.
-    pub fn executed(answer: Result<Self, PhaseError>) -> Result<String, PhaseError> {
+    pub fn executed(answer: Result<Self, PhaseError>) -> Result<AnswerText, PhaseError> {
         match answer? {
             PhaseAnswer::Text(text) | PhaseAnswer::Executed(text) => Ok(text),
             PhaseAnswer::Prepared(_) => Err(PhaseError::Failed("execute answered as prepare".to_owned())),
@@ -278,7 +306,7 @@ fn run_call(
     handler: &PluginHandler,
     phase: Phase,
     (call, approved): (&CallJson, bool),
-    host: &CallHost,
+    host: &CallHost<'_>,
     then_execute: Option<&ThenExecute>,
     started: Option<&ExecuteStart>,
 ) -> Result<PhaseAnswer, PhaseError> {
@@ -298,7 +326,12 @@ fn run_call(
     Ok(PhaseAnswer::Prepared(prepared))
 }
 
-fn run_handler(handler: &ToolHandlerBox, phase: Phase, call: &str, host: &CallHost) -> Result<String, PhaseError> {
+fn run_handler(
+    handler: &PluginHandler,
+    phase: Phase,
+    call: &str,
+    host: &CallHost<'_>,
+) -> Result<AnswerText, PhaseError> {
     let host = Host_TO::from_ptr(host, TD_Opaque);
     let call = RStr::from_str(call);
     let answer = match phase {
@@ -307,7 +340,7 @@ fn run_handler(handler: &ToolHandlerBox, phase: Phase, call: &str, host: &CallHo
         Phase::Partial => handler.partial(call, host),
     };
     match answer {
-        RResult::ROk(text) => Ok(text.into_string()),
+        RResult::ROk(text) => Ok(AnswerText { text, _library: Arc::clone(handler.origin()) }),
         RResult::RErr(message) => Err(PhaseError::Failed(message.into_string())),
     }
 }
@@ -343,29 +376,29 @@ impl InlineLane {
 
 /// The commit gate every inline call shares: an inline call has no timeout and is never abandoned, so its gate
 /// is never closed and a commit always passes; one shared gate spares an allocation per call.
-fn inline_gate() -> Arc<CommitGate> {
+fn inline_gate() -> &'static Arc<CommitGate> {
     static GATE: std::sync::OnceLock<Arc<CommitGate>> = std::sync::OnceLock::new();
-    Arc::clone(GATE.get_or_init(Arc::default))
+    GATE.get_or_init(Arc::default)
 }
 
 /// The host object one phase of `call` sees.
-fn call_host(
-    name: &Arc<str>,
-    handler: &PluginHandler,
-    call: &CallJson,
-    task: &Arc<TaskShared>,
-    router: &Arc<Router>,
-    commit: Arc<CommitGate>,
-) -> CallHost {
+fn call_host<'a>(
+    name: &'a Arc<str>,
+    handler: &'a PluginHandler,
+    call: &'a CallJson,
+    task: &'a Arc<TaskShared>,
+    router: &'a Arc<Router>,
+    commit: &'a Arc<CommitGate>,
+) -> CallHost<'a> {
     CallHost {
-        call_id: Arc::clone(&call.id),
-        task: Arc::clone(task),
-        task_json: Arc::clone(&call.task),
-        router: Arc::clone(router),
-        cancelled: Arc::clone(&call.cancel),
+        call_id: &call.id,
+        task,
+        task_json: &call.task,
+        router,
+        cancelled: &call.cancel,
         commit,
-        tool: Arc::clone(name),
-        origin: Some(Arc::clone(handler.origin())),
+        tool: name,
+        origin: Some(handler.origin()),
     }
 }
 
@@ -377,9 +410,8 @@ impl Handler<RunPhase> for ToolActor {
             return Response::reply(Err(PhaseError::Quarantined(self.health.abandoned())));
         }
         let cancelled = Arc::clone(&msg.call.cancel);
-        let commit = Arc::new(CommitGate::default());
-        let host = call_host(&self.name, &self.handler, &msg.call, &msg.task, &msg.router, Arc::clone(&commit));
         if self.inline {
+            let host = call_host(&self.name, &self.handler, &msg.call, &msg.task, &msg.router, inline_gate());
             // Answered in place: no future, no task spawned for it.
             return Response::reply(run_call(
                 &self.handler,
@@ -391,15 +423,18 @@ impl Handler<RunPhase> for ToolActor {
             ));
         }
 
+        let commit = Arc::new(CommitGate::default());
         let (tx, rx) = tokio::sync::oneshot::channel();
         let execute_timeout = msg.then_execute.as_ref().map(|then| then.timeout);
         let started = Arc::new(ExecuteStart::new(msg.timeout));
         let state = Arc::new(AtomicU8::new(RUNNING));
         let job = {
             let (handler, state, health) = (Arc::clone(&self.handler), Arc::clone(&state), Arc::clone(&self.health));
-            let started = Arc::clone(&started);
+            let (started, name, commit) = (Arc::clone(&started), Arc::clone(&self.name), Arc::clone(&commit));
             let (phase, call, approved, then_execute) = (msg.phase, msg.call, msg.approved, msg.then_execute);
+            let (task, router) = (Arc::clone(&msg.task), msg.router);
             move |finishing: Finishing<'_>| {
+                let host = call_host(&name, &handler, &call, &task, &router, &commit);
                 let answer = run_call(&handler, phase, (&call, approved), &host, then_execute.as_ref(), Some(&started));
                 if state.swap(DONE, Ordering::AcqRel) == ABANDONED {
                     // The last abandoned thread is back: the tool may serve again.

@@ -293,7 +293,7 @@ pub(crate) fn register(router: &mut Router, host: &Arc<InteractionHost>, runner:
     });
     let h = Arc::clone(host);
     router.register::<services::ToolCallService>(move |call, req| {
-        if req.name.as_str() == &*call.tool {
+        if req.name.as_str() == &**call.tool {
             return Err(ServiceError::new(ServiceErrorKind::Denied, "a tool cannot call itself"));
         }
         let runner = crate::services::runner::upgrade(&runner)?;
