@@ -248,11 +248,11 @@ impl BrowserHost {
         let handle = inner.runtime_handle().map_err(failed)?;
         let png = inner.config.screenshot_format == "png"
             || matches!(call.task.info.model_family.as_str(), "glm" | "devstral");
-        let context = session::Context { config: inner.config.clone(), task: Arc::downgrade(&call.task), png };
+        let context = session::Context { config: inner.config.clone(), task: Arc::downgrade(call.task), png };
         // Starting Chromium blocks (a process, its first line on stderr): it happens here, on the plugin's
         // thread, where the call's cancellation is waited on.
         let launched = if request.action == BrowserActionKind::Launch {
-            let target = session::Target::check(request.url.as_deref().unwrap_or(""), &call.task).map_err(failed)?;
+            let target = session::Target::check(request.url.as_deref().unwrap_or(""), call.task).map_err(failed)?;
             let endpoint = match &inner.config.remote_url {
                 Some(url) => session::Endpoint::Remote(url.clone()),
                 None => {

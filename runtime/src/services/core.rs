@@ -27,7 +27,7 @@ pub(crate) fn register(router: &mut Router) {
         Ok(Empty {})
     });
     router.register::<Say>(|call, req| {
-        call.task.say(&call.tool, &call.call_id, req);
+        call.task.say(call.tool, call.call_id, req);
         Ok(Empty {})
     });
     // Asked once per task by a handler that takes its task by reference: the very info this call's key names.

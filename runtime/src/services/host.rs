@@ -70,7 +70,7 @@ where
     SFut: std::future::Future<Output = T> + 'static,
 {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let (call_cancelled, task) = (Arc::clone(&call.cancelled), Arc::clone(&call.task));
+    let (call_cancelled, task) = (Arc::clone(call.cancelled), Arc::clone(call.task));
     let spawned = arbiter.spawn_fn(move || {
         actix::spawn(async move {
             let work = actix::spawn(make());

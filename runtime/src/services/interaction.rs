@@ -247,7 +247,7 @@ pub(crate) fn register(router: &mut Router, host: &Arc<InteractionHost>, runner:
         })
     });
     let h = Arc::clone(host);
-    router.register::<services::TaskSettingsService>(move |call, _| Ok(h.settings(&call.task)));
+    router.register::<services::TaskSettingsService>(move |call, _| Ok(h.settings(call.task)));
     router.register::<services::TaskSetMode>(|call, req| {
         let mode = match req.mode.as_str() {
             "act" => Mode::Act,
@@ -259,14 +259,14 @@ pub(crate) fn register(router: &mut Router, host: &Arc<InteractionHost>, runner:
                 ))
             }
         };
-        switch_mode(&call.task, mode);
+        switch_mode(call.task, mode);
         Ok(Empty {})
     });
     router.register::<services::TaskComplete>(|call, req| {
-        with_conversation(&call.task, |c| c.completed = true);
+        with_conversation(call.task, |c| c.completed = true);
         call.task.say(
-            &call.tool,
-            &call.call_id,
+            call.tool,
+            call.call_id,
             SayRequest { kind: "task_completed".to_owned(), text: req.text, partial: false },
         );
         Ok(Empty {})
@@ -297,7 +297,7 @@ pub(crate) fn register(router: &mut Router, host: &Arc<InteractionHost>, runner:
             return Err(ServiceError::new(ServiceErrorKind::Denied, "a tool cannot call itself"));
         }
         let runner = crate::services::runner::upgrade(&runner)?;
-        let task = Arc::clone(&call.task);
+        let task = Arc::clone(call.task);
         let tool_use = ToolUse::new(format!("{}-{}", call.tool, req.name), req.name, req.input);
         let result = h
             .wait(call, None, move || runner.call(task, tool_use))?

@@ -90,9 +90,8 @@ pub(crate) fn register(router: &mut crate::services::host::Router, limits: Isola
         .register::<toolshed_plugin_api::services::IsolateRun>(move |call, req| {
             let origin = call
                 .origin
-                .as_deref()
                 .ok_or_else(|| ServiceError::new(ServiceErrorKind::UnknownService, "this call cannot run jobs"))?;
-            run(origin, &limits, &children, req, call, &call.cancels(), &call.tool)
+            run(origin, &limits, &children, req, call, &call.cancels(), call.tool)
         })
         .offered_when(move |call| enabled && call.origin.is_some());
 }

@@ -284,7 +284,7 @@ fn spawn(
     let batch = Arc::new(CancelToken::default());
     let plan = Arc::new(Plan {
         runner: crate::services::runner::upgrade(runner)?,
-        parent: Arc::clone(&call.task),
+        parent: Arc::clone(call.task),
         driver,
         agent,
         skills: Arc::clone(&interaction.skills),
