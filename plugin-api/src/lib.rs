@@ -60,9 +60,9 @@ pub use abi::{
     Host, HostRef, Host_TO, PluginMod, PluginModRef, ToolHandler, ToolHandlerBox, ToolHandler_TO, ABI_VERSION,
 };
 pub use protocol::{
-    call_layout, capability, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec, PartialBlock,
-    PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo, ToolCall, ToolDeclaration, ToolError,
-    ToolSpec, WorkspaceRoot, TASK_PROGRESS_INSTRUCTION,
+    call_layout, capability, json_string, log_level, AliasDeclaration, ApprovalRequest, Block, Outcome, ParamSpec,
+    PartialBlock, PluginDeclaration, Prepared, Risk, ServiceError, ServiceErrorKind, TaskInfo, ToolCall,
+    ToolDeclaration, ToolError, ToolSpec, WorkspaceRoot, TASK_PROGRESS_INSTRUCTION,
 };
 pub use sdk::{result, Failure, HostClient, Tool, ToolInit};
 

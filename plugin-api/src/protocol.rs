@@ -320,8 +320,8 @@ pub mod call_layout {
                 Some(rest) => (true, rest),
                 None => (false, call.strip_prefix(OPEN)?),
             };
-            let (tool, rest) = plain_string(rest)?;
-            let (id, rest) = plain_string(rest.strip_prefix(ID)?)?;
+            let (tool, rest) = super::json_string::read_plain(rest)?;
+            let (id, rest) = super::json_string::read_plain(rest.strip_prefix(ID)?)?;
             let rest = rest.strip_prefix(INPUT)?.strip_suffix(TASK_REF_CLOSE)?;
             let digits = rest.bytes().rev().take_while(u8::is_ascii_digit).count();
             // Split on an ASCII byte: a character boundary.
@@ -333,12 +333,36 @@ pub mod call_layout {
             Some(Self { tool, id, input, task_ref, approved })
         }
     }
+}
 
-    /// A JSON string token at the start of `text` that reads as it stands (no escape, no control character),
-    /// its content and what follows it.
-    fn plain_string(text: &str) -> Option<(&str, &str)> {
+/// JSON string tokens read and written without serde's walk when they stand as they are, as nearly every tool
+/// name, tool-use id and short answer does; anything with an escape goes through serde_json.
+pub mod json_string {
+    /// Whether a byte stands in a JSON string token as it is: serde_json escapes only `"`, `\` and the control
+    /// characters below U+0020 when it writes, and refuses them unescaped when it reads.
+    fn plain(byte: u8) -> bool {
+        byte >= 0x20 && byte != b'"' && byte != b'\\'
+    }
+
+    /// Appends `text` as a JSON string token, byte for byte as serde_json writes it. Into a `String`: text
+    /// pieced together this way needs no UTF-8 check after.
+    pub fn write(out: &mut String, text: &str) {
+        if text.bytes().all(plain) {
+            out.reserve(text.len() + 2);
+            out.push('"');
+            out.push_str(text);
+            out.push('"');
+        } else if let Ok(token) = serde_json::to_string(text) {
+            // (Serialising a string cannot fail.)
+            out.push_str(&token);
+        }
+    }
+
+    /// The string token at the start of `text` when it has no escape: what it stands for (its inside, as it
+    /// is) and what follows it. `None` for anything else, which serde_json reads.
+    pub fn read_plain(text: &str) -> Option<(&str, &str)> {
         let body = text.strip_prefix('"')?;
-        let end = body.bytes().position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
+        let end = body.bytes().position(|b| !plain(b))?;
         match body.as_bytes()[end] {
             b'"' => Some((&body[..end], &body[end + 1..])),
             _ => None,
@@ -682,17 +706,21 @@ const ONE_TEXT_HEAD: &str = r#"{"status":"success","blocks":[{"type":"text","tex
 const ONE_TEXT_TAIL: &str = "}]}";
 
 /// The text of an answer that is one text block written as serde writes it, read without the general parse:
-/// the fixed head and tail compared, and the string token between them read by serde_json, which fails on
-/// anything more than one string (a token followed by more JSON has trailing characters). `None` for every
+/// the fixed head and tail compared, and the string token between them taken as it is when it has no escape
+/// and ends where the tail begins, else read by serde_json, which fails on anything more than one string (a
+/// token followed by more JSON has trailing characters). `None` for every
 /// other answer, which the general parse reads. On a no-op call the general parse was a third of the host's
 /// instructions: it matches every key and goes through the block's visitor and the text budget.
 fn one_text(answer: &str) -> Option<String> {
     let token = answer.strip_prefix(ONE_TEXT_HEAD)?.strip_suffix(ONE_TEXT_TAIL)?;
-    serde_json::from_str(token).ok()
+    match json_string::read_plain(token) {
+        Some((text, "")) => Some(text.to_owned()),
+        _ => serde_json::from_str(token).ok(),
+    }
 }
 
 /// The longest text [`Outcome::to_json`] writes without serde's walk: past this, escaping the text is most of
-/// the work either way, and the UTF-8 check of the written bytes would be a second pass over it.
+/// the work either way, and a text with escapes would be written into a buffer of its own first.
 const ONE_TEXT_WRITE_MAX: usize = 4096;
 
 impl Outcome {
@@ -709,12 +737,11 @@ impl Outcome {
             _ => None,
         };
         if let Some(text) = one_text {
-            let mut json = Vec::with_capacity(ONE_TEXT_HEAD.len() + text.len() + 2 + ONE_TEXT_TAIL.len());
-            json.extend_from_slice(ONE_TEXT_HEAD.as_bytes());
-            serde_json::to_writer(&mut json, text)?;
-            json.extend_from_slice(ONE_TEXT_TAIL.as_bytes());
-            // serde_json writes UTF-8; the check is one pass over at most a few KiB.
-            return String::from_utf8(json).map_err(<serde_json::Error as serde::ser::Error>::custom);
+            let mut json = String::with_capacity(ONE_TEXT_HEAD.len() + text.len() + 2 + ONE_TEXT_TAIL.len());
+            json.push_str(ONE_TEXT_HEAD);
+            json_string::write(&mut json, text);
+            json.push_str(ONE_TEXT_TAIL);
+            return Ok(json);
         }
         serde_json::to_string(self)
     }
@@ -762,6 +789,45 @@ impl Outcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every text of up to `len` characters from a pool of the ones that matter to JSON (escaped by serde or
+    /// not) and to the tails the short paths compare.
+    fn short_texts(len: usize) -> Vec<String> {
+        let pool = ['a', '"', '\\', '}', ']', '\n', '\u{0}', '\u{1f}', '\u{7f}', 'é', '😀', '/'];
+        let mut texts = vec![String::new()];
+        let mut last = vec![String::new()];
+        for _ in 0..len {
+            last = last.iter().flat_map(|text| pool.iter().map(move |c| format!("{text}{c}"))).collect();
+            texts.extend(last.iter().cloned());
+        }
+        texts
+    }
+
+    #[test]
+    fn a_string_token_is_written_and_read_as_serde_does() {
+        for text in short_texts(3) {
+            let mut written = String::new();
+            json_string::write(&mut written, &text);
+            let serde = serde_json::to_string(&text).unwrap();
+            assert_eq!(written, serde, "{text:?}");
+            // Read as it stands only when serde reads the same; with anything after it, as it stands too.
+            for after in ["", ",", "\"x\""] {
+                let token = format!("{serde}{after}");
+                if let Some((read, rest)) = json_string::read_plain(&token) {
+                    assert_eq!((read, rest), (text.as_str(), after), "{token:?}");
+                }
+            }
+            assert_eq!(
+                json_string::read_plain(&serde).is_some(),
+                !serde[1..serde.len() - 1].contains('\\'),
+                "{text:?}"
+            );
+        }
+        // Raw control characters and unterminated tokens are serde's to refuse.
+        for token in ["\"a\u{1}\"", "\"a", "a\"", "\"a\\\"\""] {
+            assert_eq!(json_string::read_plain(token), None, "{token:?}");
+        }
+    }
 
     #[test]
     fn the_fast_parsers_read_what_serde_writes() {
@@ -848,15 +914,7 @@ mod tests {
 
     #[test]
     fn the_one_text_answer_reads_as_the_general_parse_reads_it() {
-        // Every text of up to 4 characters from a pool of the ones that matter to JSON and to the tail.
-        let pool = ['a', '"', '\\', '}', ']', '\n', '\u{0}', '\u{7f}', 'é', '😀', '/'];
-        let mut texts = vec![String::new()];
-        let mut last = vec![String::new()];
-        for _ in 0..4 {
-            last = last.iter().flat_map(|text| pool.iter().map(move |c| format!("{text}{c}"))).collect();
-            texts.extend(last.iter().cloned());
-        }
-        for text in texts {
+        for text in short_texts(4) {
             let outcome = Outcome::Success { blocks: vec![Block::Text { text }], is_error: false };
             let answer = serde_json::to_string(&outcome).unwrap();
             assert!(answer.starts_with(ONE_TEXT_HEAD) && answer.ends_with(ONE_TEXT_TAIL), "{answer}");

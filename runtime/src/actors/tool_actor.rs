@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use toolshed_plugin_api::call_layout as layout;
+use toolshed_plugin_api::{call_layout as layout, json_string};
 use toolshed_plugin_api::{Host_TO, Prepared};
 
 /// Which handler method a message runs.
@@ -83,17 +83,14 @@ impl CallJson {
         // Written into one buffer: no intermediate string per part.
         let task = task.info_json();
         let info_json = task.text.as_str();
-        let mut plain = Vec::with_capacity(64 + tool.len() + id.len() + if by_ref { 0 } else { info_json.len() });
-        plain.extend_from_slice(layout::OPEN.as_bytes());
-        let written = serde_json::to_writer(&mut plain, tool)
-            .and_then(|()| {
-                plain.extend_from_slice(layout::ID.as_bytes());
-                serde_json::to_writer(&mut plain, id)
-            })
-            .and_then(|()| {
-                plain.extend_from_slice(layout::INPUT.as_bytes());
-                serde_json::to_writer(&mut plain, input)
-            });
+        let mut head = String::with_capacity(64 + tool.len() + id.len() + if by_ref { 0 } else { info_json.len() });
+        head.push_str(layout::OPEN);
+        json_string::write(&mut head, tool);
+        head.push_str(layout::ID);
+        json_string::write(&mut head, id);
+        head.push_str(layout::INPUT);
+        let mut plain = head.into_bytes();
+        let written = serde_json::to_writer(&mut plain, input);
         if by_ref {
             // Most of a small call's bytes, and the plugin's cost of reading them, were the task's.
             // Written into the buffer itself: no string of its own on every call.

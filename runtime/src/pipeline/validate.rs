@@ -190,23 +190,46 @@ pub(crate) fn signature(input: &Value) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// What loop detection compares: an xxh3-128 of [`signature`]'s text, streamed, so no call copies its input
-/// (a write's whole content) into a string to be compared once and dropped.
+/// What loop detection compares: an xxh3-128 of [`signature`]'s text, streamed past a few hundred bytes, so no
+/// call copies its input (a write's whole content) into a string to be compared once and dropped. A shorter
+/// text (nearly every call's) is hashed in one pass from a buffer on the stack: the streaming state is over
+/// half a kilobyte to set up and move, more than the hash of a short input costs.
 pub(crate) fn signature_digest(input: &Value) -> u128 {
+    /// Texts up to this long are hashed in one pass.
+    const SHORT: usize = 256;
     /// Feeds what is written to the hash.
-    struct Hashing(xxhash_rust::xxh3::Xxh3);
+    struct Hashing {
+        short: [u8; SHORT],
+        len: usize,
+        long: Option<Box<xxhash_rust::xxh3::Xxh3>>,
+    }
     impl std::io::Write for Hashing {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0.update(bytes);
+            match &mut self.long {
+                Some(long) => long.update(bytes),
+                None if self.len + bytes.len() <= SHORT => {
+                    self.short[self.len..self.len + bytes.len()].copy_from_slice(bytes);
+                    self.len += bytes.len();
+                }
+                None => {
+                    let mut long = Box::new(xxhash_rust::xxh3::Xxh3::new());
+                    long.update(&self.short[..self.len]);
+                    long.update(bytes);
+                    self.long = Some(long);
+                }
+            }
             Ok(bytes.len())
         }
         fn flush(&mut self) -> std::io::Result<()> {
             Ok(())
         }
     }
-    let mut hashing = Hashing(xxhash_rust::xxh3::Xxh3::new());
+    let mut hashing = Hashing { short: [0; SHORT], len: 0, long: None };
     canonical(input, true, &mut hashing);
-    hashing.0.digest128()
+    match hashing.long {
+        Some(long) => long.digest128(),
+        None => xxhash_rust::xxh3::xxh3_128(&hashing.short[..hashing.len]),
+    }
 }
 
 /// Writes `value` with its keys sorted, leaving out the top level's `task_progress` (`top`), without copying
@@ -322,6 +345,11 @@ mod tests {
             json!({"path": ["a.rs"]}),
             json!({"a": {"b": 1}, "c": [true, null]}),
             json!({"c": [true, null], "a": {"b": 1}}),
+            // Either side of the one-pass buffer, and far past it (streamed).
+            json!({"p": "x".repeat(247)}),
+            json!({"p": "x".repeat(248)}),
+            json!({"p": "x".repeat(249), "q": ["y", "y", "y"]}),
+            json!({"p": "é".repeat(10_000)}),
         ];
         for input in &inputs {
             let text = signature(input);
