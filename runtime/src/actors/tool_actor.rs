@@ -59,8 +59,9 @@ pub(crate) struct ThenExecute {
 pub(crate) struct CallJson {
     /// The call without `approved`.
     plain: String,
-    /// The tool-use id, for the UI events the call sends.
-    pub id: Arc<str>,
+    /// Where the tool-use id stands in `plain`, written as it is (nearly always), or the id itself when it
+    /// needed escapes: for the UI events the call sends, without a string of its own on every call.
+    id: CallId,
     /// The call's own cancellation (its future dropped, its timeout): every phase of the call shares it.
     pub cancel: Arc<CancelToken>,
     /// The task's info as of this call: what `task.info` answers for a call that carries only its key.
@@ -87,7 +88,13 @@ impl CallJson {
         head.push_str(layout::OPEN);
         json_string::write(&mut head, tool);
         head.push_str(layout::ID);
+        let id_token = head.len();
         json_string::write(&mut head, id);
+        // An escape makes the token longer than the id and its two quotes.
+        let id_at = match head.len() - id_token == id.len() + 2 {
+            true => CallId::At(id_token + 1..id_token + 1 + id.len()),
+            false => CallId::Own(id.into()),
+        };
         head.push_str(layout::INPUT);
         let mut plain = head.into_bytes();
         let written = serde_json::to_writer(&mut plain, input);
@@ -104,15 +111,26 @@ impl CallJson {
             plain.push(b'}');
         }
         // serde_json writes UTF-8 and cannot fail writing strings and values into a Vec.
-        let plain = match (written, String::from_utf8(plain)) {
-            (Ok(()), Ok(plain)) => plain,
-            _ => format!(
-                "{{\"tool\":{},\"id\":{},\"input\":{input},\"task\":{info_json}}}",
-                serde_json::Value::from(tool),
-                serde_json::Value::from(id)
+        let (plain, id) = match (written, String::from_utf8(plain)) {
+            (Ok(()), Ok(plain)) => (plain, id_at),
+            _ => (
+                format!(
+                    "{{\"tool\":{},\"id\":{},\"input\":{input},\"task\":{info_json}}}",
+                    serde_json::Value::from(tool),
+                    serde_json::Value::from(id)
+                ),
+                CallId::Own(id.into()),
             ),
         };
-        Self { plain, id: Arc::from(id), cancel, task }
+        Self { plain, id, cancel, task }
+    }
+
+    /// The tool-use id, for the UI events the call sends.
+    pub fn id(&self) -> &str {
+        match &self.id {
+            CallId::At(at) => self.plain.get(at.clone()).unwrap_or_default(),
+            CallId::Own(id) => id,
+        }
     }
 
     /// The JSON text, with `"approved":true` when the user or one of their rules approved what `prepare`
@@ -151,6 +169,14 @@ impl PartialEq for AnswerText {
     fn eq(&self, other: &Self) -> bool {
         **self == **other
     }
+}
+
+/// Where a call finds its tool-use id.
+enum CallId {
+    /// In its JSON text, at this range.
+    At(std::ops::Range<usize>),
+    /// Its own copy: written with escapes, it does not stand in the text as it is.
+    Own(Box<str>),
 }
 
 /// What a phase answered.
@@ -388,7 +414,7 @@ fn call_host<'a>(
     commit: &'a Arc<CommitGate>,
 ) -> CallHost<'a> {
     CallHost {
-        call_id: &call.id,
+        call_id: call.id(),
         task,
         task_json: &call.task,
         router,
@@ -521,16 +547,26 @@ mod tests {
     /// call the runtime writes for a tool taking its task by reference must be in that layout, or every call pays
     /// the general parse again.
     #[test]
-    fn every_call_by_reference_is_written_in_the_layout_the_sdk_reads_first() {
+    fn every_call_by_reference_is_written_in_the_layout_the_sdk_reads_first_and_keeps_its_id() {
         let task = TaskShared::new(crate::TaskContext::new("/w"), Default::default(), None, None);
         let key = task.info_json().key.to_string();
         let calls = [
             ("noop", "", json!({})),
             ("read_file", "toolu_01", json!({"path": "a \"b\"\n", "n": [1, null, 2.5]})),
             ("write_to_file", "toolu_02", json!("x")),
+            // An id with escapes is not in the layout (the SDK's general parse reads it) and has its own copy.
+            ("noop", "a\"b\\c\u{1}é", json!({})),
+            ("n\"oop", "é😀", json!({})),
         ];
         for (tool, id, input) in calls {
             let call = CallJson::new(tool, id, &input, &task, true, CancelToken::never());
+            assert_eq!(call.id(), id);
+            if id.contains(['"', '\\', '\u{1}']) || tool.contains('"') {
+                assert_eq!(layout::CallParts::read(&call.text(false)), None);
+                let general: Value = serde_json::from_str(&call.text(true)).unwrap();
+                assert_eq!((&general["tool"], &general["id"]), (&json!(tool), &json!(id)));
+                continue;
+            }
             for approved in [false, true] {
                 let text = call.text(approved);
                 let parts = layout::CallParts::read(&text).unwrap_or_else(|| panic!("not in the layout: {text}"));
@@ -542,6 +578,7 @@ mod tests {
             }
             // A tool taking its task by value gets it whole, which the general parse reads.
             let by_value = CallJson::new(tool, id, &input, &task, false, CancelToken::never());
+            assert_eq!(by_value.id(), id);
             assert_eq!(layout::CallParts::read(&by_value.text(false)), None);
             let general: Value = serde_json::from_str(&by_value.text(true)).unwrap();
             assert_eq!(

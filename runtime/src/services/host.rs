@@ -21,7 +21,7 @@ use toolshed_plugin_api::{log_level, Host, ServiceError, ServiceErrorKind};
 /// no-op call (8 `Arc` clone/drop pairs: ~40 ns here).
 pub(crate) struct CallHost<'a> {
     /// The tool-use id of the call, carried by its UI events.
-    pub call_id: &'a Arc<str>,
+    pub call_id: &'a str,
     pub task: &'a Arc<TaskShared>,
     /// The task's info as this call was sent it (`task.info`).
     pub task_json: &'a Arc<crate::task::TaskJson>,
