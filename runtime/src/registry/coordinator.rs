@@ -88,7 +88,9 @@ pub(crate) struct RouteEntry {
 /// The immutable routing snapshot: name → route.
 #[derive(Debug, Default)]
 pub(crate) struct Routing {
-    pub routes: HashMap<String, Route>,
+    /// Hashed with foldhash, seeded per process: every call looks its tool's name up here, and SipHash cost
+    /// more than the rest of the lookup on a short name. Names come from plugins and models, so the seed stays.
+    pub routes: HashMap<String, Route, foldhash::fast::RandomState>,
 }
 
 impl Routing {
