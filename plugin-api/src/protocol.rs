@@ -316,9 +316,10 @@ pub mod call_layout {
         /// call is then the object of these four keys exactly when the input parses as one JSON value (a value
         /// followed by more keys has trailing characters), so the caller parses it and falls back on failure.
         pub fn read(call: &'a str) -> Option<Self> {
-            let (approved, rest) = match call.strip_prefix(OPEN_APPROVED) {
-                Some(rest) => (true, rest),
-                None => (false, call.strip_prefix(OPEN)?),
+            // The common opening first.
+            let (approved, rest) = match call.strip_prefix(OPEN) {
+                Some(rest) => (false, rest),
+                None => (true, call.strip_prefix(OPEN_APPROVED)?),
             };
             let (tool, rest) = super::json_string::read_plain(rest)?;
             let (id, rest) = super::json_string::read_plain(rest.strip_prefix(ID)?)?;

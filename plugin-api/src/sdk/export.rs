@@ -12,6 +12,7 @@ use abi_stable::{
     std_types::{ROption, RResult, RStr, RString},
 };
 use serde::{de::DeserializeOwned, Serialize};
+use std::borrow::Cow;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 // No thread-local here may need dropping: a thread-local destructor registered on a host thread keeps the
@@ -108,9 +109,10 @@ fn for_abi(json: Result<String, serde_json::Error>) -> Result<RString, String> {
 /// parsed once per handler and task rather than once per phase (it was most of a small call's parsing cost).
 #[derive(serde::Deserialize)]
 struct RawCall<'a, A> {
-    tool: String,
-    #[serde(default)]
-    id: String,
+    #[serde(borrow)]
+    tool: Cow<'a, str>,
+    #[serde(borrow, default)]
+    id: Cow<'a, str>,
     input: A,
     #[serde(borrow, default)]
     task: Option<&'a serde_json::value::RawValue>,
@@ -134,27 +136,62 @@ impl<'a, A> RawCall<'a, A> {
 ///
 /// A call borrows its task's entry for as long as it runs and gives it back after ([`TaskCache::give_back`]),
 /// so no call copies the task (its strings and maps are a dozen allocations); a second call of the same task
-/// running meanwhile on another thread parses its own.
+/// running meanwhile on another thread parses its own. The strings a call's tool name and id were written
+/// into come back the same way, to be written over by the next call: two allocations and two frees fewer on
+/// every call, under the lock the task is taken with anyway.
 #[derive(Default)]
-struct TaskCache(std::sync::Mutex<Vec<(String, Option<crate::protocol::TaskInfo>)>>);
+struct TaskCache(std::sync::Mutex<Cached>);
+
+#[derive(Default)]
+struct Cached {
+    tasks: Vec<(String, Option<crate::protocol::TaskInfo>)>,
+    /// Strings for a call's tool name and id.
+    names: Vec<(String, String)>,
+}
 
 /// Tasks a handler remembers: more than a host usually runs at once on one tool.
 const CACHED_TASKS: usize = 8;
+/// Pairs of name strings a handler keeps, and the longest string it keeps (a tool name or an id is short; a
+/// huge id is not kept for the handler's lifetime).
+const SPARE_NAMES: usize = 8;
+const SPARE_NAME_BYTES: usize = 256;
 
 impl TaskCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Option<crate::protocol::TaskInfo>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The task of a call, taken from the cache when it is there and not lent out; else parsed from the call, or
-    /// asked of the host when the call carries only its key.
-    fn take<A>(&self, call: &RawCall<'_, A>, host: &HostClient<'_>) -> Result<crate::protocol::TaskInfo, ToolError> {
-        let Some(key) = call.task_key() else {
-            return Ok(crate::protocol::TaskInfo::default());
+    /// asked of the host when the call carries only its key. With it, strings to write the call's tool name and
+    /// id into.
+    fn take<A>(
+        &self,
+        call: &RawCall<'_, A>,
+        host: &HostClient<'_>,
+    ) -> Result<(crate::protocol::TaskInfo, (String, String)), ToolError> {
+        let key = call.task_key();
+        let (cached, names) = {
+            let mut cache = self.lock();
+            let names = cache.names.pop().unwrap_or_default();
+            let task = key.and_then(|key| {
+                cache.tasks.iter_mut().find(|(cached, _)| cached == key).and_then(|(_, task)| task.take())
+            });
+            (task, names)
         };
-        if let Some(task) = self.lock().iter_mut().find(|(cached, _)| cached == key).and_then(|(_, t)| t.take()) {
-            return Ok(task);
-        }
+        let task = match (cached, key) {
+            (Some(task), _) => task,
+            (None, None) => crate::protocol::TaskInfo::default(),
+            (None, Some(_)) => self.parse_task(call, host)?,
+        };
+        Ok((task, names))
+    }
+
+    /// The task of a call that was not in the cache.
+    fn parse_task<A>(
+        &self,
+        call: &RawCall<'_, A>,
+        host: &HostClient<'_>,
+    ) -> Result<crate::protocol::TaskInfo, ToolError> {
         match call.task {
             Some(raw) => serde_json::from_str(raw.get()).map_err(|e| invalid_input(&super::json_error(&e))),
             // Not the model's mistake: the host could not answer for the task it named.
@@ -165,17 +202,22 @@ impl TaskCache {
         }
     }
 
-    /// Returns a call's task to the cache once the call is over, under the key or JSON text it came by.
-    fn give_back(&self, key: Option<&str>, task: crate::protocol::TaskInfo) {
-        let Some(key) = key else { return };
+    /// Returns a call's task to the cache once the call is over, under the key or JSON text it came by, and
+    /// the strings its tool name and id were in.
+    fn give_back(&self, key: Option<&str>, task: crate::protocol::TaskInfo, names: (String, String)) {
         let mut cache = self.lock();
-        match cache.iter_mut().find(|(cached, _)| cached == key) {
+        let short = |name: &String| name.capacity() <= SPARE_NAME_BYTES;
+        if cache.names.len() < SPARE_NAMES && short(&names.0) && short(&names.1) {
+            cache.names.push(names);
+        }
+        let Some(key) = key else { return };
+        match cache.tasks.iter_mut().find(|(cached, _)| cached == key) {
             Some((_, slot)) => *slot = Some(task),
             None => {
-                if cache.len() >= CACHED_TASKS {
-                    cache.remove(0);
+                if cache.tasks.len() >= CACHED_TASKS {
+                    cache.tasks.remove(0);
                 }
-                cache.push((key.to_owned(), Some(task)));
+                cache.tasks.push((key.to_owned(), Some(task)));
             }
         }
     }
@@ -195,8 +237,8 @@ fn read_call<'a, A: DeserializeOwned>(
         // An input that does not parse is read again by the general parse, for its error's words and position.
         if let Ok(input) = serde_json::from_str(parts.input) {
             return Ok(RawCall {
-                tool: parts.tool.to_owned(),
-                id: parts.id.to_owned(),
+                tool: Cow::Borrowed(parts.tool),
+                id: Cow::Borrowed(parts.id),
                 input,
                 task: None,
                 task_ref: Some(parts.task_ref),
@@ -215,11 +257,15 @@ fn with_call<A: DeserializeOwned, R>(
     run: impl FnOnce(&ToolCall<A>) -> R,
 ) -> Result<R, ToolError> {
     let raw = read_call::<A>(call)?;
-    let task = tasks.take(&raw, host)?;
+    let (task, (mut tool, mut id)) = tasks.take(&raw, host)?;
     let key = raw.task_key();
-    let call = ToolCall { tool: raw.tool, id: raw.id, input: raw.input, task, approved: raw.approved };
+    tool.clear();
+    tool.push_str(&raw.tool);
+    id.clear();
+    id.push_str(&raw.id);
+    let call = ToolCall { tool, id, input: raw.input, task, approved: raw.approved };
     let answer = run(&call);
-    tasks.give_back(key, call.task);
+    tasks.give_back(key, call.task, (call.tool, call.id));
     Ok(answer)
 }
 
@@ -366,8 +412,8 @@ mod tests {
     fn parts(raw: Result<RawCall<'_, serde_json::Value>, ToolError>) -> Read {
         raw.map(|raw| {
             (
-                raw.tool,
-                raw.id,
+                raw.tool.into_owned(),
+                raw.id.into_owned(),
                 raw.input,
                 raw.task.map(|t| t.get().to_owned()),
                 raw.task_ref.map(str::to_owned),
@@ -465,25 +511,43 @@ mod tests {
     }
 
     #[test]
+    fn the_strings_of_one_call_hold_the_next_calls_names_and_only_short_ones_are_kept() {
+        let (tasks, host) = (TaskCache::default(), host(Some("a")));
+        let long = "x".repeat(SPARE_NAME_BYTES + 1);
+        for (tool, id) in [("read_file", "toolu_0123456789"), ("t", ""), ("a\"b", "é\n"), ("t", &long), ("t", "1")] {
+            let text = format!(
+                r#"{{"tool":{},"id":{},"input":{{}},"task_ref":"7"}}"#,
+                serde_json::to_string(tool).unwrap(),
+                serde_json::to_string(id).unwrap()
+            );
+            let seen = run(&text, &tasks, &host, |c| (c.tool.clone(), c.id.clone())).unwrap();
+            assert_eq!(seen, (tool.to_owned(), id.to_owned()));
+            let kept = &tasks.lock().names;
+            assert!(kept.len() == 1 || id == long, "{kept:?}");
+            assert!(kept.iter().all(|(t, i)| t.capacity() <= SPARE_NAME_BYTES && i.capacity() <= SPARE_NAME_BYTES));
+        }
+    }
+
+    #[test]
     fn a_call_borrows_its_task_and_gives_it_back() {
         let (tasks, host) = (TaskCache::default(), host(None));
         let first = run(&call("a"), &tasks, &host, |c| c.task.task_id.clone()).unwrap();
         assert_eq!(first, "a");
-        assert!(tasks.lock().iter().any(|(_, task)| task.as_ref().is_some_and(|t| t.task_id == "a")));
+        assert!(tasks.lock().tasks.iter().any(|(_, task)| task.as_ref().is_some_and(|t| t.task_id == "a")));
         // While one call holds the task, another of the same task reads its own copy, and both come back.
         let nested = run(&call("a"), &tasks, &host, |outer| {
-            assert!(tasks.lock().iter().all(|(_, task)| task.is_none()), "the entry is lent out");
+            assert!(tasks.lock().tasks.iter().all(|(_, task)| task.is_none()), "the entry is lent out");
             let inner = run(&call("a"), &tasks, &host, |c| c.task.cwd.clone()).unwrap();
             (outer.task.mode.clone(), inner)
         });
         assert_eq!(nested.unwrap(), ("act".to_owned(), "/w".to_owned()));
-        assert_eq!(tasks.lock().len(), 1);
+        assert_eq!(tasks.lock().tasks.len(), 1);
         // Another task's text is another entry; the cache stays bounded.
         for i in 0..(CACHED_TASKS * 2) {
             let id = run(&call(&i.to_string()), &tasks, &host, |c| c.task.task_id.clone());
             assert_eq!(id.unwrap(), i.to_string());
         }
-        assert_eq!(tasks.lock().len(), CACHED_TASKS);
+        assert_eq!(tasks.lock().tasks.len(), CACHED_TASKS);
         assert_eq!(host.asked.load(Ordering::SeqCst), 0, "a task sent by value is never asked for");
     }
 
@@ -508,7 +572,7 @@ mod tests {
         let error = run(&call_by_ref("7"), &tasks, &host, |_| ()).unwrap_err();
         assert!(error.message.starts_with("the host did not say which task this call is in"), "{error:?}");
         assert!(!error.mistake, "not the model's mistake");
-        assert!(tasks.lock().is_empty());
+        assert!(tasks.lock().tasks.is_empty());
     }
 
     #[test]
@@ -521,7 +585,7 @@ mod tests {
         assert!(panicked.is_err());
         let id = run(&call("a"), &tasks, &host, |c| c.task.task_id.clone()).unwrap();
         assert_eq!(id, "a");
-        assert!(tasks.lock().iter().any(|(_, task)| task.is_some()), "the entry is whole again");
+        assert!(tasks.lock().tasks.iter().any(|(_, task)| task.is_some()), "the entry is whole again");
     }
 
     #[test]
