@@ -223,40 +223,51 @@ impl TaskCache {
     }
 }
 
-/// A call with its parts when it is in the host's own layout.
-fn read(call: &str) -> (&str, Option<CallParts<'_>>) {
-    (call, CallParts::read(call))
+/// A call in the host's own layout (nearly every call; see [`CallParts`]), read from its parts without the
+/// general parse: `None` when it is not in that layout, or its input is not one JSON value the general parse
+/// would take, which the general parse then reads (and words the error of).
+fn fast_call<A: DeserializeOwned>(call: &str) -> Option<RawCall<'_, A>> {
+    let parts = CallParts::read(call)?;
+    // serde_json allows 128 levels of nesting in a document; the input alone would get the level the call's own
+    // object takes, and pass at a depth the general parse refuses. An input with fewer than 127 openers cannot
+    // be 127 levels deep; the rare one with more goes the general way. (Counted only where it could be: each
+    // level takes two bytes.)
+    let openers = |input: &str| input.bytes().filter(|&b| b == b'[' || b == b'{').count();
+    if parts.input.len() >= 2 * (MAX_NESTING - 1) && openers(parts.input) >= MAX_NESTING - 1 {
+        return None;
+    }
+    let input = serde_json::from_str(parts.input).ok()?;
+    Some(RawCall {
+        tool: Cow::Borrowed(parts.tool),
+        id: Cow::Borrowed(parts.id),
+        input,
+        task: None,
+        task_ref: Some(parts.task_ref),
+        approved: parts.approved,
+    })
 }
 
-/// Parses a call: from its parts without the general parse when it is in the host's own layout (nearly every
-/// call; see [`read`]), else by the derive, which also words every error.
-fn read_call<'a, A: DeserializeOwned>(
-    (call, parts): (&'a str, Option<CallParts<'a>>),
-) -> Result<RawCall<'a, A>, ToolError> {
-    if let Some(parts) = parts {
-        // An input that does not parse is read again by the general parse, for its error's words and position.
-        if let Ok(input) = serde_json::from_str(parts.input) {
-            return Ok(RawCall {
-                tool: Cow::Borrowed(parts.tool),
-                id: Cow::Borrowed(parts.id),
-                input,
-                task: None,
-                task_ref: Some(parts.task_ref),
-                approved: parts.approved,
-            });
-        }
-    }
+/// The nesting serde_json allows in one document.
+const MAX_NESTING: usize = 128;
+
+/// Parses a call: [`fast_call`] when it can, else the derive, which also words every error.
+fn read_call<A: DeserializeOwned>(call: &str) -> Result<RawCall<'_, A>, ToolError> {
+    fast_call(call).map_or_else(|| general_call(call), Ok)
+}
+
+/// Parses a call by the derive.
+fn general_call<A: DeserializeOwned>(call: &str) -> Result<RawCall<'_, A>, ToolError> {
     serde_json::from_str(call).map_err(|e| invalid_input(&super::json_error(&e)))
 }
 
 /// Parses a call, runs `run` on it, and gives the call's task back to the cache.
 fn with_call<A: DeserializeOwned, R>(
-    call: (&str, Option<CallParts<'_>>),
+    raw: Result<RawCall<'_, A>, ToolError>,
     tasks: &TaskCache,
     host: &HostClient<'_>,
     run: impl FnOnce(&ToolCall<A>) -> R,
 ) -> Result<R, ToolError> {
-    let raw = read_call::<A>(call)?;
+    let raw = raw?;
     let (task, (mut tool, mut id)) = tasks.take(&raw, host)?;
     let key = raw.task_key();
     tool.clear();
@@ -279,9 +290,10 @@ impl<T: Tool> ToolHandler for Adapter<T> {
     fn prepare(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
             let host = HostClient::new(host);
-            let answer =
-                with_call::<T::Args, _>(read(call.as_str()), &self.tasks, &host, |call| self.tool.prepare(call, &host))
-                    .map_or_else(Prepared::Error, Failure::prepared);
+            let answer = with_call(read_call::<T::Args>(call.as_str()), &self.tasks, &host, |call| {
+                self.tool.prepare(call, &host)
+            })
+            .map_or_else(Prepared::Error, Failure::prepared);
             to_json(&answer)
         })
     }
@@ -289,20 +301,20 @@ impl<T: Tool> ToolHandler for Adapter<T> {
     fn execute(&self, call: RStr<'_>, host: HostRef<'_>) -> RResult<RString, RString> {
         guard(|| {
             let host = HostClient::new(host);
-            let parts = CallParts::read(call.as_str());
-            // A call in the host's layout names no job: only the general shape can (`{"tool":…,"job":…}`).
+            // A call read in the host's layout has exactly its four keys, so it names no job: only a call in the
+            // general shape can (`{"tool":…,"job":…}`), and only one of those is looked at for one.
+            let fast = fast_call::<T::Args>(call.as_str());
             // (No `let` chain: this crate is also built as edition 2021, the foreign-version fixture.)
-            let job = match parts {
+            let job = match fast {
                 None => run_job(&self.tool, call.as_str(), &host),
                 Some(_) => None,
             };
             if let Some(answer) = job {
                 return to_json(&answer);
             }
-            let answer = with_call::<T::Args, _>((call.as_str(), parts), &self.tasks, &host, |call| {
-                self.tool.execute(call, &host)
-            })
-            .map_or_else(Outcome::Error, Failure::outcome);
+            let raw = fast.map_or_else(|| general_call(call.as_str()), Ok);
+            let answer = with_call(raw, &self.tasks, &host, |call| self.tool.execute(call, &host))
+                .map_or_else(Outcome::Error, Failure::outcome);
             for_abi(answer.to_json())
         })
     }
@@ -311,7 +323,7 @@ impl<T: Tool> ToolHandler for Adapter<T> {
         guard(|| {
             let host = HostClient::new(host);
             // A streamed block is parsed like a call (its input partial, any JSON), its task from the cache.
-            let _ = with_call::<serde_json::Value, _>(read(block.as_str()), &self.tasks, &host, |call| {
+            let _ = with_call(read_call::<serde_json::Value>(block.as_str()), &self.tasks, &host, |call| {
                 let block = PartialBlock {
                     tool: call.tool.clone(),
                     id: call.id.clone(),
@@ -403,7 +415,7 @@ mod tests {
     }
 
     fn run<R>(text: &str, tasks: &TaskCache, host: &TaskHost, f: impl FnOnce(&ToolCall) -> R) -> Result<R, ToolError> {
-        with_call::<serde_json::Value, _>(read(text), tasks, &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)), f)
+        with_call(read_call::<serde_json::Value>(text), tasks, &HostClient::new(Host_TO::from_ptr(host, TD_Opaque)), f)
     }
 
     /// A call's parts as `read_call` gives them, or its error: what the fast reader and the derive must agree on.
@@ -493,7 +505,7 @@ mod tests {
                                     serde_json::from_str::<RawCall<'_, serde_json::Value>>(&call)
                                         .map_err(|e| invalid_input(&crate::sdk::json_error(&e))),
                                 );
-                                assert_eq!(parts(read_call(read(&call))), general, "{call}");
+                                assert_eq!(parts(read_call(&call)), general, "{call}");
                                 fast += usize::from(crate::call_layout::CallParts::read(&call).is_some());
                             }
                         }
@@ -508,6 +520,67 @@ mod tests {
             noop,
             Some(crate::call_layout::CallParts { tool: "noop", id: "", input: "{}", task_ref: "7", approved: false })
         );
+    }
+
+    #[test]
+    fn a_deeply_nested_input_is_refused_by_either_reader_at_the_same_depth() {
+        let mut took_fast = 0;
+        for depth in [1, 60, 125, 126, 127, 128, 129, 300] {
+            let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            let objects = format!("{}1{}", r#"{"a":"#.repeat(depth), "}".repeat(depth));
+            let mixed = format!("{}{}", r#"[{"a":"#.repeat(depth / 2), "}]".repeat(depth / 2));
+            // Openers inside strings count too: the count only decides which reader reads, never the answer.
+            let quoted = format!(r#"{{"s":"{}"}}"#, "[".repeat(depth));
+            for input in [arrays, objects, mixed, quoted] {
+                let call = format!(r#"{{"tool":"t","id":"i","input":{input},"task_ref":"1"}}"#);
+                let general = parts(
+                    serde_json::from_str::<RawCall<'_, serde_json::Value>>(&call)
+                        .map_err(|e| invalid_input(&crate::sdk::json_error(&e))),
+                );
+                assert_eq!(parts(read_call(&call)), general, "depth {depth}: {input}");
+                took_fast += usize::from(fast_call::<serde_json::Value>(&call).is_some());
+            }
+        }
+        assert!(took_fast > 0);
+    }
+
+    /// Answers job `j` and executes anything else.
+    struct Jobs;
+
+    impl Tool for Jobs {
+        type Args = serde_json::Value;
+        fn declaration() -> ToolDeclaration {
+            crate::declare("jobs", "Runs jobs.", &[])
+        }
+        fn new(_: &ToolInit<'_>) -> Result<Option<Self>, String> {
+            Ok(Some(Jobs))
+        }
+        fn execute(&self, _: &ToolCall, _: &HostClient<'_>) -> Result<Outcome, Failure> {
+            Ok(crate::result::text("executed"))
+        }
+        fn job(&self, name: &str, _: serde_json::Value, _: &HostClient<'_>) -> Result<serde_json::Value, String> {
+            Ok(serde_json::Value::from(format!("job {name}")))
+        }
+    }
+
+    #[test]
+    fn a_call_that_names_a_job_runs_it_whatever_its_layout() {
+        let adapter = Adapter { tool: Jobs, tasks: TaskCache::default() };
+        let task_host = host(Some("a"));
+        let answer = |call: &str| match adapter.execute(RStr::from_str(call), Host_TO::from_ptr(&task_host, TD_Opaque))
+        {
+            RResult::ROk(text) => text.into_string(),
+            RResult::RErr(e) => panic!("{e}"),
+        };
+        for call in [
+            r#"{"tool":"jobs","input":{},"job":"j"}"#,
+            // Laid out as the host lays out a call up to its input, with more keys after it.
+            r#"{"tool":"jobs","id":"","input":{},"job":"j","task_ref":"1"}"#,
+            r#"{"tool":"jobs","id":"","input":{} ,"job":"j","task_ref":"1"}"#,
+        ] {
+            assert!(answer(call).contains("job j"), "{call}: {}", answer(call));
+        }
+        assert!(answer(r#"{"tool":"jobs","id":"","input":{"job":"j"},"task_ref":"1"}"#).contains("executed"));
     }
 
     #[test]
