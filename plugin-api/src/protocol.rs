@@ -709,9 +709,9 @@ const ONE_TEXT_TAIL: &str = "}]}";
 /// The text of an answer that is one text block written as serde writes it, read without the general parse:
 /// the fixed head and tail compared, and the string token between them taken as it is when it has no escape
 /// and ends where the tail begins, else read by serde_json, which fails on anything more than one string (a
-/// token followed by more JSON has trailing characters). `None` for every
-/// other answer, which the general parse reads. On a no-op call the general parse was a third of the host's
-/// instructions: it matches every key and goes through the block's visitor and the text budget.
+/// token followed by more JSON has trailing characters). `None` for every other answer, which the general parse
+/// reads. On a no-op call the general parse was a third of the host's instructions: it matches every key and
+/// goes through the block's visitor and the text budget.
 fn one_text(answer: &str) -> Option<String> {
     let token = answer.strip_prefix(ONE_TEXT_HEAD)?.strip_suffix(ONE_TEXT_TAIL)?;
     match json_string::read_plain(token) {

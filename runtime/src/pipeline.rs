@@ -630,33 +630,32 @@ impl std::future::Future for ForHost<'_> {
         // Every field is `Unpin` (the staged future is boxed).
         let this = self.get_mut();
         let (engine, task) = (this.engine, this.task);
-        let (progress, result) = match std::mem::replace(&mut this.state, ForHostState::Done) {
-            ForHostState::Start(mut tool_use) => {
-                let progress = crate::services::interaction::take_progress(&engine.services.interaction, &mut tool_use);
-                match engine.execute_inline(task, tool_use) {
-                    Ok(result) => (progress, result),
-                    Err((tool_use, found)) => {
-                        let mut future = Box::pin(engine.execute_staged(task, tool_use, found));
-                        match future.as_mut().poll(cx) {
-                            Poll::Ready(result) => (progress, result),
-                            Poll::Pending => {
-                                this.state = ForHostState::Staged { progress, future };
-                                return Poll::Pending;
-                            }
+        loop {
+            let (progress, result) = match std::mem::replace(&mut this.state, ForHostState::Done) {
+                ForHostState::Start(mut tool_use) => {
+                    let interaction = &engine.services.interaction;
+                    let progress = crate::services::interaction::take_progress(interaction, &mut tool_use);
+                    match engine.execute_inline(task, tool_use) {
+                        Ok(result) => (progress, result),
+                        Err((tool_use, found)) => {
+                            let future = Box::pin(engine.execute_staged(task, tool_use, found));
+                            // Polled at once, below, with this poll's waker.
+                            this.state = ForHostState::Staged { progress, future };
+                            continue;
                         }
                     }
                 }
-            }
-            ForHostState::Staged { progress, mut future } => match future.as_mut().poll(cx) {
-                Poll::Ready(result) => (progress, result),
-                Poll::Pending => {
-                    this.state = ForHostState::Staged { progress, future };
-                    return Poll::Pending;
-                }
-            },
-            ForHostState::Done => panic!("a tool use's future polled after it finished"),
-        };
-        Poll::Ready(engine.for_host(task, progress, result))
+                ForHostState::Staged { progress, mut future } => match future.as_mut().poll(cx) {
+                    Poll::Ready(result) => (progress, result),
+                    Poll::Pending => {
+                        this.state = ForHostState::Staged { progress, future };
+                        return Poll::Pending;
+                    }
+                },
+                ForHostState::Done => panic!("a tool use's future polled after it finished"),
+            };
+            return Poll::Ready(engine.for_host(task, progress, result));
+        }
     }
 }
 

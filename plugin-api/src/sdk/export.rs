@@ -260,7 +260,8 @@ fn general_call<A: DeserializeOwned>(call: &str) -> Result<RawCall<'_, A>, ToolE
     serde_json::from_str(call).map_err(|e| invalid_input(&super::json_error(&e)))
 }
 
-/// Parses a call, runs `run` on it, and gives the call's task back to the cache.
+/// Runs `run` on a call as read (or the error reading it gave), with its task, and gives the task back to the
+/// cache.
 fn with_call<A: DeserializeOwned, R>(
     raw: Result<RawCall<'_, A>, ToolError>,
     tasks: &TaskCache,

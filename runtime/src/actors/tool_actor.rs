@@ -165,12 +165,6 @@ impl std::fmt::Debug for AnswerText {
     }
 }
 
-impl PartialEq for AnswerText {
-    fn eq(&self, other: &Self) -> bool {
-        **self == **other
-    }
-}
-
 /// Where a call finds its tool-use id.
 enum CallId {
     /// In its JSON text, at this range.
@@ -180,7 +174,7 @@ enum CallId {
 }
 
 /// What a phase answered.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(crate) enum PhaseAnswer {
     /// `execute`'s or `partial`'s JSON answer.
     Text(AnswerText),
