@@ -68,6 +68,15 @@ pub(crate) struct CallJson {
     pub task: Arc<TaskJson>,
 }
 
+thread_local! {
+    /// The text buffer of the last call that ended on this thread, for the next call on it to write into: an
+    /// allocation and a free fewer on every call. (The host's own thread-local; a plugin must not have one.)
+    static SPARE_TEXT: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+}
+
+/// The largest buffer kept for the next call: a small call's, not a written file's.
+const SPARE_TEXT_BYTES: usize = 4096;
+
 impl CallJson {
     /// The call of `tool` under tool-use `id` with `input`, in `task`; with `by_ref`, the task goes by its key
     /// (`task_ref`) instead of by value, for a tool that declared [`toolshed_plugin_api::capability::TASK_BY_REF`].
@@ -84,36 +93,36 @@ impl CallJson {
         // Written into one buffer: no intermediate string per part.
         let task = task.info_json();
         let info_json = task.text.as_str();
-        let mut head = String::with_capacity(64 + tool.len() + id.len() + if by_ref { 0 } else { info_json.len() });
-        head.push_str(layout::OPEN);
-        json_string::write(&mut head, tool);
-        head.push_str(layout::ID);
-        let id_token = head.len();
-        json_string::write(&mut head, id);
+        let mut plain = SPARE_TEXT.try_with(std::cell::Cell::take).unwrap_or_default();
+        plain.clear();
+        plain.reserve(64 + tool.len() + id.len() + if by_ref { 0 } else { info_json.len() });
+        plain.push_str(layout::OPEN);
+        json_string::write(&mut plain, tool);
+        plain.push_str(layout::ID);
+        let id_token = plain.len();
+        json_string::write(&mut plain, id);
         // An escape makes the token longer than the id and its two quotes.
-        let id_at = match head.len() - id_token == id.len() + 2 {
+        let id_at = match plain.len() - id_token == id.len() + 2 {
             true => CallId::At(id_token + 1..id_token + 1 + id.len()),
             false => CallId::Own(id.into()),
         };
-        head.push_str(layout::INPUT);
-        let mut plain = head.into_bytes();
-        let written = serde_json::to_writer(&mut plain, input);
+        plain.push_str(layout::INPUT);
+        let written = serde_json::to_writer(StrWriter(&mut plain), input);
         if by_ref {
             // Most of a small call's bytes, and the plugin's cost of reading them, were the task's.
             // Written into the buffer itself: no string of its own on every call.
-            // (serde_json writes the number through `itoa`, without the formatting machinery.)
-            plain.extend_from_slice(layout::TASK_REF.as_bytes());
-            let _ = serde_json::to_writer(&mut plain, &task.key);
-            plain.extend_from_slice(layout::TASK_REF_CLOSE.as_bytes());
+            plain.push_str(layout::TASK_REF);
+            plain.push_str(itoa::Buffer::new().format(task.key));
+            plain.push_str(layout::TASK_REF_CLOSE);
         } else {
-            plain.extend_from_slice(layout::TASK.as_bytes());
-            plain.extend_from_slice(info_json.as_bytes());
-            plain.push(b'}');
+            plain.push_str(layout::TASK);
+            plain.push_str(info_json);
+            plain.push('}');
         }
-        // serde_json writes UTF-8 and cannot fail writing strings and values into a Vec.
-        let (plain, id) = match (written, String::from_utf8(plain)) {
-            (Ok(()), Ok(plain)) => (plain, id_at),
-            _ => (
+        // serde_json cannot fail writing a value into a string (see `StrWriter`).
+        let (plain, id) = match written {
+            Ok(()) => (plain, id_at),
+            Err(_) => (
                 format!(
                     "{{\"tool\":{},\"id\":{},\"input\":{input},\"task\":{info_json}}}",
                     serde_json::Value::from(tool),
@@ -140,6 +149,37 @@ impl CallJson {
             (true, Some(rest)) => Cow::Owned([layout::OPEN_APPROVED, rest].concat()),
             _ => Cow::Borrowed(&self.plain),
         }
+    }
+}
+
+impl Drop for CallJson {
+    fn drop(&mut self) {
+        if self.plain.capacity() <= SPARE_TEXT_BYTES {
+            let plain = std::mem::take(&mut self.plain);
+            // (After the thread's locals are gone, the buffer is simply freed.)
+            let _ = SPARE_TEXT.try_with(|spare| spare.set(plain));
+        }
+    }
+}
+
+/// serde_json's output written straight into a `String`. serde_json writes UTF-8 in whole pieces (a string's
+/// text is cut only at the ASCII characters it escapes), so each piece is checked as it comes, and the call's
+/// text is not checked whole again after; a piece that is not UTF-8 fails the write.
+struct StrWriter<'a>(&'a mut String);
+
+impl std::io::Write for StrWriter<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.write_all(bytes).map(|()| bytes.len())
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        let text = std::str::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        self.0.push_str(text);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -579,6 +619,40 @@ mod tests {
                 (&general["tool"], &general["approved"], &general["task"]["cwd"]),
                 (&json!(tool), &json!(true), &json!("/w"))
             );
+        }
+    }
+
+    /// A call's text is written into the buffer the last call on the thread left (`SPARE_TEXT`): each must be
+    /// exactly what serde writes for its input, whatever the calls before it held, and a large buffer is not kept.
+    #[test]
+    fn a_call_written_into_a_used_buffer_is_its_own_text_exactly() {
+        let task = TaskShared::new(crate::TaskContext::new("/w"), Default::default(), None, None);
+        let key = task.info_json().key;
+        let long = "é😀\n\"x".repeat(2_000);
+        let inputs = [
+            json!({"content": long}),
+            json!({}),
+            json!({"path": "ü/😀.rs", "n": [1, -2, 3.5e300, null, true], "k": {"z": "\u{7f}\u{1}\t"}}),
+            json!("x"),
+            json!({"path": "a"}),
+            json!([]),
+        ];
+        for input in inputs.iter().chain(inputs.iter().rev()) {
+            let call = CallJson::new("t", "toolu_1", input, &task, true, CancelToken::never());
+            let expected = format!(
+                r#"{{"tool":"t","id":"toolu_1","input":{},"task_ref":"{key}"}}"#,
+                serde_json::to_string(input).unwrap()
+            );
+            assert_eq!(call.text(false), expected);
+            let capacity = call.plain.capacity();
+            drop(call);
+            let kept = SPARE_TEXT.with(|spare| {
+                let spare_text = spare.take();
+                let kept = spare_text.capacity();
+                spare.set(spare_text);
+                kept
+            });
+            assert_eq!(kept, if capacity <= SPARE_TEXT_BYTES { capacity } else { 0 });
         }
     }
 }
