@@ -136,17 +136,28 @@ impl<'a, A> RawCall<'a, A> {
 ///
 /// A call borrows its task's entry for as long as it runs and gives it back after ([`TaskCache::give_back`]),
 /// so no call copies the task (its strings and maps are a dozen allocations); a second call of the same task
-/// running meanwhile on another thread parses its own. The strings a call's tool name and id were written
-/// into come back the same way, to be written over by the next call: two allocations and two frees fewer on
-/// every call, under the lock the task is taken with anyway.
+/// running meanwhile on another thread parses its own. The task is swapped between the entry and the call in
+/// place: moved whole, its few hundred bytes were copied at every step. The strings a call's tool name and id
+/// were written into come back the same way, to be written over by the next call: two allocations and two
+/// frees fewer on every call, under the lock the task is taken with anyway.
 #[derive(Default)]
 struct TaskCache(std::sync::Mutex<Cached>);
 
 #[derive(Default)]
 struct Cached {
-    tasks: Vec<(String, Option<crate::protocol::TaskInfo>)>,
+    tasks: Vec<Entry>,
     /// Strings for a call's tool name and id.
     names: Vec<(String, String)>,
+}
+
+/// One cached task.
+struct Entry {
+    /// Its key or JSON text.
+    key: String,
+    /// The task; an empty one while `lent`.
+    task: crate::protocol::TaskInfo,
+    /// A call holds the task.
+    lent: bool,
 }
 
 /// Tasks a handler remembers: more than a host usually runs at once on one tool.
@@ -161,38 +172,44 @@ impl TaskCache {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The task of a call, taken from the cache when it is there and not lent out; else parsed from the call, or
-    /// asked of the host when the call carries only its key. With it, strings to write the call's tool name and
-    /// id into.
-    fn take<A>(
+    /// Fills in `call`'s task, taken from the cache when it is there and not lent out, else parsed from the call's
+    /// `task`, or asked of the host when the call carries only its key (`key`); and its tool name and id, in
+    /// strings kept from an earlier call.
+    fn lend<A>(
         &self,
-        call: &RawCall<'_, A>,
+        key: Option<&str>,
+        task: Option<&serde_json::value::RawValue>,
+        (tool, id): (&str, &str),
+        call: &mut ToolCall<A>,
         host: &HostClient<'_>,
-    ) -> Result<(crate::protocol::TaskInfo, (String, String)), ToolError> {
-        let key = call.task_key();
-        let (cached, names) = {
+    ) -> Result<(), ToolError> {
+        let found = {
             let mut cache = self.lock();
-            let names = cache.names.pop().unwrap_or_default();
-            let task = key.and_then(|key| {
-                cache.tasks.iter_mut().find(|(cached, _)| cached == key).and_then(|(_, task)| task.take())
-            });
-            (task, names)
+            if let Some((spare_tool, spare_id)) = cache.names.pop() {
+                (call.tool, call.id) = (spare_tool, spare_id);
+            }
+            let entry = key.and_then(|key| cache.tasks.iter_mut().find(|entry| entry.key == key && !entry.lent));
+            entry.map(|entry| {
+                std::mem::swap(&mut entry.task, &mut call.task);
+                entry.lent = true;
+            })
         };
-        let task = match (cached, key) {
-            (Some(task), _) => task,
-            (None, None) => crate::protocol::TaskInfo::default(),
-            (None, Some(_)) => self.parse_task(call, host)?,
-        };
-        Ok((task, names))
+        call.tool.clear();
+        call.tool.push_str(tool);
+        call.id.clear();
+        call.id.push_str(id);
+        if found.is_none() && key.is_some() {
+            call.task = Self::parse_task(task, host)?;
+        }
+        Ok(())
     }
 
     /// The task of a call that was not in the cache.
-    fn parse_task<A>(
-        &self,
-        call: &RawCall<'_, A>,
+    fn parse_task(
+        task: Option<&serde_json::value::RawValue>,
         host: &HostClient<'_>,
     ) -> Result<crate::protocol::TaskInfo, ToolError> {
-        match call.task {
+        match task {
             Some(raw) => serde_json::from_str(raw.get()).map_err(|e| invalid_input(&super::json_error(&e))),
             // Not the model's mistake: the host could not answer for the task it named.
             None => host.call::<crate::services::TaskInfoGet>(&crate::services::Empty {}).map_err(|e| ToolError {
@@ -204,20 +221,26 @@ impl TaskCache {
 
     /// Returns a call's task to the cache once the call is over, under the key or JSON text it came by, and
     /// the strings its tool name and id were in.
-    fn give_back(&self, key: Option<&str>, task: crate::protocol::TaskInfo, names: (String, String)) {
+    fn give_back<A>(&self, key: Option<&str>, call: &mut ToolCall<A>) {
         let mut cache = self.lock();
         let short = |name: &String| name.capacity() <= SPARE_NAME_BYTES;
-        if cache.names.len() < SPARE_NAMES && short(&names.0) && short(&names.1) {
+        if cache.names.len() < SPARE_NAMES && short(&call.tool) && short(&call.id) {
+            let names = (std::mem::take(&mut call.tool), std::mem::take(&mut call.id));
             cache.names.push(names);
         }
         let Some(key) = key else { return };
-        match cache.tasks.iter_mut().find(|(cached, _)| cached == key) {
-            Some((_, slot)) => *slot = Some(task),
+        // One key is one task as of one mode: any call's copy of it is as good as the entry's.
+        match cache.tasks.iter_mut().find(|entry| entry.key == key) {
+            Some(entry) => {
+                std::mem::swap(&mut entry.task, &mut call.task);
+                entry.lent = false;
+            }
             None => {
                 if cache.tasks.len() >= CACHED_TASKS {
                     cache.tasks.remove(0);
                 }
-                cache.tasks.push((key.to_owned(), Some(task)));
+                let task = std::mem::take(&mut call.task);
+                cache.tasks.push(Entry { key: key.to_owned(), task, lent: false });
             }
         }
     }
@@ -269,15 +292,17 @@ fn with_call<A: DeserializeOwned, R>(
     run: impl FnOnce(&ToolCall<A>) -> R,
 ) -> Result<R, ToolError> {
     let raw = raw?;
-    let (task, (mut tool, mut id)) = tasks.take(&raw, host)?;
     let key = raw.task_key();
-    tool.clear();
-    tool.push_str(&raw.tool);
-    id.clear();
-    id.push_str(&raw.id);
-    let call = ToolCall { tool, id, input: raw.input, task, approved: raw.approved };
+    let mut call = ToolCall {
+        tool: String::new(),
+        id: String::new(),
+        input: raw.input,
+        task: crate::protocol::TaskInfo::default(),
+        approved: raw.approved,
+    };
+    tasks.lend(key, raw.task, (&raw.tool, &raw.id), &mut call, host)?;
     let answer = run(&call);
-    tasks.give_back(key, call.task, (call.tool, call.id));
+    tasks.give_back(key, &mut call);
     Ok(answer)
 }
 
@@ -607,10 +632,10 @@ mod tests {
         let (tasks, host) = (TaskCache::default(), host(None));
         let first = run(&call("a"), &tasks, &host, |c| c.task.task_id.clone()).unwrap();
         assert_eq!(first, "a");
-        assert!(tasks.lock().tasks.iter().any(|(_, task)| task.as_ref().is_some_and(|t| t.task_id == "a")));
+        assert!(tasks.lock().tasks.iter().any(|entry| !entry.lent && entry.task.task_id == "a"));
         // While one call holds the task, another of the same task reads its own copy, and both come back.
         let nested = run(&call("a"), &tasks, &host, |outer| {
-            assert!(tasks.lock().tasks.iter().all(|(_, task)| task.is_none()), "the entry is lent out");
+            assert!(tasks.lock().tasks.iter().all(|entry| entry.lent && entry.task.task_id.is_empty()), "lent out");
             let inner = run(&call("a"), &tasks, &host, |c| c.task.cwd.clone()).unwrap();
             (outer.task.mode.clone(), inner)
         });
@@ -659,7 +684,7 @@ mod tests {
         assert!(panicked.is_err());
         let id = run(&call("a"), &tasks, &host, |c| c.task.task_id.clone()).unwrap();
         assert_eq!(id, "a");
-        assert!(tasks.lock().tasks.iter().any(|(_, task)| task.is_some()), "the entry is whole again");
+        assert!(tasks.lock().tasks.iter().any(|entry| !entry.lent), "the entry is whole again");
     }
 
     #[test]
