@@ -280,12 +280,18 @@ impl Engine {
         let Some(route) = resolve::found(self, task, &tool_use) else {
             return Err((tool_use, None));
         };
-        let Some(inline) = route.inline.clone().filter(|_| {
-            route.meta.proceeds && !self.hooks.has(HookEvent::PreToolUse) && !self.hooks.has(HookEvent::PostToolUse)
-        }) else {
-            return Err((tool_use, Some(route)));
+        // Borrowed from the route, which outlives the call here: no count taken and given back on every call.
+        let inline = match &route.inline {
+            Some(inline)
+                if route.meta.proceeds
+                    && !self.hooks.has(HookEvent::PreToolUse)
+                    && !self.hooks.has(HookEvent::PostToolUse) =>
+            {
+                inline
+            }
+            _ => return Err((tool_use, Some(route))),
         };
-        let (route, mut tool_use) = match resolve::admit(task, route, tool_use) {
+        let mut tool_use = match resolve::admit(task, &route, tool_use) {
             Ok(admitted) => admitted,
             Err(refused) => return Ok(refused),
         };

@@ -107,22 +107,23 @@ impl CallJson {
             false => CallId::Own(id.into()),
         };
         plain.push_str(layout::INPUT);
-        let written = serde_json::to_writer(StrWriter(&mut plain), input);
+        let mut plain = plain.into_bytes();
+        let written = serde_json::to_writer(&mut plain, input);
         if by_ref {
             // Most of a small call's bytes, and the plugin's cost of reading them, were the task's.
             // Written into the buffer itself: no string of its own on every call.
-            plain.push_str(layout::TASK_REF);
-            plain.push_str(itoa::Buffer::new().format(task.key));
-            plain.push_str(layout::TASK_REF_CLOSE);
+            plain.extend_from_slice(layout::TASK_REF.as_bytes());
+            plain.extend_from_slice(itoa::Buffer::new().format(task.key).as_bytes());
+            plain.extend_from_slice(layout::TASK_REF_CLOSE.as_bytes());
         } else {
-            plain.push_str(layout::TASK);
-            plain.push_str(info_json);
-            plain.push('}');
+            plain.extend_from_slice(layout::TASK.as_bytes());
+            plain.extend_from_slice(info_json.as_bytes());
+            plain.push(b'}');
         }
-        // serde_json cannot fail writing a value into a string (see `StrWriter`).
-        let (plain, id) = match written {
-            Ok(()) => (plain, id_at),
-            Err(_) => (
+        // serde_json writes UTF-8 and cannot fail writing strings and values into a Vec.
+        let (plain, id) = match (written, String::from_utf8(plain)) {
+            (Ok(()), Ok(plain)) => (plain, id_at),
+            _ => (
                 format!(
                     "{{\"tool\":{},\"id\":{},\"input\":{input},\"task\":{info_json}}}",
                     serde_json::Value::from(tool),
@@ -159,27 +160,6 @@ impl Drop for CallJson {
             // (After the thread's locals are gone, the buffer is simply freed.)
             let _ = SPARE_TEXT.try_with(|spare| spare.set(plain));
         }
-    }
-}
-
-/// serde_json's output written straight into a `String`. serde_json writes UTF-8 in whole pieces (a string's
-/// text is cut only at the ASCII characters it escapes), so each piece is checked as it comes, and the call's
-/// text is not checked whole again after; a piece that is not UTF-8 fails the write.
-struct StrWriter<'a>(&'a mut String);
-
-impl std::io::Write for StrWriter<'_> {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.write_all(bytes).map(|()| bytes.len())
-    }
-
-    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        let text = std::str::from_utf8(bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
-        self.0.push_str(text);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 

@@ -239,16 +239,16 @@ fn canonical(value: &Value, top: bool, out: &mut impl std::io::Write) {
     // Writing into a `Vec` or a hash fails only for values that cannot be JSON, which these are not.
     match value {
         Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().filter(|key| !(top && key.as_str() == "task_progress")).collect();
-            keys.sort_unstable();
+            let kept = |key: &&String| !(top && key.as_str() == "task_progress");
             let _ = out.write_all(b"{");
-            for (i, key) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    let _ = out.write_all(b",");
-                }
-                let _ = serde_json::to_writer(&mut *out, key);
-                let _ = out.write_all(b":");
-                canonical(&map[key], false, out);
+            // A map whose keys come sorted (one key, or written in order, as models mostly write them) is walked
+            // as it is, with no list of keys to allocate; the keys keep the order they were written in here.
+            if map.keys().is_sorted() {
+                members(map.iter().filter(|(key, _)| kept(key)), out);
+            } else {
+                let mut keys: Vec<&String> = map.keys().filter(kept).collect();
+                keys.sort_unstable();
+                members(keys.into_iter().map(|key| (key, &map[key])), out);
             }
             let _ = out.write_all(b"}");
         }
@@ -266,6 +266,18 @@ fn canonical(value: &Value, top: bool, out: &mut impl std::io::Write) {
         other => {
             let _ = serde_json::to_writer(&mut *out, other);
         }
+    }
+}
+
+/// An object's members, in the order given, for [`canonical`].
+fn members<'a>(members: impl Iterator<Item = (&'a String, &'a Value)>, out: &mut impl std::io::Write) {
+    for (i, (key, value)) in members.enumerate() {
+        if i > 0 {
+            let _ = out.write_all(b",");
+        }
+        let _ = serde_json::to_writer(&mut *out, key);
+        let _ = out.write_all(b":");
+        canonical(value, false, out);
     }
 }
 
@@ -334,6 +346,11 @@ mod tests {
         );
         assert_eq!(signature(&json!("text")), r#""text""#);
         assert_eq!(signature(&json!({"task_progress": "x"})), "{}");
+        // Keys already in order take the walk without a sorted list; the result is the same.
+        assert_eq!(
+            signature(&json!({"a": 1, "task_progress": "x", "z": {"task_progress": 2}})),
+            r#"{"a":1,"z":{"task_progress":2}}"#
+        );
     }
 
     #[test]
