@@ -30,7 +30,7 @@ use crate::registry::on_demand::OnDemand;
 use crate::services::runner::ToolRunner;
 use crate::services::HostServices;
 use crate::spec::{self, Provider, Spec, SpecContext, ToolSchemas};
-use crate::task::{CancelToken, TaskContext, TaskEnd, TaskShared};
+use crate::task::{CallCancel, CancelToken, TaskContext, TaskEnd, TaskShared};
 use crate::types::{BoxFuture, EventSink, ResultStatus, ToolInput, ToolResult, ToolUse};
 use hooks::{HookDecision, HookEvent, HookInput, Hooks, Verdict};
 use policy::{Approver, Policy};
@@ -299,8 +299,7 @@ impl Engine {
         let (mut result, signature) = match validate::validate(&route, task, &mut tool_use) {
             Ok(valid) => {
                 let by_ref = route.meta.task_by_ref;
-                let call =
-                    CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CancelToken::never());
+                let call = CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CallCancel::Never);
                 let executed = PhaseAnswer::executed(inline.run(
                     Phase::Execute,
                     (&call, false),
@@ -449,14 +448,21 @@ impl Engine {
             authorizer.get_or_init(|| Arc::new(authorize::Authorizer::new(self, task, &route, &tool_use.name, &input)))
         };
         let by_ref = route.meta.task_by_ref;
-        let call = Arc::new(CallJson::new(&tool_use.name, &tool_use.id, &input, task, by_ref, Arc::clone(cancel)));
+        let call = Arc::new(CallJson::new(
+            &tool_use.name,
+            &tool_use.id,
+            &input,
+            task,
+            by_ref,
+            CallCancel::Own(Arc::clone(cancel)),
+        ));
         let first = match (route.meta.proceeds, pre_hooks) {
             // `prepare` would answer `Proceed`, which needs nobody: straight to `execute`, one call instead of two.
             (true, false) => {
                 self.run_phase(&route, Phase::Execute, (&call, false), task, self.timeouts.call, None).await
             }
             // PreToolUse hooks still see the call between the two phases.
-            (true, true) => Ok(PhaseAnswer::Prepared(Ok(Prepared::Proceed))),
+            (true, true) => Ok(PhaseAnswer::Prepared(Box::new(Ok(Prepared::Proceed)))),
             (false, _) => {
                 // PreToolUse hooks run between prepare and execute, so the two cannot share a job when there
                 // are any.
@@ -470,7 +476,7 @@ impl Engine {
         let executed = match first {
             Ok(PhaseAnswer::Executed(text) | PhaseAnswer::Text(text)) => Ok(text),
             Ok(PhaseAnswer::Prepared(prepared)) => {
-                let prepared = prepared.unwrap_or_else(|e| {
+                let prepared = (*prepared).unwrap_or_else(|e| {
                     Prepared::Error(finish::boundary_error(
                         &tool_use.name,
                         &format!("unreadable answer from prepare: {e}"),
@@ -542,7 +548,8 @@ impl Engine {
             return;
         };
         let cancel = CancelOnDrop::for_route(&route);
-        let call = Arc::new(CallJson::new(name, id, &input, task, route.meta.task_by_ref, cancel.token()));
+        let call =
+            Arc::new(CallJson::new(name, id, &input, task, route.meta.task_by_ref, CallCancel::Own(cancel.token())));
         let _ = self.run_phase(&route, Phase::Partial, (&call, false), task, self.timeouts.prepare, None).await;
     }
 

@@ -130,6 +130,35 @@ impl TaskContext {
     }
 }
 
+/// One call's cancellation as the call holds it: [`CancelToken::never`] for a call that cannot outlive its
+/// future, without a reference count taken and given back on every such call, or a token of its own.
+#[derive(Clone)]
+pub(crate) enum CallCancel {
+    Never,
+    Own(Arc<CancelToken>),
+}
+
+impl CallCancel {
+    /// The token, to hold past the call (a service's future, a worker's wait).
+    pub fn to_arc(&self) -> Arc<CancelToken> {
+        match self {
+            CallCancel::Never => CancelToken::never(),
+            CallCancel::Own(token) => Arc::clone(token),
+        }
+    }
+}
+
+impl std::ops::Deref for CallCancel {
+    type Target = CancelToken;
+
+    fn deref(&self) -> &CancelToken {
+        match self {
+            CallCancel::Never => CancelToken::never_shared(),
+            CallCancel::Own(token) => token,
+        }
+    }
+}
+
 /// A wake-up a blocking wait registers with a [`CancelToken`].
 type Wake = Arc<dyn Fn() + Send + Sync>;
 
@@ -157,8 +186,12 @@ impl CancelToken {
     /// run to their end on the caller's thread). It can never be cancelled by mistake, which would cancel
     /// every such call at once, and keeps no wake-ups, so the calls sharing it share no lock.
     pub(crate) fn never() -> Arc<CancelToken> {
+        Arc::clone(Self::never_shared())
+    }
+
+    fn never_shared() -> &'static Arc<CancelToken> {
         static NEVER: std::sync::OnceLock<Arc<CancelToken>> = std::sync::OnceLock::new();
-        Arc::clone(NEVER.get_or_init(|| Arc::new(CancelToken { fixed: true, ..CancelToken::default() })))
+        NEVER.get_or_init(|| Arc::new(CancelToken { fixed: true, ..CancelToken::default() }))
     }
 
     /// Cancels, waking every waiter.

@@ -5,7 +5,7 @@ use crate::actors::pool::{Finishing, PoolSettings, Priority, WorkerPool};
 use crate::registry::loader::{HandlerOrigin, PluginHandler};
 use crate::services::commit_gate::CommitGate;
 use crate::services::host::{CallHost, Router};
-use crate::task::{CancelToken, TaskJson, TaskShared};
+use crate::task::{CallCancel, TaskJson, TaskShared};
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr, RString};
 use actix::prelude::*;
@@ -63,7 +63,7 @@ pub(crate) struct CallJson {
     /// needed escapes: for the UI events the call sends, without a string of its own on every call.
     id: CallId,
     /// The call's own cancellation (its future dropped, its timeout): every phase of the call shares it.
-    pub cancel: Arc<CancelToken>,
+    pub cancel: CallCancel,
     /// The task's info as of this call: what `task.info` answers for a call that carries only its key.
     pub task: Arc<TaskJson>,
 }
@@ -86,7 +86,7 @@ impl CallJson {
         input: &serde_json::Value,
         task: &TaskShared,
         by_ref: bool,
-        cancel: Arc<CancelToken>,
+        cancel: CallCancel,
     ) -> Self {
         // Assembled by hand so the task's JSON, built once per task and mode, is not serialised again for
         // every call.
@@ -199,7 +199,8 @@ pub(crate) enum PhaseAnswer {
     /// `execute`'s or `partial`'s JSON answer.
     Text(AnswerText),
     /// `prepare`'s answer, parsed on the worker (once: the pipeline reads this), or why it was unreadable.
-    Prepared(Result<Prepared, String>),
+    /// Boxed: it is several times the size of the other answers, which every call moves up through each layer.
+    Prepared(Box<Result<Prepared, String>>),
     /// `prepare` allowed it outright and `execute` ran in the same job: its JSON answer.
     Executed(AnswerText),
 }
@@ -360,7 +361,7 @@ fn run_call(
         }
         return run_handler(handler, Phase::Execute, &call.text(explicit), host).map(PhaseAnswer::Executed);
     }
-    Ok(PhaseAnswer::Prepared(prepared))
+    Ok(PhaseAnswer::Prepared(Box::new(prepared)))
 }
 
 fn run_handler(
@@ -446,7 +447,7 @@ impl Handler<RunPhase> for ToolActor {
         if self.health.quarantined() {
             return Response::reply(Err(PhaseError::Quarantined(self.health.abandoned())));
         }
-        let cancelled = Arc::clone(&msg.call.cancel);
+        let cancelled = msg.call.cancel.to_arc();
         if self.inline {
             let host = call_host(&self.name, &self.handler, &msg.call, &msg.task, &msg.router, inline_gate());
             // Answered in place: no future, no task spawned for it.
@@ -573,7 +574,7 @@ mod tests {
             ("n\"oop", "é😀", json!({})),
         ];
         for (tool, id, input) in calls {
-            let call = CallJson::new(tool, id, &input, &task, true, CancelToken::never());
+            let call = CallJson::new(tool, id, &input, &task, true, CallCancel::Never);
             assert_eq!(call.id(), id);
             if id.contains(['"', '\\', '\u{1}']) || tool.contains('"') {
                 assert_eq!(layout::CallParts::read(&call.text(false)), None);
@@ -591,7 +592,7 @@ mod tests {
                 assert_eq!(general["task_ref"], json!(key));
             }
             // A tool taking its task by value gets it whole, which the general parse reads.
-            let by_value = CallJson::new(tool, id, &input, &task, false, CancelToken::never());
+            let by_value = CallJson::new(tool, id, &input, &task, false, CallCancel::Never);
             assert_eq!(by_value.id(), id);
             assert_eq!(layout::CallParts::read(&by_value.text(false)), None);
             let general: Value = serde_json::from_str(&by_value.text(true)).unwrap();
@@ -618,7 +619,7 @@ mod tests {
             json!([]),
         ];
         for input in inputs.iter().chain(inputs.iter().rev()) {
-            let call = CallJson::new("t", "toolu_1", input, &task, true, CancelToken::never());
+            let call = CallJson::new("t", "toolu_1", input, &task, true, CallCancel::Never);
             let expected = format!(
                 r#"{{"tool":"t","id":"toolu_1","input":{},"task_ref":"{key}"}}"#,
                 serde_json::to_string(input).unwrap()

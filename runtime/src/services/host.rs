@@ -8,7 +8,7 @@
 
 use crate::registry::loader::HandlerOrigin;
 use crate::services::commit_gate::CommitGate;
-use crate::task::{CancelToken, Cancels, TaskShared};
+use crate::task::{CallCancel, Cancels, TaskShared};
 use abi_stable::std_types::{RResult, RStr, RString, RVec};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -28,7 +28,7 @@ pub(crate) struct CallHost<'a> {
     /// The services this call may use.
     pub router: &'a Arc<Router>,
     /// Cancelled on timeout or cancellation of this call (the task's own cancellation is `task.cancel`).
-    pub cancelled: &'a Arc<CancelToken>,
+    pub cancelled: &'a CallCancel,
     /// Whether the call may still write (`call.commit`), shared with the actor that times it out.
     pub commit: &'a Arc<CommitGate>,
     pub tool: &'a Arc<str>,
@@ -70,7 +70,7 @@ where
     SFut: std::future::Future<Output = T> + 'static,
 {
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let (call_cancelled, task) = (Arc::clone(call.cancelled), Arc::clone(call.task));
+    let (call_cancelled, task) = (call.cancelled.to_arc(), Arc::clone(call.task));
     let spawned = arbiter.spawn_fn(move || {
         actix::spawn(async move {
             let work = actix::spawn(make());
