@@ -376,7 +376,7 @@ impl Engine {
         route: &Route,
         tool_use: &mut ToolUse,
         description: String,
-        executed: Result<AnswerText, PhaseError>,
+        executed: Result<AnswerText<'_>, PhaseError>,
     ) -> ToolResult {
         let outcome = match executed {
             Ok(text) => crate::result_limit::parse_outcome(&text, self.max_result_bytes).unwrap_or_else(|e| {
@@ -553,15 +553,15 @@ impl Engine {
         let _ = self.run_phase(&route, Phase::Partial, (&call, false), task, self.timeouts.prepare, None).await;
     }
 
-    async fn run_phase(
+    async fn run_phase<'r>(
         &self,
-        route: &Route,
+        route: &'r Route,
         phase: Phase,
         (call, approved): (&Arc<CallJson>, bool),
         task: &Arc<TaskShared>,
         timeout: Duration,
         then_execute: Option<ThenExecute>,
-    ) -> Result<PhaseAnswer, PhaseError> {
+    ) -> Result<PhaseAnswer<'r>, PhaseError> {
         if let Some(inline) = &route.inline {
             return inline.run(phase, (call, approved), task, &self.services.router, then_execute.as_ref());
         }

@@ -314,20 +314,22 @@ pub(crate) struct TaskJson {
 }
 
 impl TaskJson {
-    fn new(info: &TaskInfo) -> Arc<Self> {
+    fn new(info: &TaskInfo) -> Self {
         static NEXT_KEY: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
-        Arc::new(Self {
+        Self {
             text: serde_json::to_string(info).unwrap_or_else(|_| "{}".to_owned()),
             key: NEXT_KEY.fetch_add(1, Ordering::Relaxed),
-        })
+        }
     }
 }
 
 /// Everything the runtime keeps for one task, shared by its calls.
 pub(crate) struct TaskShared {
     pub info: TaskInfo,
-    /// `info` as calls carry it, rebuilt when the mode changes.
-    info_json: std::sync::RwLock<Arc<TaskJson>>,
+    /// `info` as calls carry it, by mode (`mode_code`): the info differs only in its mode, so each mode's JSON is
+    /// built once (the other mode's when the task first switches to it), and a call reads it without a lock or
+    /// a count: a call names the mode it started in, whose JSON never changes.
+    info_json: [std::sync::OnceLock<TaskJson>; 2],
     /// Plan (1) or act (0); switchable while the task runs.
     mode: std::sync::atomic::AtomicU8,
     pub yolo: bool,
@@ -474,10 +476,11 @@ impl TaskShared {
             subagent: context.subagent,
             timeouts_ms,
         };
-        let info_json = TaskJson::new(&info);
+        let info_json = [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+        let _ = info_json[usize::from(mode_code(context.mode))].set(TaskJson::new(&info));
         Self {
             info,
-            info_json: std::sync::RwLock::new(info_json),
+            info_json,
             mode: std::sync::atomic::AtomicU8::new(mode_code(context.mode)),
             yolo: context.yolo,
             parallel_tool_calls: context.parallel_tool_calls,
@@ -511,23 +514,18 @@ impl TaskShared {
 
     /// Switches the mode; calls that start from now on see it (tools read it in their task info).
     pub fn set_mode(&self, mode: Mode) {
-        let mut info = self.info.clone();
-        info.mode = mode.name().to_owned();
-        let json = TaskJson::new(&info);
-        let mut slot = match self.info_json.write() {
-            Ok(slot) => slot,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *slot = json;
+        // Built before the switch, so no call pays for it.
+        let _ = self.json_for(mode);
         self.mode.store(mode_code(mode), Ordering::Release);
     }
 
-    /// The task info as calls carry it.
-    pub fn info_json(&self) -> Arc<TaskJson> {
-        match self.info_json.read() {
-            Ok(slot) => Arc::clone(&slot),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
+    /// The task info as calls in `mode` carry it.
+    pub fn json_for(&self, mode: Mode) -> &TaskJson {
+        self.info_json[usize::from(mode_code(mode))].get_or_init(|| {
+            let mut info = self.info.clone();
+            info.mode = mode.name().to_owned();
+            TaskJson::new(&info)
+        })
     }
 
     /// The task as the spec registry sees it: its primary root, roots, mode, images and subagent run.
@@ -603,6 +601,26 @@ fn mode_code(mode: Mode) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call names the mode it started in and reads that mode's JSON (`json_for`): each mode's must keep its
+    /// text and key however often the task switches, and differ from the other's.
+    #[test]
+    fn each_mode_has_its_own_info_and_key_for_the_tasks_life() {
+        let task = TaskShared::new(TaskContext::new("/w"), Default::default(), None, None);
+        let act = (task.json_for(Mode::Act).text.clone(), task.json_for(Mode::Act).key);
+        assert!(act.0.contains(r#""mode":"act""#), "{}", act.0);
+        task.set_mode(Mode::Plan);
+        assert_eq!(task.mode(), Mode::Plan);
+        let plan = task.json_for(task.mode());
+        assert!(plan.text.contains(r#""mode":"plan""#), "{}", plan.text);
+        assert_ne!(plan.key, act.1);
+        assert_eq!(plan.text.replace(r#""mode":"plan""#, r#""mode":"act""#), act.0, "only the mode differs");
+        task.set_mode(Mode::Act);
+        assert_eq!((task.json_for(task.mode()).text.clone(), task.json_for(task.mode()).key), act);
+        // Another task's info has another key, even in the same mode.
+        let other = TaskShared::new(TaskContext::new("/w"), Default::default(), None, None);
+        assert_ne!(other.json_for(Mode::Act).key, act.1);
+    }
 
     #[test]
     fn the_token_nobody_can_cancel_stays_uncancelled_and_keeps_no_wake_ups() {

@@ -5,7 +5,8 @@ use crate::actors::pool::{Finishing, PoolSettings, Priority, WorkerPool};
 use crate::registry::loader::{HandlerOrigin, PluginHandler};
 use crate::services::commit_gate::CommitGate;
 use crate::services::host::{CallHost, Router};
-use crate::task::{CallCancel, TaskJson, TaskShared};
+use crate::task::{CallCancel, TaskShared};
+use crate::types::Mode;
 use abi_stable::sabi_trait::TD_Opaque;
 use abi_stable::std_types::{RResult, RStr, RString};
 use actix::prelude::*;
@@ -64,8 +65,9 @@ pub(crate) struct CallJson {
     id: CallId,
     /// The call's own cancellation (its future dropped, its timeout): every phase of the call shares it.
     pub cancel: CallCancel,
-    /// The task's info as of this call: what `task.info` answers for a call that carries only its key.
-    pub task: Arc<TaskJson>,
+    /// The task's mode as of this call: `task.info` answers for a call that carries only its key with the
+    /// task's info in this mode, whatever the mode is by then.
+    pub mode: Mode,
 }
 
 thread_local! {
@@ -91,8 +93,9 @@ impl CallJson {
         // Assembled by hand so the task's JSON, built once per task and mode, is not serialised again for
         // every call.
         // Written into one buffer: no intermediate string per part.
-        let task = task.info_json();
-        let info_json = task.text.as_str();
+        let mode = task.mode();
+        let json = task.json_for(mode);
+        let info_json = json.text.as_str();
         let mut plain = SPARE_TEXT.try_with(std::cell::Cell::take).unwrap_or_default();
         plain.clear();
         plain.reserve(64 + tool.len() + id.len() + if by_ref { 0 } else { info_json.len() });
@@ -113,7 +116,7 @@ impl CallJson {
             // Most of a small call's bytes, and the plugin's cost of reading them, were the task's.
             // Written into the buffer itself: no string of its own on every call.
             plain.extend_from_slice(layout::TASK_REF.as_bytes());
-            plain.extend_from_slice(itoa::Buffer::new().format(task.key).as_bytes());
+            plain.extend_from_slice(itoa::Buffer::new().format(json.key).as_bytes());
             plain.extend_from_slice(layout::TASK_REF_CLOSE.as_bytes());
         } else {
             plain.extend_from_slice(layout::TASK.as_bytes());
@@ -132,7 +135,7 @@ impl CallJson {
                 CallId::Own(id.into()),
             ),
         };
-        Self { plain, id, cancel, task }
+        Self { plain, id, cancel, mode }
     }
 
     /// The tool-use id, for the UI events the call sends.
@@ -166,20 +169,39 @@ impl Drop for CallJson {
 /// A phase's JSON answer where the plugin put it: read in the plugin's allocation rather than copied into the
 /// host's (`abi_stable` copies a string allocated by another library to convert it, a copy and a free on every
 /// call). It keeps the plugin's library mapped for as long as it lives: freeing the text runs the plugin's code.
-pub(crate) struct AnswerText {
+pub(crate) struct AnswerText<'a> {
     text: RString,
     /// Dropped after `text` (fields drop in order).
-    _library: Arc<HandlerOrigin>,
+    _library: Library<'a>,
 }
 
-impl std::ops::Deref for AnswerText {
+/// What keeps an answer's library mapped: the borrow of its handler while the answer is read where the handler
+/// was called (an inline call's, read before its route is let go: no count taken and given back on every call),
+/// or a count of its own for an answer that travels.
+enum Library<'a> {
+    Lent(&'a Arc<HandlerOrigin>),
+    Held(Arc<HandlerOrigin>),
+}
+
+impl AnswerText<'_> {
+    /// The answer with a count of its own on its library, to outlive the borrow of its handler.
+    fn owned(self) -> AnswerText<'static> {
+        let library = match self._library {
+            Library::Lent(origin) => Arc::clone(origin),
+            Library::Held(origin) => origin,
+        };
+        AnswerText { text: self.text, _library: Library::Held(library) }
+    }
+}
+
+impl std::ops::Deref for AnswerText<'_> {
     type Target = str;
     fn deref(&self) -> &str {
         self.text.as_str()
     }
 }
 
-impl std::fmt::Debug for AnswerText {
+impl std::fmt::Debug for AnswerText<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         std::fmt::Debug::fmt(&**self, f)
     }
@@ -195,29 +217,38 @@ enum CallId {
 
 /// What a phase answered.
 #[derive(Debug)]
-pub(crate) enum PhaseAnswer {
+pub(crate) enum PhaseAnswer<'a> {
     /// `execute`'s or `partial`'s JSON answer.
-    Text(AnswerText),
+    Text(AnswerText<'a>),
     /// `prepare`'s answer, parsed on the worker (once: the pipeline reads this), or why it was unreadable.
     /// Boxed: it is several times the size of the other answers, which every call moves up through each layer.
     Prepared(Box<Result<Prepared, String>>),
     /// `prepare` allowed it outright and `execute` ran in the same job: its JSON answer.
-    Executed(AnswerText),
+    Executed(AnswerText<'a>),
 }
 
-impl PhaseAnswer {
+impl<'a> PhaseAnswer<'a> {
     /// `execute`'s answer text, from whichever way it was run.
-    pub fn executed(answer: Result<Self, PhaseError>) -> Result<AnswerText, PhaseError> {
+    pub fn executed(answer: Result<Self, PhaseError>) -> Result<AnswerText<'a>, PhaseError> {
         match answer? {
             PhaseAnswer::Text(text) | PhaseAnswer::Executed(text) => Ok(text),
             PhaseAnswer::Prepared(_) => Err(PhaseError::Failed("execute answered as prepare".to_owned())),
+        }
+    }
+
+    /// The answer, holding its library itself: to send it on from where the handler was called.
+    fn owned(self) -> PhaseAnswer<'static> {
+        match self {
+            PhaseAnswer::Text(text) => PhaseAnswer::Text(text.owned()),
+            PhaseAnswer::Prepared(prepared) => PhaseAnswer::Prepared(prepared),
+            PhaseAnswer::Executed(text) => PhaseAnswer::Executed(text.owned()),
         }
     }
 }
 
 /// Runs one phase of one call.
 #[derive(Message)]
-#[rtype(result = "Result<PhaseAnswer, PhaseError>")]
+#[rtype(result = "Result<PhaseAnswer<'static>, PhaseError>")]
 pub(crate) struct RunPhase {
     pub phase: Phase,
     /// The call.
@@ -340,14 +371,14 @@ impl ExecuteStart {
 /// read when the prepare deadline passes and signalled only when the call timeout ends sooner
 /// ([`ExecuteStart::begin`]): a wake-up of the waiting thread on every call (another thread, often on a halted
 /// vCPU) cost more than the rest of a small call's hand-over.
-fn run_call(
-    handler: &PluginHandler,
+fn run_call<'a>(
+    handler: &'a PluginHandler,
     phase: Phase,
     (call, approved): (&CallJson, bool),
     host: &CallHost<'_>,
     then_execute: Option<&ThenExecute>,
     started: Option<&ExecuteStart>,
-) -> Result<PhaseAnswer, PhaseError> {
+) -> Result<PhaseAnswer<'a>, PhaseError> {
     let text = run_handler(handler, phase, &call.text(approved), host)?;
     if phase != Phase::Prepare {
         return Ok(PhaseAnswer::Text(text));
@@ -364,12 +395,12 @@ fn run_call(
     Ok(PhaseAnswer::Prepared(Box::new(prepared)))
 }
 
-fn run_handler(
-    handler: &PluginHandler,
+fn run_handler<'a>(
+    handler: &'a PluginHandler,
     phase: Phase,
     call: &str,
     host: &CallHost<'_>,
-) -> Result<AnswerText, PhaseError> {
+) -> Result<AnswerText<'a>, PhaseError> {
     let host = Host_TO::from_ptr(host, TD_Opaque);
     let call = RStr::from_str(call);
     let answer = match phase {
@@ -378,7 +409,7 @@ fn run_handler(
         Phase::Partial => handler.partial(call, host),
     };
     match answer {
-        RResult::ROk(text) => Ok(AnswerText { text, _library: Arc::clone(handler.origin()) }),
+        RResult::ROk(text) => Ok(AnswerText { text, _library: Library::Lent(handler.origin()) }),
         RResult::RErr(message) => Err(PhaseError::Failed(message.into_string())),
     }
 }
@@ -406,7 +437,7 @@ impl InlineLane {
         task: &Arc<TaskShared>,
         router: &Arc<Router>,
         then_execute: Option<&ThenExecute>,
-    ) -> Result<PhaseAnswer, PhaseError> {
+    ) -> Result<PhaseAnswer<'_>, PhaseError> {
         let host = call_host(&self.name, &self.handler, call, task, router, inline_gate());
         run_call(&self.handler, phase, (call, approved), &host, then_execute, None)
     }
@@ -431,7 +462,7 @@ fn call_host<'a>(
     CallHost {
         call_id: call.id(),
         task,
-        task_json: &call.task,
+        task_json: task.json_for(call.mode),
         router,
         cancelled: &call.cancel,
         commit,
@@ -441,7 +472,7 @@ fn call_host<'a>(
 }
 
 impl Handler<RunPhase> for ToolActor {
-    type Result = Response<Result<PhaseAnswer, PhaseError>>;
+    type Result = Response<Result<PhaseAnswer<'static>, PhaseError>>;
 
     fn handle(&mut self, msg: RunPhase, _ctx: &mut Self::Context) -> Self::Result {
         if self.health.quarantined() {
@@ -451,14 +482,10 @@ impl Handler<RunPhase> for ToolActor {
         if self.inline {
             let host = call_host(&self.name, &self.handler, &msg.call, &msg.task, &msg.router, inline_gate());
             // Answered in place: no future, no task spawned for it.
-            return Response::reply(run_call(
-                &self.handler,
-                msg.phase,
-                (&msg.call, msg.approved),
-                &host,
-                msg.then_execute.as_ref(),
-                None,
-            ));
+            return Response::reply(
+                run_call(&self.handler, msg.phase, (&msg.call, msg.approved), &host, msg.then_execute.as_ref(), None)
+                    .map(PhaseAnswer::owned),
+            );
         }
 
         let commit = Arc::new(CommitGate::default());
@@ -473,7 +500,8 @@ impl Handler<RunPhase> for ToolActor {
             let (task, router) = (Arc::clone(&msg.task), msg.router);
             move |finishing: Finishing<'_>| {
                 let host = call_host(&name, &handler, &call, &task, &router, &commit);
-                let answer = run_call(&handler, phase, (&call, approved), &host, then_execute.as_ref(), Some(&started));
+                let answer = run_call(&handler, phase, (&call, approved), &host, then_execute.as_ref(), Some(&started))
+                    .map(PhaseAnswer::owned);
                 if state.swap(DONE, Ordering::AcqRel) == ABANDONED {
                     // The last abandoned thread is back: the tool may serve again.
                     if health.abandoned.fetch_sub(1, Ordering::AcqRel) == 1 {
@@ -564,7 +592,7 @@ mod tests {
     #[test]
     fn every_call_by_reference_is_written_in_the_layout_the_sdk_reads_first_and_keeps_its_id() {
         let task = TaskShared::new(crate::TaskContext::new("/w"), Default::default(), None, None);
-        let key = task.info_json().key.to_string();
+        let key = task.json_for(task.mode()).key.to_string();
         let calls = [
             ("noop", "", json!({})),
             ("read_file", "toolu_01", json!({"path": "a \"b\"\n", "n": [1, null, 2.5]})),
@@ -608,7 +636,7 @@ mod tests {
     #[test]
     fn a_call_written_into_a_used_buffer_is_its_own_text_exactly() {
         let task = TaskShared::new(crate::TaskContext::new("/w"), Default::default(), None, None);
-        let key = task.info_json().key;
+        let key = task.json_for(task.mode()).key;
         let long = "é😀\n\"x".repeat(2_000);
         let inputs = [
             json!({"content": long}),

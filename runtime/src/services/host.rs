@@ -24,7 +24,7 @@ pub(crate) struct CallHost<'a> {
     pub call_id: &'a str,
     pub task: &'a Arc<TaskShared>,
     /// The task's info as this call was sent it (`task.info`).
-    pub task_json: &'a Arc<crate::task::TaskJson>,
+    pub task_json: &'a crate::task::TaskJson,
     /// The services this call may use.
     pub router: &'a Arc<Router>,
     /// Cancelled on timeout or cancellation of this call (the task's own cancellation is `task.cancel`).
