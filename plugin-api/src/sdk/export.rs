@@ -134,47 +134,48 @@ impl<'a, A> RawCall<'a, A> {
 /// so it is parsed (or asked for) once per task rather than once per phase.
 /// Kept in the handler, not in a thread-local, so it goes with the handler (see `THREAD_KEY`).
 ///
-/// A call borrows its task's entry for as long as it runs and gives it back after ([`TaskCache::give_back`]),
+/// A call borrows its task's slot for as long as it runs and gives it back after ([`TaskCache::give_back`]),
 /// so no call copies the task (its strings and maps are a dozen allocations); a second call of the same task
-/// running meanwhile on another thread parses its own. The task is swapped between the entry and the call in
-/// place: moved whole, its few hundred bytes were copied at every step. The strings a call's tool name and id
-/// were written into come back the same way, to be written over by the next call: two allocations and two
-/// frees fewer on every call, under the lock the task is taken with anyway.
+/// running meanwhile parses its own. The task is swapped between the slot and the call in place (moved whole,
+/// its few hundred bytes were copied at every step), and so are the strings the call's tool name and id are
+/// written into: two allocations and two frees fewer on every call.
+///
+/// The slot the last call gave back is taken and given back without a lock, one atomic swap each way: nearly
+/// every call is of the task the call before it was. The other tasks' slots wait under a lock.
 #[derive(Default)]
-struct TaskCache(std::sync::Mutex<Cached>);
-
-#[derive(Default)]
-struct Cached {
-    tasks: Vec<Entry>,
-    /// Strings for a call's tool name and id.
-    names: Vec<(String, String)>,
+struct TaskCache {
+    last: crossbeam_utils::atomic::AtomicCell<Option<Box<Slot>>>,
+    rest: std::sync::Mutex<Slots>,
 }
 
-/// One cached task.
-struct Entry {
+/// Slots boxed as [`TaskCache::last`] holds them (a pointer fits an atomic swap): a slot moves between the two
+/// without being copied.
+#[allow(clippy::vec_box)]
+type Slots = Vec<Box<Slot>>;
+
+/// One cached task, with the name strings of the last call that had it.
+struct Slot {
     /// Its key or JSON text.
     key: String,
-    /// The task; an empty one while `lent`.
     task: crate::protocol::TaskInfo,
-    /// A call holds the task.
-    lent: bool,
+    tool: String,
+    id: String,
 }
 
 /// Tasks a handler remembers: more than a host usually runs at once on one tool.
 const CACHED_TASKS: usize = 8;
-/// Pairs of name strings a handler keeps, and the longest string it keeps (a tool name or an id is short; a
-/// huge id is not kept for the handler's lifetime).
-const SPARE_NAMES: usize = 8;
+/// The longest name string kept for the next call (a tool name or an id is short; a huge id is not kept for
+/// the handler's lifetime).
 const SPARE_NAME_BYTES: usize = 256;
 
 impl TaskCache {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Cached> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock(&self) -> std::sync::MutexGuard<'_, Slots> {
+        self.rest.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Fills in `call`'s task, taken from the cache when it is there and not lent out, else parsed from the call's
-    /// `task`, or asked of the host when the call carries only its key (`key`); and its tool name and id, in
-    /// strings kept from an earlier call.
+    /// Fills in `call`'s task, from its slot when it is cached and not lent out, else parsed from the call's
+    /// `task`, or asked of the host when the call carries only its key (`key`); and its tool name and id. The
+    /// slot, to give back with the call.
     fn lend<A>(
         &self,
         key: Option<&str>,
@@ -182,26 +183,50 @@ impl TaskCache {
         (tool, id): (&str, &str),
         call: &mut ToolCall<A>,
         host: &HostClient<'_>,
-    ) -> Result<(), ToolError> {
-        let found = {
-            let mut cache = self.lock();
-            if let Some((spare_tool, spare_id)) = cache.names.pop() {
-                (call.tool, call.id) = (spare_tool, spare_id);
+    ) -> Result<Option<Box<Slot>>, ToolError> {
+        let slot = key.and_then(|key| self.take(key));
+        let slot = match slot {
+            Some(mut slot) => {
+                std::mem::swap(&mut slot.task, &mut call.task);
+                std::mem::swap(&mut slot.tool, &mut call.tool);
+                std::mem::swap(&mut slot.id, &mut call.id);
+                Some(slot)
             }
-            let entry = key.and_then(|key| cache.tasks.iter_mut().find(|entry| entry.key == key && !entry.lent));
-            entry.map(|entry| {
-                std::mem::swap(&mut entry.task, &mut call.task);
-                entry.lent = true;
-            })
+            None => {
+                if key.is_some() {
+                    call.task = Self::parse_task(task, host)?;
+                }
+                None
+            }
         };
         call.tool.clear();
         call.tool.push_str(tool);
         call.id.clear();
         call.id.push_str(id);
-        if found.is_none() && key.is_some() {
-            call.task = Self::parse_task(task, host)?;
+        Ok(slot)
+    }
+
+    /// The slot of `key`, taken out of the cache.
+    fn take(&self, key: &str) -> Option<Box<Slot>> {
+        let last = self.last.take();
+        if last.as_ref().is_some_and(|last| last.key == key) {
+            return last;
         }
-        Ok(())
+        let mut rest = self.lock();
+        let found = rest.iter().position(|slot| slot.key == key).map(|at| rest.remove(at));
+        if let Some(last) = last {
+            Self::keep(&mut rest, last);
+        }
+        found
+    }
+
+    /// Puts a slot among the others, one per key, the oldest going first past the bound.
+    fn keep(rest: &mut Slots, slot: Box<Slot>) {
+        rest.retain(|kept| kept.key != slot.key);
+        if rest.len() >= CACHED_TASKS - 1 {
+            rest.remove(0);
+        }
+        rest.push(slot);
     }
 
     /// The task of a call that was not in the cache.
@@ -219,30 +244,42 @@ impl TaskCache {
         }
     }
 
-    /// Returns a call's task to the cache once the call is over, under the key or JSON text it came by, and
-    /// the strings its tool name and id were in.
-    fn give_back<A>(&self, key: Option<&str>, call: &mut ToolCall<A>) {
-        let mut cache = self.lock();
-        let short = |name: &String| name.capacity() <= SPARE_NAME_BYTES;
-        if cache.names.len() < SPARE_NAMES && short(&call.tool) && short(&call.id) {
-            let names = (std::mem::take(&mut call.tool), std::mem::take(&mut call.id));
-            cache.names.push(names);
-        }
+    /// Returns a call's task to the cache once the call is over, in the slot it was lent (a new one for a task
+    /// that was not cached), under the key or JSON text it came by, with the strings its tool name and id were
+    /// in when they are short. The slot becomes the last one given back.
+    fn give_back<A>(&self, key: Option<&str>, call: &mut ToolCall<A>, slot: Option<Box<Slot>>) {
         let Some(key) = key else { return };
-        // One key is one task as of one mode: any call's copy of it is as good as the entry's.
-        match cache.tasks.iter_mut().find(|entry| entry.key == key) {
-            Some(entry) => {
-                std::mem::swap(&mut entry.task, &mut call.task);
-                entry.lent = false;
-            }
-            None => {
-                if cache.tasks.len() >= CACHED_TASKS {
-                    cache.tasks.remove(0);
-                }
-                let task = std::mem::take(&mut call.task);
-                cache.tasks.push(Entry { key: key.to_owned(), task, lent: false });
-            }
+        let mut slot = slot.unwrap_or_else(|| {
+            Box::new(Slot {
+                key: key.to_owned(),
+                task: crate::protocol::TaskInfo::default(),
+                tool: String::new(),
+                id: String::new(),
+            })
+        });
+        std::mem::swap(&mut slot.task, &mut call.task);
+        let short = |name: &String| name.capacity() <= SPARE_NAME_BYTES;
+        if short(&call.tool) && short(&call.id) {
+            std::mem::swap(&mut slot.tool, &mut call.tool);
+            std::mem::swap(&mut slot.id, &mut call.id);
         }
+        // A slot of the same task given back meanwhile (by a call that ran while this one held the task) is
+        // the same task: one is enough.
+        if let Some(previous) = self.last.swap(Some(slot)).filter(|previous| previous.key != key) {
+            Self::keep(&mut self.lock(), previous);
+        }
+    }
+
+    /// The cached slots' keys and task ids, the last one given back first.
+    #[cfg(test)]
+    fn cached(&self) -> Vec<(String, String)> {
+        let last = self.last.take();
+        let cached: Vec<_> =
+            last.iter().chain(self.lock().iter()).map(|s| (s.key.clone(), s.task.task_id.clone())).collect();
+        if let Some(last) = last {
+            self.last.store(Some(last));
+        }
+        cached
     }
 }
 
@@ -300,9 +337,9 @@ fn with_call<A: DeserializeOwned, R>(
         task: crate::protocol::TaskInfo::default(),
         approved: raw.approved,
     };
-    tasks.lend(key, raw.task, (&raw.tool, &raw.id), &mut call, host)?;
+    let slot = tasks.lend(key, raw.task, (&raw.tool, &raw.id), &mut call, host)?;
     let answer = run(&call);
-    tasks.give_back(key, &mut call);
+    tasks.give_back(key, &mut call, slot);
     Ok(answer)
 }
 
@@ -621,32 +658,45 @@ mod tests {
             );
             let seen = run(&text, &tasks, &host, |c| (c.tool.clone(), c.id.clone())).unwrap();
             assert_eq!(seen, (tool.to_owned(), id.to_owned()));
-            let kept = &tasks.lock().names;
-            assert!(kept.len() == 1 || id == long, "{kept:?}");
-            assert!(kept.iter().all(|(t, i)| t.capacity() <= SPARE_NAME_BYTES && i.capacity() <= SPARE_NAME_BYTES));
+            let last = tasks.last.take().expect("the task's slot is given back");
+            assert!(last.tool.capacity() <= SPARE_NAME_BYTES && last.id.capacity() <= SPARE_NAME_BYTES);
+            // Kept from this call, or empty after a call whose strings were too long to keep.
+            let kept = (last.tool.as_str(), last.id.as_str());
+            assert!(kept == (tool, id) || (id == long && kept == ("", "")), "{kept:?}");
+            tasks.last.store(Some(last));
         }
     }
 
     #[test]
     fn a_call_borrows_its_task_and_gives_it_back() {
         let (tasks, host) = (TaskCache::default(), host(None));
+        let ids = |tasks: &TaskCache| tasks.cached().into_iter().map(|(_, id)| id).collect::<Vec<_>>();
         let first = run(&call("a"), &tasks, &host, |c| c.task.task_id.clone()).unwrap();
         assert_eq!(first, "a");
-        assert!(tasks.lock().tasks.iter().any(|entry| !entry.lent && entry.task.task_id == "a"));
+        assert_eq!(ids(&tasks), ["a"]);
         // While one call holds the task, another of the same task reads its own copy, and both come back.
         let nested = run(&call("a"), &tasks, &host, |outer| {
-            assert!(tasks.lock().tasks.iter().all(|entry| entry.lent && entry.task.task_id.is_empty()), "lent out");
+            assert!(tasks.cached().is_empty(), "lent out");
             let inner = run(&call("a"), &tasks, &host, |c| c.task.cwd.clone()).unwrap();
             (outer.task.mode.clone(), inner)
         });
         assert_eq!(nested.unwrap(), ("act".to_owned(), "/w".to_owned()));
-        assert_eq!(tasks.lock().tasks.len(), 1);
-        // Another task's text is another entry; the cache stays bounded.
+        assert_eq!(ids(&tasks), ["a"], "one slot per task");
+        // Another task's text is another slot; the cache stays bounded, and the last one given back is first.
         for i in 0..(CACHED_TASKS * 2) {
             let id = run(&call(&i.to_string()), &tasks, &host, |c| c.task.task_id.clone());
             assert_eq!(id.unwrap(), i.to_string());
+            assert_eq!(ids(&tasks)[0], i.to_string());
         }
-        assert_eq!(tasks.lock().tasks.len(), CACHED_TASKS);
+        assert_eq!(tasks.cached().len(), CACHED_TASKS);
+        // Tasks taking turns each find their slot.
+        for i in [3, 15, 14, 15, 14] {
+            let id = run(&call(&i.to_string()), &tasks, &host, |c| c.task.task_id.clone());
+            assert_eq!(id.unwrap(), i.to_string());
+        }
+        let cached = ids(&tasks);
+        assert!(cached.len() <= CACHED_TASKS && cached[0] == "14", "{cached:?}");
+        assert!(["15", "3"].iter().all(|id| cached.iter().any(|c| c == id)), "{cached:?}");
         assert_eq!(host.asked.load(Ordering::SeqCst), 0, "a task sent by value is never asked for");
     }
 
@@ -665,13 +715,35 @@ mod tests {
         assert_eq!(host.asked.load(Ordering::SeqCst), 3);
     }
 
+    /// Threads calling one handler at once, of a few tasks in turn: every call sees its own task and names, and
+    /// the cache stays bounded.
+    #[test]
+    fn calls_on_many_threads_each_see_their_own_task() {
+        let (tasks, host) = (TaskCache::default(), host(None));
+        std::thread::scope(|scope| {
+            for thread in 0..4 {
+                let (tasks, host) = (&tasks, &host);
+                scope.spawn(move || {
+                    for i in 0..400 {
+                        let task_id =
+                            ["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"][(i + thread) % (3 + thread * 2)];
+                        let text = call(task_id).replace(r#""id":"1""#, &format!(r#""id":"{thread}-{i}""#));
+                        let seen = run(&text, tasks, host, |c| (c.task.task_id.clone(), c.id.clone())).unwrap();
+                        assert_eq!(seen, (task_id.to_owned(), format!("{thread}-{i}")));
+                    }
+                });
+            }
+        });
+        assert!(tasks.cached().len() <= CACHED_TASKS);
+    }
+
     #[test]
     fn a_reference_the_host_cannot_resolve_fails_the_call_with_a_reason() {
         let (tasks, host) = (TaskCache::default(), host(None));
         let error = run(&call_by_ref("7"), &tasks, &host, |_| ()).unwrap_err();
         assert!(error.message.starts_with("the host did not say which task this call is in"), "{error:?}");
         assert!(!error.mistake, "not the model's mistake");
-        assert!(tasks.lock().tasks.is_empty());
+        assert!(tasks.cached().is_empty());
     }
 
     #[test]
@@ -684,7 +756,7 @@ mod tests {
         assert!(panicked.is_err());
         let id = run(&call("a"), &tasks, &host, |c| c.task.task_id.clone()).unwrap();
         assert_eq!(id, "a");
-        assert!(tasks.lock().tasks.iter().any(|entry| !entry.lent), "the entry is whole again");
+        assert_eq!(tasks.cached().len(), 1, "the task is cached again");
     }
 
     #[test]
