@@ -183,12 +183,18 @@ enum Library<'a> {
     Held(Arc<HandlerOrigin>),
 }
 
+/// Makes dropping a `Library<'a>` (so an `AnswerText<'a>`) a use of `'a`: without it the borrow checker lets the
+/// handler go before the text its library frees.
+impl Drop for Library<'_> {
+    fn drop(&mut self) {}
+}
+
 impl AnswerText<'_> {
     /// The answer with a count of its own on its library, to outlive the borrow of its handler.
     fn owned(self) -> AnswerText<'static> {
-        let library = match self._library {
+        let library = match &self._library {
             Library::Lent(origin) => Arc::clone(origin),
-            Library::Held(origin) => origin,
+            Library::Held(origin) => Arc::clone(origin),
         };
         AnswerText { text: self.text, _library: Library::Held(library) }
     }

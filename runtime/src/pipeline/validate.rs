@@ -207,6 +207,11 @@ pub(crate) fn signature_digest(input: &Value) -> u128 {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
             match &mut self.long {
                 Some(long) => long.update(bytes),
+                // Most writes are one byte of punctuation: stored without a call to copy it.
+                None if bytes.len() == 1 && self.len < SHORT => {
+                    self.short[self.len] = bytes[0];
+                    self.len += 1;
+                }
                 None if self.len + bytes.len() <= SHORT => {
                     self.short[self.len..self.len + bytes.len()].copy_from_slice(bytes);
                     self.len += bytes.len();
