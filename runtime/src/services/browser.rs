@@ -301,8 +301,10 @@ impl BrowserHost {
         });
         match cancels.recv(&rx, None) {
             Ok(Some(Ok(response))) => Ok(response),
-            Ok(Some(Err(message))) => Err(failed(message)),
-            Ok(None) | Err(_) => {
+            // A failure that came with the cancellation is its effect (the task's end closes its browser, and
+            // the action reports the close): the call was cancelled, whichever of the two was seen first.
+            Ok(Some(Err(message))) if !cancels.is_cancelled() => Err(failed(message)),
+            Ok(Some(Err(_)) | None) | Err(_) => {
                 job.abort();
                 Err(cancelled())
             }
