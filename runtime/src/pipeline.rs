@@ -240,8 +240,8 @@ impl Engine {
 
     /// What the host's call does once its result is in: the focus chain's bookkeeping and reminders, and the
     /// profile's wording.
-    fn for_host(&self, task: &TaskShared, progress: Option<String>, mut result: ToolResult) -> ToolResult {
-        crate::services::interaction::after_call(&self.services.interaction, task, progress, &mut result);
+    fn for_host(&self, task: &TaskShared, progress: Option<String>, result: &mut ToolResult) {
+        crate::services::interaction::after_call(&self.services.interaction, task, progress, result);
         if !task.profile.tool_use_reminder() {
             for block in &mut result.blocks {
                 if let Block::Text { text } = block
@@ -251,34 +251,30 @@ impl Engine {
                 }
             }
         }
-        result
     }
 
     /// Runs one tool use for a task through every stage, then Cline's loop detection on it.
-    pub async fn execute(self: &Arc<Self>, task: &Arc<TaskShared>, tool_use: ToolUse) -> ToolResult {
-        match self.execute_inline(task, tool_use) {
+    pub async fn execute(self: &Arc<Self>, task: &Arc<TaskShared>, mut tool_use: ToolUse) -> ToolResult {
+        match self.execute_inline(task, &mut tool_use) {
             Ok(result) => result,
             // Boxed: the staged path's state (hooks, approvals, actor messages) is kilobytes, which every call's
             // future would otherwise carry, and move, from caller to caller.
-            Err((tool_use, found)) => Box::pin(self.execute_staged(task, tool_use, found)).await,
+            Err(found) => Box::pin(self.execute_staged(task, tool_use, found)).await,
         }
     }
 
     /// The common case, on this thread and without a future: a loaded `inline` tool whose `prepare` always
-    /// proceeds, with no hooks to run, is executed at once. Anything else is handed back, with the route found
-    /// for it (a streamed call's pinned route is taken when found).
-    // Either side is moved once, straight into the caller's match: boxing one would only add an allocation.
-    #[allow(clippy::result_large_err)]
-    fn execute_inline(
-        &self,
-        task: &Arc<TaskShared>,
-        tool_use: ToolUse,
-    ) -> Result<ToolResult, (ToolUse, Option<Route>)> {
+    /// proceeds, with no hooks to run, is executed at once. Anything else is handed back, the tool use as it
+    /// came, with the route found for it (a streamed call's pinned route is taken when found).
+    ///
+    /// The tool use is borrowed where it lies, and the result is the only thing returned: on this path, moves
+    /// of a tool use and of a result through each layer were a tenth of a call's time.
+    fn execute_inline(&self, task: &Arc<TaskShared>, tool_use: &mut ToolUse) -> Result<ToolResult, Option<Route>> {
         if task.cancel.is_cancelled() {
-            return Err((tool_use, None));
+            return Err(None);
         }
-        let Some(route) = resolve::found(self, task, &tool_use) else {
-            return Err((tool_use, None));
+        let Some(route) = resolve::found(self, task, tool_use) else {
+            return Err(None);
         };
         // Borrowed from the route, which outlives the call here: no count taken and given back on every call.
         let inline = match &route.inline {
@@ -289,31 +285,29 @@ impl Engine {
             {
                 inline
             }
-            _ => return Err((tool_use, Some(route))),
+            _ => return Err(Some(route)),
         };
-        let mut tool_use = match resolve::admit(task, &route, tool_use) {
-            Ok(admitted) => admitted,
-            Err(refused) => return Ok(refused),
-        };
-        self.close_browser_for(task, &route);
-        let (mut result, signature) = match validate::validate(&route, task, &mut tool_use) {
-            Ok(valid) => {
-                let by_ref = route.meta.task_by_ref;
-                let call = CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, by_ref, CallCancel::Never);
-                let executed = PhaseAnswer::executed(inline.run(
-                    Phase::Execute,
-                    (&call, false),
-                    task,
-                    &self.services.router,
-                    None,
-                ));
-                (self.answer(task, &route, &mut tool_use, valid.description, executed), Some(valid.signature))
-            }
-            Err(invalid) => Self::refused(task, *invalid),
-        };
-        if let Some(signature) = signature {
-            finish::detect_loop(task, &mut result, signature);
+        if let Err(refused) = resolve::admit(task, &route, tool_use) {
+            return Ok(refused);
         }
+        self.close_browser_for(task, &route);
+        let valid = match validate::validate(&route, task, tool_use) {
+            Ok(valid) => valid,
+            Err(invalid) => {
+                // An input that did not pass still counts towards a loop when it was readable.
+                let (mut result, signature) = Self::refused(task, *invalid);
+                if let Some(signature) = signature {
+                    finish::detect_loop(task, &mut result, signature);
+                }
+                return Ok(result);
+            }
+        };
+        let call =
+            CallJson::new(&tool_use.name, &tool_use.id, &valid.input, task, route.meta.task_by_ref, CallCancel::Never);
+        let executed =
+            PhaseAnswer::executed(inline.run(Phase::Execute, (&call, false), task, &self.services.router, None));
+        let mut result = self.answer(task, &route, tool_use, valid.description, executed);
+        finish::detect_loop(task, &mut result, valid.signature);
         Ok(result)
     }
 
@@ -643,31 +637,36 @@ impl std::future::Future for ForHost<'_> {
         // Every field is `Unpin` (the staged future is boxed).
         let this = self.get_mut();
         let (engine, task) = (this.engine, this.task);
-        loop {
-            let (progress, result) = match std::mem::replace(&mut this.state, ForHostState::Done) {
-                ForHostState::Start(mut tool_use) => {
-                    let interaction = &engine.services.interaction;
-                    let progress = crate::services::interaction::take_progress(interaction, &mut tool_use);
-                    match engine.execute_inline(task, tool_use) {
-                        Ok(result) => (progress, result),
-                        Err((tool_use, found)) => {
-                            let future = Box::pin(engine.execute_staged(task, tool_use, found));
-                            // Polled at once, below, with this poll's waker.
-                            this.state = ForHostState::Staged { progress, future };
-                            continue;
-                        }
-                    }
+        // The inline path runs on the tool use where it lies: it is moved out only for the staged path.
+        if let ForHostState::Start(tool_use) = &mut this.state {
+            let interaction = &engine.services.interaction;
+            let progress = crate::services::interaction::take_progress(interaction, tool_use);
+            match engine.execute_inline(task, tool_use) {
+                Ok(mut result) => {
+                    this.state = ForHostState::Done;
+                    engine.for_host(task, progress, &mut result);
+                    return Poll::Ready(result);
                 }
-                ForHostState::Staged { progress, mut future } => match future.as_mut().poll(cx) {
-                    Poll::Ready(result) => (progress, result),
-                    Poll::Pending => {
-                        this.state = ForHostState::Staged { progress, future };
-                        return Poll::Pending;
-                    }
-                },
-                ForHostState::Done => panic!("a tool use's future polled after it finished"),
-            };
-            return Poll::Ready(engine.for_host(task, progress, result));
+                Err(found) => {
+                    let ForHostState::Start(tool_use) = std::mem::replace(&mut this.state, ForHostState::Done) else {
+                        unreachable!("matched above")
+                    };
+                    let future = Box::pin(engine.execute_staged(task, tool_use, found));
+                    // Polled at once, below, with this poll's waker.
+                    this.state = ForHostState::Staged { progress, future };
+                }
+            }
+        }
+        match &mut this.state {
+            ForHostState::Staged { progress, future } => match future.as_mut().poll(cx) {
+                Poll::Ready(mut result) => {
+                    engine.for_host(task, progress.take(), &mut result);
+                    this.state = ForHostState::Done;
+                    Poll::Ready(result)
+                }
+                Poll::Pending => Poll::Pending,
+            },
+            ForHostState::Start(_) | ForHostState::Done => panic!("a tool use's future polled after it finished"),
         }
     }
 }

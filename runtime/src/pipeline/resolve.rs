@@ -66,7 +66,7 @@ pub(super) async fn resolve(
         }
     };
     let outcome = match route {
-        Some(route) => admit(task, &route, tool_use).map(|tool_use| (route, tool_use)),
+        Some(route) => admit(task, &route, &tool_use).map(|()| (route, tool_use)),
         None => {
             task.calls.fetch_add(1, Ordering::Relaxed);
             Err(unknown(engine, task, &tool_use))
@@ -83,17 +83,17 @@ pub(super) fn found(engine: &Engine, task: &TaskShared, tool_use: &ToolUse) -> O
 
 /// Counts a call that reached a route and checks the task's profile serves its tool: the call to run there, or
 /// the refusal.
-// The call and its refusal are both a few hundred bytes, moved once into `Resolved::outcome`, which is the same
-// type: boxing the refusal would only add an allocation to it.
+// The refusal is a few hundred bytes, moved once into the caller's result: boxing it would only add an
+// allocation to it.
 #[allow(clippy::result_large_err)]
-pub(super) fn admit(task: &TaskShared, route: &Route, tool_use: ToolUse) -> Result<ToolUse, ToolResult> {
+pub(super) fn admit(task: &TaskShared, route: &Route, tool_use: &ToolUse) -> Result<(), ToolResult> {
     task.calls.fetch_add(1, Ordering::Relaxed);
     // The profile holds for every call of the task, not only for what its host lists: a plugin's `tool.call` or
     // a name route reaching a tool the profile hides is refused here too.
     if task.profile.serves(&route.meta.name) {
-        Ok(tool_use)
+        Ok(())
     } else {
-        Err(not_served(task, &tool_use, &route.meta.name))
+        Err(not_served(task, tool_use, &route.meta.name))
     }
 }
 
