@@ -17,6 +17,8 @@ pub const MAX_CONTENT_CHARS: usize = 400 * 1024;
 
 /// Read size: large enough that per-read overhead vanishes, small enough to stay in cache while it is counted.
 const CHUNK: usize = 256 * 1024;
+/// The first read's buffer, doubled after each read that fills it, up to [`CHUNK`].
+const FIRST_CHUNK: usize = 16 * 1024;
 
 /// The lines to show, 1-based and inclusive, after Cline's range rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,7 +157,9 @@ pub fn read_window_from<R: Read>(
         After,
     }
 
-    let mut buf = vec![0u8; CHUNK];
+    // Small at first, growing while reads fill it: most files read are small, and zeroing a whole chunk for
+    // each was most of a small file's read (256 KiB written, a page fault or a system call for each page).
+    let mut buf = vec![0u8; FIRST_CHUNK];
     // Bytes at the start of `buf` left over from the previous read: an incomplete UTF-8 sequence.
     let mut held = 0;
     let (mut offset, mut newlines, known) = match resume {
@@ -225,6 +229,9 @@ pub fn read_window_from<R: Read>(
         }
         if eof {
             break;
+        }
+        if filled == buf.len() && buf.len() < CHUNK {
+            buf.resize((buf.len() * 2).min(CHUNK), 0);
         }
         buf.copy_within(usable..filled, 0);
         held = filled - usable;
@@ -513,6 +520,22 @@ mod tests {
         let bytes: &[u8] = b"caf\xe9\n\xe2\x82\n";
         let window = read_window(bytes, LineRange::new(None, None)).ok();
         assert_eq!(window, Some(Window::Complete { text: "caf\u{FFFD}\n\u{FFFD}\n".to_owned(), total_lines: 2 }));
+    }
+
+    #[test]
+    fn a_text_read_through_each_growth_of_the_buffer_keeps_every_line_and_character() {
+        // Lines of two-, three- and four-byte characters, so that reads of 16, 32, ... 256 KiB end inside one,
+        // over more than a whole chunk; read from a slice (each read fills the buffer) and a trickle (none does).
+        let lines: Vec<String> = (0..30_000).map(|i| format!("{i} é€😀 {}", "x".repeat(i % 17))).collect();
+        let text = lines.join("\n");
+        assert!(text.len() > 2 * CHUNK);
+        let range = LineRange::new(Some(5_000), Some(5_003));
+        let want = Window::Complete { text: format!("{}\n", lines[4_999..5_003].join("\n")), total_lines: 30_000 };
+        assert_eq!(read_window(text.as_bytes(), range).ok(), Some(want.clone()));
+        assert_eq!(read_window(Trickle { data: text.as_bytes(), step: 4_093 }, range).ok(), Some(want));
+        let last = LineRange::new(Some(29_999), None);
+        let tail = Window::Complete { text: lines[29_998..].join("\n"), total_lines: 30_000 };
+        assert_eq!(read_window(text.as_bytes(), last).ok(), Some(tail));
     }
 
     #[test]
