@@ -64,25 +64,27 @@ pub(crate) fn sorted_lines(root: &Path, entries: &[Entry]) -> Vec<Line> {
 /// real listing (a directory never holds a file and a directory of one name) and a total order by
 /// construction, as Rust's sort requires.
 fn display_order(a: &Line, b: &Line) -> Ordering {
-    let (a_parts, b_parts) = (split(a), split(b));
-    for (i, (x, y)) in a_parts.iter().zip(&b_parts).enumerate() {
-        let a_goes_on = i + 1 < a_parts.len();
-        let b_goes_on = i + 1 < b_parts.len();
+    let (a_len, b_len) = (split_len(a), split_len(b));
+    for (i, (x, y)) in split(a).zip(split(b)).enumerate() {
+        let a_goes_on = i + 1 < a_len;
+        let b_goes_on = i + 1 < b_len;
         let order = a_goes_on.cmp(&b_goes_on).then_with(|| collate::compare(x, y));
         if order != Ordering::Equal {
             return order;
         }
     }
-    a_parts.len().cmp(&b_parts.len())
+    a_len.cmp(&b_len)
 }
 
-/// The components as Cline's `split("/")` sees them: a directory has an empty last part.
-fn split(line: &Line) -> Vec<&str> {
-    let mut parts: Vec<&str> = line.parts.iter().map(String::as_str).collect();
-    if line.is_dir {
-        parts.push("");
-    }
-    parts
+/// The components as Cline's `split("/")` sees them: a directory has an empty last part. An iterator, so a
+/// sort's comparisons allocate nothing.
+fn split(line: &Line) -> impl Iterator<Item = &str> {
+    line.parts.iter().map(String::as_str).chain(line.is_dir.then_some(""))
+}
+
+/// How many components [`split`] gives.
+fn split_len(line: &Line) -> usize {
+    line.parts.len() + usize::from(line.is_dir)
 }
 
 /// The result text. `allowed` holds the `.clineignore` verdict for each line (missing verdicts allow).

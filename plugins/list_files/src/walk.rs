@@ -8,7 +8,6 @@
 
 use ignore::gitignore::Gitignore;
 use ignore::WalkBuilder;
-use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -92,7 +91,7 @@ fn is_restricted(dir: &Path, home: Option<&Path>) -> bool {
 /// `globby("*")`. They are sorted first so that the limit keeps the same entries on every run.
 fn top_level(dir: &Path, limit: usize, should_stop: &dyn Fn() -> bool) -> (Vec<Entry>, bool) {
     let (mut children, interrupted) = read_children(dir, should_stop);
-    children.sort_by(sibling_order);
+    sort_siblings(&mut children);
     children.truncate(limit);
     (children, interrupted)
 }
@@ -161,7 +160,7 @@ fn breadth_first(root: &Path, limit: usize, should_stop: &dyn Fn() -> bool) -> (
             !excluded_by_default(root, child, show_hidden_dirs)
                 && !Rules::exclude(rules.as_ref(), &child.path, child.is_dir)
         });
-        children.sort_by(sibling_order);
+        sort_siblings(&mut children);
         for child in children {
             if found.len() >= limit {
                 break;
@@ -197,14 +196,19 @@ fn excluded_by_default(root: &Path, entry: &Entry, show_hidden_dirs: bool) -> bo
     })
 }
 
-/// The order in which one directory's children are taken: files before directories (as Cline displays
+/// Sorts one directory's children in the order they are taken: files before directories (as Cline displays
 /// them), each group by name. Cline takes them in whatever order the filesystem returns; a fixed order makes
 /// the entries kept at the limit the same on every run.
-fn sibling_order(a: &Entry, b: &Entry) -> Ordering {
-    a.is_dir.cmp(&b.is_dir).then_with(|| {
-        let name = |entry: &Entry| entry.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        collate::compare(&name(a), &name(b))
-    })
+///
+/// Each name is read once, not on every comparison: converting both names for each of a sort's comparisons
+/// was most of the cost of listing a directory.
+fn sort_siblings(children: &mut Vec<Entry>) {
+    let mut keyed: Vec<(String, Entry)> = children
+        .drain(..)
+        .map(|entry| (entry.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(), entry))
+        .collect();
+    keyed.sort_by(|(a_name, a), (b_name, b)| a.is_dir.cmp(&b.is_dir).then_with(|| collate::compare(a_name, b_name)));
+    children.extend(keyed.into_iter().map(|(_, entry)| entry));
 }
 
 /// The direct children of `dir`, read by the `ignore` crate with every filter off and symbolic links not
