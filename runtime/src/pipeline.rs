@@ -235,7 +235,7 @@ impl Engine {
     /// Runs a tool use as the host runs its model's: the focus chain's `task_progress` leaves the input before
     /// any check and is stored, with Cline's reminders added to the result, once the call is done.
     pub fn execute_for_host<'a>(self: &'a Arc<Self>, task: &'a Arc<TaskShared>, tool_use: ToolUse) -> ForHost<'a> {
-        ForHost { engine: self, task, state: ForHostState::Start(tool_use) }
+        ForHost { engine: self, task, state: ForHostState::Start(tool_use), started: false }
     }
 
     /// What the host's call does once its result is in: the focus chain's bookkeeping and reminders, and the
@@ -616,6 +616,9 @@ pub(crate) struct ForHost<'a> {
     engine: &'a Arc<Engine>,
     task: &'a Arc<TaskShared>,
     state: ForHostState<'a>,
+    /// Whether the inline path has run, which it does on the tool use still in `Start`: a poll after a panic
+    /// there finds it set and does not run the call a second time.
+    started: bool,
 }
 
 enum ForHostState<'a> {
@@ -639,6 +642,7 @@ impl std::future::Future for ForHost<'_> {
         let (engine, task) = (this.engine, this.task);
         // The inline path runs on the tool use where it lies: it is moved out only for the staged path.
         if let ForHostState::Start(tool_use) = &mut this.state {
+            assert!(!std::mem::replace(&mut this.started, true), "a tool use's future polled after it panicked");
             let interaction = &engine.services.interaction;
             let progress = crate::services::interaction::take_progress(interaction, tool_use);
             match engine.execute_inline(task, tool_use) {
