@@ -1,8 +1,12 @@
-//! The child processes the runtime starts from its own binary (parser jobs, out-of-process plugins): which
-//! executable they run, the limits a child sets on itself, its socket to the host and the frames spoken on it,
-//! and the tail of its stderr kept to explain its death.
+//! The child processes the runtime starts: the one door every child goes through ([`clean`]), the keeper
+//! that ends them all with the host ([`keeper`]), the thread they are started from; and, for the children
+//! started from the runtime's own binary (parser jobs, out-of-process plugins), which executable they run,
+//! the limits a child sets on itself, its socket to the host and the frames spoken on it, and the tail of its
+//! stderr kept to explain its death.
 
+pub(crate) mod clean;
 pub(crate) mod frames;
+pub(crate) mod keeper;
 #[cfg(test)]
 mod tests;
 
@@ -161,6 +165,10 @@ pub(crate) fn exit(code: i32) -> ! {
 /// Shared with out-of-process plugins' children (`crate::registry::remote`).
 pub(crate) fn limit_self() {
     use nix::libc;
+    // Before anything else: nothing of the host's state (signals, descriptors, terminal) is this child's.
+    if clean::clean_self().is_err() {
+        exit(2);
+    }
     let args: Vec<u64> = std::env::args().skip(2).filter_map(|arg| arg.parse().ok()).collect();
     let [memory, cpu_seconds, parent] = args[..] else { exit(2) };
     let limit = |resource, soft: u64, hard: u64| {

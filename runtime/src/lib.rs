@@ -91,6 +91,11 @@ mod workspace;
 
 /// Child-process jobs: where the runtime finds the `toolshed` binary that runs them.
 mod child_process;
+/// What every child process of the runtime starts with, and the keeper that ends them with the host.
+pub mod children {
+    pub use crate::child_process::clean::EnvRule;
+    pub use crate::child_process::keeper::{cgroup, running as keeper};
+}
 pub use services::isolate;
 
 pub use config::{Config, ConfigError, ConfigLoader, LoadedConfig};

@@ -17,7 +17,7 @@ use crate::registry::on_demand::{self, LoadSet};
 use crate::registry::watch::{PluginEvent, PluginEvents, ReloadStats, Reloader, Watcher};
 use crate::services::http::{HttpService, HttpSettings};
 use crate::services::interaction::InteractionHost;
-use crate::services::process::{ProcessManager, Sandbox};
+use crate::services::process::ProcessManager;
 use crate::services::subagents::SubagentHost;
 use crate::services::{HostServices, ServiceParts};
 use crate::spec::{self, Provider, SpecContext, SpecRegistry, ToolSchemas};
@@ -229,7 +229,8 @@ impl RuntimeBuilder {
         let mut hooks = Hooks::new(
             std::time::Duration::from_millis(self.config.hooks.timeout_ms),
             self.config.hooks.max_output_bytes,
-        );
+        )
+        .with_children(crate::child_process::clean::EnvRule::of(&self.config), self.config.timeouts.spawn());
         for (event, matcher, hook) in &self.hooks {
             hooks.add_callback(*event, matcher.as_deref(), Arc::clone(hook))?;
         }
@@ -327,8 +328,7 @@ impl RuntimeBuilder {
             },
         };
         let processes = Arc::new(
-            ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background)
-                .with_sandbox(Sandbox::of(&config.commands)),
+            ProcessManager::new(config.timeouts.kill_grace(), config.commands.keep_background).configured(config),
         );
         let parts = ServiceParts {
             processes,
@@ -369,6 +369,7 @@ impl RuntimeBuilder {
                 config,
             )),
             browser: config.browser.clone(),
+            child_env: crate::child_process::clean::EnvRule::of(config),
             isolation: config.isolation.clone(),
         };
         let engine_parts = EngineParts {

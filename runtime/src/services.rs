@@ -36,6 +36,8 @@ pub(crate) struct ServiceParts {
     pub subagents: Arc<SubagentHost>,
     pub isolation: crate::config::IsolationConfig,
     pub browser: crate::config::BrowserConfig,
+    /// What of the host's environment children that keep the user's get.
+    pub child_env: crate::child_process::clean::EnvRule,
 }
 
 /// The runtime's services: the router every call's host answers from, and the parts the runtime itself
@@ -71,7 +73,7 @@ impl HostServices {
         interaction::register(&mut router, &parts.interaction, runner.clone());
         subagents::register(&mut router, &parts.subagents, &parts.interaction, runner);
         isolate::register(&mut router, parts.isolation);
-        let browser = Arc::new(BrowserHost::new(parts.browser));
+        let browser = Arc::new(BrowserHost::new(parts.browser, parts.child_env.clone()));
         browser::register(&mut router, &browser);
         let mut name_routes: Vec<Box<dyn NameRoute>> = Vec::new();
         if let Some(hub) = &parts.mcp {

@@ -359,6 +359,12 @@ pub struct CommandsConfig {
     pub network: bool,
     /// A test switch: behave as if the kernel had no Landlock, so every command that needs it is refused.
     pub sandbox_assume_unsupported: bool,
+    /// Variables of the host's environment no child (command, hook, browser) gets, besides the host's own
+    /// secrets: names, or prefixes ending in `*`.
+    pub withhold_env: Vec<String>,
+    /// Variables children get although the rule withholds them (a `TOOLSHED_*` one, `[subagents]
+    /// api_key_env`): exact names.
+    pub pass_env: Vec<String>,
 }
 
 impl Default for CommandsConfig {
@@ -371,6 +377,8 @@ impl Default for CommandsConfig {
             sandbox: SandboxMode::Off,
             network: true,
             sandbox_assume_unsupported: false,
+            withhold_env: Vec::new(),
+            pass_env: Vec::new(),
         }
     }
 }
@@ -648,6 +656,9 @@ pub struct TimeoutsConfig {
     /// After a timeout or cancellation, how long a call that already began writing (it passed its commit
     /// gate, `call.commit`) is waited for, so its answer says what it wrote, in milliseconds.
     pub commit_ms: u64,
+    /// The longest starting a child process (a command, hook, MCP server, the browser) may take: an exec from
+    /// a hung file system, a start queued behind one.
+    pub spawn_ms: u64,
 }
 
 impl Default for TimeoutsConfig {
@@ -663,6 +674,7 @@ impl Default for TimeoutsConfig {
             command_notice_ms: 15_000,
             cancel_grace_ms: 500,
             commit_ms: 60_000,
+            spawn_ms: 10_000,
         }
     }
 }
@@ -686,6 +698,11 @@ impl TimeoutsConfig {
     /// The longest a file listing may take.
     pub fn list_files(&self) -> Duration {
         Duration::from_millis(self.list_files_ms)
+    }
+
+    /// The longest starting a child process may take.
+    pub fn spawn(&self) -> Duration {
+        Duration::from_millis(self.spawn_ms.max(1))
     }
 
     /// Between SIGTERM and SIGKILL.

@@ -163,7 +163,12 @@ fn commands_section(
         sandbox,
         network,
         sandbox_assume_unsupported,
+        withhold_env,
+        pass_env: _,
     } = ws;
+    // A workspace may keep more from its commands, never hand them the user's secrets.
+    s.grow("withhold_env", &mut base.withhold_env, withhold_env);
+    s.never("pass_env");
     s.shrink("default_timeout_ms", &mut base.default_timeout_ms, default_timeout_ms);
     s.shrink("long_timeout_ms", &mut base.long_timeout_ms, long_timeout_ms);
     // Keeping background jobs lets a command's processes outlive it.
@@ -343,8 +348,10 @@ fn timeouts_section(s: &mut Section<'_>, base: &mut TimeoutsConfig, ws: Timeouts
         command_notice_ms,
         cancel_grace_ms,
         commit_ms,
+        spawn_ms,
     } = ws;
     s.shrink("commit_ms", &mut base.commit_ms, commit_ms);
+    s.shrink("spawn_ms", &mut base.spawn_ms, spawn_ms);
     s.shrink("call_ms", &mut base.call_ms, call_ms);
     s.shrink("prepare_ms", &mut base.prepare_ms, prepare_ms);
     s.shrink("shutdown_ms", &mut base.shutdown_ms, shutdown_ms);

@@ -16,6 +16,7 @@
 //! spares the user the question (a configured `deny` rule still wins). Context a hook adds reaches the model
 //! as Cline's `<hook_context source="…" type="…">` block.
 
+use crate::child_process::clean::{EnvRule, Inherit};
 use crate::services::process::Tree;
 use crate::types::BoxFuture;
 use serde::Serialize;
@@ -172,7 +173,15 @@ impl Hooks {
     /// Hooks whose commands get `timeout` for the whole exchange and may print `max_output` bytes on each
     /// stream.
     pub fn new(timeout: Duration, max_output: u64) -> Self {
-        Self { pre: Vec::new(), post: Vec::new(), limits: Limits { timeout, max_output } }
+        let env = Arc::new(EnvRule::default());
+        Self { pre: Vec::new(), post: Vec::new(), limits: Limits { timeout, max_output, env, spawn_wait: timeout } }
+    }
+
+    /// Starts hook commands under `env`'s rule for the environment, waiting at most `spawn_wait` for each.
+    pub fn with_children(mut self, env: EnvRule, spawn_wait: Duration) -> Self {
+        self.limits.env = Arc::new(env);
+        self.limits.spawn_wait = spawn_wait;
+        self
     }
 
     pub fn add_callback(
@@ -240,7 +249,7 @@ impl Hooks {
                     }
                 }
                 HookKind::Command(command) => {
-                    match run_command(command.clone(), &input, cwd.clone(), self.limits).await {
+                    match run_command(command.clone(), &input, cwd.clone(), self.limits.clone()).await {
                         Ok(outcome) => outcome,
                         Err(message) => {
                             tracing::warn!(hook = event.name(), command = %command, "{message}");
@@ -310,12 +319,16 @@ pub(crate) fn hook_context(source: &str, context: &str) -> Option<String> {
 }
 
 /// What bounds one command hook: the whole exchange's time and each stream's size.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Limits {
     /// `[hooks] timeout_ms`: from the start to the answer, writing the input and reading the output included.
     timeout: Duration,
     /// `[hooks] max_output_bytes`: the most read from stdout, and from stderr.
     max_output: u64,
+    /// What of the host's environment a hook gets.
+    env: Arc<EnvRule>,
+    /// `[timeouts] spawn_ms`.
+    spawn_wait: Duration,
 }
 
 /// Runs a command hook on a thread of its own (the host's executor may be any).
@@ -353,6 +366,7 @@ const STREAMS: [&str; 2] = ["stdout", "stderr"];
 /// stream passes the cap, the whole tree is killed and the hook counts as failed. When the shell exits,
 /// what it left running (a `sleep 1000 &`) is killed too, so its pipes close and nothing outlives the hook.
 fn run_blocking(command: &str, stdin: Vec<u8>, cwd: &Path, limits: Limits) -> Result<(i32, String, String), String> {
+    let max_output = limits.max_output;
     let deadline = Instant::now() + limits.timeout;
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c")
@@ -362,7 +376,8 @@ fn run_blocking(command: &str, stdin: Vec<u8>, cwd: &Path, limits: Limits) -> Re
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut tree = Tree::spawn(&mut cmd).map_err(|e| format!("cannot start hook command: {e}"))?;
+    let mut tree = Tree::spawn(cmd, Inherit::User(&limits.env), limits.spawn_wait)
+        .map_err(|e| format!("cannot start hook command: {e}"))?;
     let (events, received) = mpsc::channel();
     let child = tree.child();
     let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());
@@ -373,7 +388,7 @@ fn run_blocking(command: &str, stdin: Vec<u8>, cwd: &Path, limits: Limits) -> Re
     for (index, pipe) in streams.into_iter().enumerate() {
         let events = events.clone();
         started.push(spawn_named("toolshed-hook-out", move || {
-            let _ = events.send(read_capped(index, pipe, limits.max_output));
+            let _ = events.send(read_capped(index, pipe, max_output));
         }));
     }
     let exits = events;

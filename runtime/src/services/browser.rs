@@ -62,6 +62,8 @@ pub(crate) struct BrowserHost {
 #[cfg(feature = "browser")]
 struct Inner {
     config: BrowserConfig,
+    /// What of the host's environment the browser gets.
+    env: crate::child_process::clean::EnvRule,
     /// Open sessions by task id.
     sessions: Mutex<HashMap<String, Arc<Entry>>>,
     /// How many sessions are open: the call path asks this before it takes the lock.
@@ -134,10 +136,11 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 #[cfg(feature = "browser")]
 impl BrowserHost {
-    pub fn new(config: BrowserConfig) -> Self {
+    pub fn new(config: BrowserConfig, env: crate::child_process::clean::EnvRule) -> Self {
         Self {
             inner: Arc::new(Inner {
                 config,
+                env,
                 sessions: Mutex::new(HashMap::new()),
                 open: AtomicUsize::new(0),
                 runtime: Mutex::new(None),
@@ -256,7 +259,7 @@ impl BrowserHost {
             let endpoint = match &inner.config.remote_url {
                 Some(url) => session::Endpoint::Remote(url.clone()),
                 None => {
-                    let (tree, ws, profile) = session::start_chrome(&inner.config, &cancels).map_err(|error| {
+                    let (tree, ws, profile) = session::start_chrome(&inner.config, &inner.env, &cancels).map_err(|error| {
                         // A start that failed (a timeout, with other browsers starting) after its entry was
                         // closed says so first; a cancellation stays one.
                         match error.kind {
@@ -404,7 +407,7 @@ pub(crate) struct BrowserHost;
 
 #[cfg(not(feature = "browser"))]
 impl BrowserHost {
-    pub fn new(_config: crate::config::BrowserConfig) -> Self {
+    pub fn new(_config: crate::config::BrowserConfig, _env: crate::child_process::clean::EnvRule) -> Self {
         Self
     }
 

@@ -37,6 +37,7 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
+use crate::child_process::clean::Inherit;
 use std::time::{Duration, Instant};
 
 /// Registers `process.*` and `commands.settings`. `process.kill` answers after a cancellation too: stopping
@@ -351,6 +352,8 @@ impl Proc {
 #[derive(Debug, Clone, Copy)]
 struct Settings {
     kill_grace: Duration,
+    /// The longest a shell's start may take.
+    spawn_wait: Duration,
     keep_background: bool,
 }
 
@@ -364,6 +367,8 @@ pub(crate) struct ProcessManager {
     settings: Settings,
     /// The kernel sandbox every command runs in.
     sandbox: Sandbox,
+    /// What of the host's environment commands get.
+    env: crate::child_process::clean::EnvRule,
     /// This manager's part of the marker value.
     marker_prefix: String,
 }
@@ -376,8 +381,9 @@ impl ProcessManager {
             next: AtomicU64::new(1),
             procs: DashMap::new(),
             trees: Arc::new(DashMap::new()),
-            settings: Settings { kill_grace, keep_background },
+            settings: Settings { kill_grace, keep_background, spawn_wait: Duration::from_secs(10) },
             sandbox: Sandbox::default(),
+            env: crate::child_process::clean::EnvRule::default(),
             marker_prefix: format!("{}:{manager}", std::process::id()),
         }
     }
@@ -386,6 +392,13 @@ impl ProcessManager {
     pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
         self.sandbox = sandbox;
         self
+    }
+
+    /// Starts commands under `config`'s rule for the environment and its start timeout.
+    pub fn configured(mut self, config: &crate::config::Config) -> Self {
+        self.env = crate::child_process::clean::EnvRule::of(config);
+        self.settings.spawn_wait = config.timeouts.spawn();
+        self.with_sandbox(Sandbox::of(&config.commands))
     }
 
     /// Starts `$SHELL -c command` in `cwd`, inside the sandbox, whose writable places are `roots` (the task's
@@ -418,12 +431,13 @@ impl ProcessManager {
         cmd.envs(env);
         // Last, so no requested variable replaces it.
         cmd.env(MARKER, &marker_value);
-        // Its own group, so the whole tree (grandchildren included) is stopped with one signal.
-        cmd.process_group(0);
+        // Clean first (its own session, which is also the group the whole tree is stopped with); then the
+        // shell becomes a subreaper (kept across exec), so orphans inside the command stay below it while it
+        // runs; then it is confined, and an error there ends the spawn before the command runs.
+        crate::child_process::clean::prepare(&mut cmd, Inherit::User(&self.env), &[])
+            .map_err(|e| ProcessError::Spawn(e.to_string()))?;
         // SAFETY: prctl, landlock_restrict_self and seccomp are system calls, async-signal-safe, and the closure
-        // allocates nothing (the confinement was built before the fork). The shell becomes a subreaper (kept
-        // across exec), so orphans inside the command stay below it while it runs; then it is confined, and an
-        // error there ends the spawn before the command runs.
+        // allocates nothing (the confinement was built before the fork).
         unsafe {
             cmd.pre_exec(move || {
                 nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from)?;
@@ -433,9 +447,9 @@ impl ProcessManager {
                 }
             });
         }
-        let spawned = cmd.spawn();
-        // Drop our copies of the pipe's write end now, or the reader would never see end of file.
-        drop(cmd);
+        // From the spawner thread, which lives as long as the process: the shell dies with its parent thread.
+        // The command (with our copies of the pipe's write end) is dropped there, so the reader sees its end.
+        let spawned = crate::child_process::spawn(cmd, self.settings.spawn_wait);
         let child = spawned.map_err(|e| match confined {
             true => ProcessError::Sandbox(format!(
                 "cannot start {shell} in {} inside the command sandbox (the command was not run): {e}",
@@ -474,7 +488,11 @@ impl ProcessManager {
         let (trees, settings) = (Arc::clone(&self.trees), self.settings);
         let waiter_thread = std::thread::Builder::new()
             .name(format!("proc-{id}-wait"))
-            .spawn(move || watch_shell(child, &waiting, settings, || drop(trees.remove(&id))));
+            .spawn(move || {
+                let kept = crate::child_process::keeper::keep(pid);
+                watch_shell(child, &waiting, settings, || drop(trees.remove(&id)));
+                drop(kept);
+            });
         if reader_thread.is_err() || waiter_thread.is_err() {
             proc.signal_tree(Some(Signal::SIGKILL));
             return Err(ProcessError::Spawn("cannot start the threads that watch the process".to_owned()));
@@ -671,22 +689,33 @@ fn signal_or_reap(entries: &[table::Entry], signal: Option<Signal>, me: i32) -> 
 pub(crate) struct Tree {
     proc: Proc,
     child: Child,
+    /// Dropped after the root is reaped (fields drop after `Drop::drop`).
+    _kept: crate::child_process::keeper::Kept,
 }
 
 impl Tree {
-    /// Starts `cmd` as the root of a tree of its own.
-    pub fn spawn(cmd: &mut Command) -> std::io::Result<Tree> {
+    /// Starts `cmd` clean ([`crate::child_process::clean`], its environment as `inherit` says) as the root
+    /// of a tree of its own, waiting at most `wait` for it to start.
+    pub fn spawn(mut cmd: Command, inherit: Inherit<'_>, wait: Duration) -> std::io::Result<Tree> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         become_subreaper();
         let marker_value = format!("{}:tree:{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
-        cmd.env(MARKER, &marker_value).process_group(0);
+        cmd.env(MARKER, &marker_value);
+        crate::child_process::clean::prepare(&mut cmd, inherit, &[])?;
         // SAFETY: as in `ProcessManager::spawn`: prctl is async-signal-safe and the closure allocates nothing.
         unsafe {
             cmd.pre_exec(|| nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from));
         }
-        let child = cmd.spawn()?;
+        let child = crate::child_process::spawn(cmd, wait)?;
         let proc = Proc::new("", child.id() as i32, &marker_value);
-        Ok(Tree { proc, child })
+        let kept = crate::child_process::keeper::keep(child.id());
+        Ok(Tree { proc, child, _kept: kept })
+    }
+
+    /// Whether the root process has exited (it stays unreaped until the tree goes).
+    pub fn exited(&self) -> bool {
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
+        !matches!(waitid(Id::Pid(Pid::from_raw(self.child.id() as i32)), flags), Ok(WaitStatus::StillAlive))
     }
 
     /// The root process, for its pipes.
@@ -732,11 +761,15 @@ fn become_subreaper() {
 /// `toolshed` command on SIGTERM or SIGINT): it reaps every zombie child, whoever meant to wait for it.
 pub fn kill_descendants(grace: Duration) {
     let me = me();
+    // The keeper is spared: it ends with this process, and then ends whatever is left.
+    let keeper = crate::child_process::keeper::running().map(|pid| pid as i32);
     let round = |signal: Option<Signal>| {
         let snapshot = table::snapshot();
         let tree = table::with_descendants(&snapshot, &HashSet::from([me]));
-        let entries: Vec<table::Entry> =
-            snapshot.into_iter().filter(|e| e.pid != me && tree.contains(&e.pid)).collect();
+        let entries: Vec<table::Entry> = snapshot
+            .into_iter()
+            .filter(|e| e.pid != me && Some(e.pid) != keeper && tree.contains(&e.pid))
+            .collect();
         signal_or_reap(&entries, signal, me)
     };
     if !round(Some(Signal::SIGTERM)) {

@@ -48,6 +48,7 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
             _ => failed(format!("cannot run {}: {e}", executable.display())),
         })?;
     let stderr = process.stderr.take().map(keep_tail);
+    let kept = crate::child_process::keeper::adopt(process.id());
     let pid = i32::try_from(process.id()).unwrap_or(0);
     let conn = Arc::new(Conn {
         socket: ours,
@@ -66,7 +67,10 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
     let watched = Arc::clone(&conn);
     let watcher = std::thread::Builder::new()
         .name("toolshed-plugin-waiter".to_owned())
-        .spawn(move || watch_child(&watched, process, &watcher_socket));
+        .spawn(move || {
+            watch_child(&watched, process, &watcher_socket);
+            drop(kept);
+        });
     if let Err(e) = watcher {
         // The process went down with the closure: it was never waited for. Nothing else knows its number.
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);

@@ -200,6 +200,7 @@ pub(super) struct Profile {
 /// DevTools address from its stderr, waiting at most `launch_timeout_ms` and no longer than the call.
 pub(super) fn start_chrome(
     config: &BrowserConfig,
+    env: &crate::child_process::clean::EnvRule,
     cancels: &Cancels<'_>,
 ) -> Result<(Tree, String, Profile), ServiceError> {
     let executable = find_executable(config).ok_or_else(|| {
@@ -233,7 +234,8 @@ pub(super) fn start_chrome(
     }
     command.args(&config.args).arg("about:blank");
     command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    let mut tree = Tree::spawn(&mut command)
+    let wait = Duration::from_millis(config.launch_timeout_ms.max(1));
+    let mut tree = Tree::spawn(command, crate::child_process::clean::Inherit::User(env), wait)
         .map_err(|e| failed(format!("cannot start the browser {}: {e}", executable.display())))?;
     let stderr = tree.child().stderr.take().ok_or_else(|| failed("the browser's stderr is not a pipe"))?;
     let (tx, rx) = crossbeam_channel::bounded(1);

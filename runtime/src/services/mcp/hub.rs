@@ -8,7 +8,9 @@ use super::follow::{follow, Follower};
 use super::http::CheckedHttp;
 use super::settings::{self, ServerSettings, Servers, Transport};
 use super::transport::{Checked, Fault, Lines};
+use crate::child_process::clean::Inherit;
 use crate::config::McpConfig;
+use crate::services::process::Tree;
 use crate::spec::{provider_tool_name, McpServerInfo, McpToolInfo, MCP_TOOL_SEPARATOR};
 use crate::task::Cancels;
 use rmcp::model::{CallToolRequestParams, PaginatedRequestParams, ReadResourceRequestParams};
@@ -28,6 +30,8 @@ pub(super) struct Limits {
     max_list_pages: u64,
     max_list_bytes: u64,
     max_message_bytes: u64,
+    /// How long a stdio server's process may take to start (the start-up timeout).
+    spawn_wait: Duration,
 }
 
 impl Limits {
@@ -36,9 +40,14 @@ impl Limits {
             max_list_pages: u64::from(config.max_list_pages),
             max_list_bytes: config.max_list_bytes,
             max_message_bytes: config.max_message_bytes,
+            spawn_wait: Duration::from_millis(config.startup_timeout_ms.max(1)),
         }
     }
 }
+
+/// What a stdio server gets of the host's environment, besides its configured `env`: the MCP SDK's
+/// `getDefaultEnvironment()` on Unix (`DEFAULT_INHERITED_ENV_VARS`), which Cline v4.0.10's `McpHub` passes.
+const SERVER_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
 
 /// A live connection and what the server offers: listed when it connected, and again on each of its
 /// `list_changed` notifications.
@@ -600,20 +609,28 @@ async fn connect(settings: &ServerSettings, limits: Limits, follower: Follower) 
     let max_message_bytes = usize::try_from(limits.max_message_bytes).unwrap_or(usize::MAX);
     let client = match &settings.transport {
         Transport::Stdio { command, args, env, cwd } => {
-            let mut cmd = tokio::process::Command::new(command);
+            let mut cmd = std::process::Command::new(command);
             cmd.args(args)
                 .envs(env)
                 .stdin(std::process::Stdio::piped())
                 .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::null())
-                .kill_on_drop(true);
+                .stderr(std::process::Stdio::null());
             if let Some(dir) = cwd {
                 cmd.current_dir(dir);
             }
-            let mut child = cmd.spawn().map_err(|e| format!("cannot start {command}: {e}"))?;
-            let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            // A tree of its own, killed whole when the connection closes (an `npx` server's node child too).
+            let wait = limits.spawn_wait;
+            let spawned = tokio::task::spawn_blocking(move || Tree::spawn(cmd, Inherit::Only(SERVER_ENV), wait))
+                .await
+                .map_err(|e| format!("cannot start {command}: {e}"))?;
+            let mut tree = spawned.map_err(|e| format!("cannot start {command}: {e}"))?;
+            let (Some(stdout), Some(stdin)) = (tree.child().stdout.take(), tree.child().stdin.take()) else {
                 return Err(format!("cannot start {command}: its pipes were not opened"));
             };
+            let pipes = tokio::process::ChildStdout::from_std(stdout)
+                .and_then(|out| Ok((out, tokio::process::ChildStdin::from_std(stdin)?)));
+            let (stdout, stdin) = pipes.map_err(|e| format!("cannot start {command}: {e}"))?;
+            let child = tree;
             // Our own reader below rmcp: see transport.rs for what rmcp's would drop.
             let lines = Lines::new(stdout, stdin, Some(child), max_message_bytes, fault.clone());
             follower.serve(Checked::new(lines, fault.clone())).await.map_err(|e| initialize_error(&fault, &e))?

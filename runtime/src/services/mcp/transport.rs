@@ -13,6 +13,7 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use serde_json::Value;
+use crate::services::process::Tree;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,6 +25,9 @@ const MAX_DEPTH: usize = 128;
 
 /// How long a server whose input was closed may take to exit before it is killed.
 const EXIT_GRACE: Duration = Duration::from_millis(500);
+
+/// How often a closing server is looked at while it has that grace.
+const EXIT_POLL: Duration = Duration::from_millis(10);
 
 /// Why a connection was closed by the hub's side, shared by the transport that found it, the layers that
 /// must stop at once when it is found, and the hub that reports it. The first reason recorded stays.
@@ -153,7 +157,7 @@ pub(crate) struct Lines<R, W> {
     line: Vec<u8>,
     max_message_bytes: usize,
     writer: Arc<tokio::sync::Mutex<Option<W>>>,
-    child: Option<tokio::process::Child>,
+    child: Option<Tree>,
     fault: Fault,
 }
 
@@ -187,7 +191,7 @@ where
     pub fn new(
         reader: R,
         writer: W,
-        child: Option<tokio::process::Child>,
+        child: Option<Tree>,
         max_message_bytes: usize,
         fault: Fault,
     ) -> Self {
@@ -305,13 +309,14 @@ where
         // Closing stdin asks the server to exit (the MCP stdio shutdown); one that was at fault, or that
         // does not exit in time, is killed.
         drop(self.writer.lock().await.take());
-        if let Some(mut child) = self.child.take() {
-            let exited =
-                self.fault.get().is_none() && matches!(tokio::time::timeout(EXIT_GRACE, child.wait()).await, Ok(Ok(_)));
-            if !exited {
-                let _ = child.start_kill();
-                let _ = child.wait().await;
+        if let Some(tree) = self.child.take() {
+            let deadline = tokio::time::Instant::now() + EXIT_GRACE;
+            while self.fault.get().is_none() && !tree.exited() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(EXIT_POLL).await;
             }
+            // Dropping the tree kills what is left of it (the server, if it did not exit, and whatever it
+            // started) and reaps it: blocking work, off the executor.
+            let _ = tokio::task::spawn_blocking(move || drop(tree)).await;
         }
         Ok(())
     }

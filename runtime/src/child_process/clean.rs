@@ -1,0 +1,290 @@
+//! The one door every child process of the runtime goes through — commands, hooks, MCP servers, the browser,
+//! parser jobs, out-of-process plugins — so that whatever state the host is in, a child starts clean:
+//!
+//! - **signals**: an empty signal mask and every disposition at its default (the `toolshed` binary blocks its
+//!   stop signals and ignores SIGPIPE and SIGXFSZ; an embedding host may do anything);
+//! - **descriptors**: exactly its standard three and the ones it was handed, every other descriptor the host
+//!   holds (inherited without close-on-exec, or leaked by a library) closed at exec;
+//! - **environment**: the user's, minus the host's secrets ([`EnvRule`]), or less ([`Inherit`]);
+//! - **terminal**: a session of its own, so no controlling terminal (`/dev/tty` opens nothing, `TIOCSTI` has
+//!   no target) and its own process group, the one signals for its tree go to;
+//! - **owner**: it dies with the host ([`super::keeper`] for its whole tree; `PR_SET_PDEATHSIG` for itself).
+//!
+//! The runtime's own children (`posix_spawn`ed, with no code between fork and exec) do the same to
+//! themselves first thing, in [`clean_self`].
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::RawFd;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+
+/// The most descriptors besides the standard three a child may be handed.
+const MAX_KEPT: usize = 4;
+
+/// Which of the host's environment a child starts with.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Inherit<'a> {
+    /// The user's environment minus the host's secrets: commands, hooks, the browser.
+    User(&'a EnvRule),
+    /// Only these of the host's variables, none whose value is a shell function: MCP stdio servers, as the
+    /// MCP SDK's `getDefaultEnvironment` gives them. (The runtime's own children get nothing: `env_clear`.)
+    Only(&'a [&'a str]),
+}
+
+/// The one rule that keeps the host's secrets out of every child that keeps the user's environment: a
+/// variable is withheld when its name starts with `TOOLSHED_` (the runtime's own namespace: its tokens and
+/// its configuration), is the one `[subagents] api_key_env` names, or matches `[commands] withhold_env` (a
+/// name, or a prefix ending in `*`); unless `[commands] pass_env` names it. Variables the runtime sets on a
+/// child itself are never withheld.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvRule {
+    withhold: Vec<String>,
+    pass: Vec<String>,
+}
+
+impl Default for EnvRule {
+    fn default() -> Self {
+        Self::new(&[], &[], "OPENAI_API_KEY")
+    }
+}
+
+impl EnvRule {
+    /// The rule of a configuration.
+    pub fn of(config: &crate::config::Config) -> Self {
+        Self::new(&config.commands.withhold_env, &config.commands.pass_env, &config.subagents.api_key_env)
+    }
+
+    fn new(withhold: &[String], pass: &[String], api_key_env: &str) -> Self {
+        let mut all = vec!["TOOLSHED_*".to_owned()];
+        if !api_key_env.is_empty() {
+            all.push(api_key_env.to_owned());
+        }
+        all.extend(withhold.iter().cloned());
+        Self { withhold: all, pass: pass.to_vec() }
+    }
+
+    /// Whether a child is kept from the host's variable `name`.
+    pub fn withholds(&self, name: &OsStr) -> bool {
+        let Some(name) = name.to_str() else {
+            // A name that is not UTF-8 matches no pattern; it passes as the user's.
+            return false;
+        };
+        let matches = |pattern: &String| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == pattern,
+        };
+        self.withhold.iter().any(matches) && !self.pass.iter().any(|p| p == name)
+    }
+}
+
+/// Makes `command` start clean: its environment as `inherit` says (variables set on `command` before this
+/// call are kept whatever the rule), and, between fork and exec, the signal state, session, descriptors
+/// (but `keep`, each also open in the host) and death with the host set as the module says. Must be the
+/// first code `command` runs between fork and exec, so anything added later (a sandbox) applies to a clean
+/// process; the command must not also ask for a process group (the session is its group).
+pub(crate) fn prepare(command: &mut Command, inherit: Inherit<'_>, keep: &[RawFd]) -> std::io::Result<()> {
+    apply_env(command, inherit);
+    let mut kept = [-1; MAX_KEPT];
+    if keep.len() > MAX_KEPT {
+        return Err(std::io::Error::other(format!("a child may be handed at most {MAX_KEPT} descriptors")));
+    }
+    kept[..keep.len()].copy_from_slice(keep);
+    kept.sort_unstable();
+    let parent = std::process::id() as libc::pid_t;
+    let cgroup = super::keeper::join_fd();
+    // SAFETY: the closure only makes system calls on values copied in before the fork (no allocation, no
+    // lock), which is what may run in the child of a multi-threaded process.
+    unsafe {
+        command.pre_exec(move || reset_in_child(&kept, Some(parent), cgroup));
+    }
+    Ok(())
+}
+
+/// The keeper's start ([`super::keeper`]): clean as every child, with `PATH` for its tools, but neither
+/// dying with the host nor in the cgroup it ends when the host does.
+pub(super) fn prepare_keeper(command: &mut Command) {
+    apply_env(command, Inherit::Only(&["PATH"]));
+    // SAFETY: as in `prepare`.
+    unsafe {
+        command.pre_exec(|| reset_in_child(&[-1; MAX_KEPT], None, None));
+    }
+}
+
+/// Sets the child's environment from the host's as `inherit` says, keeping what was set on it explicitly.
+fn apply_env(command: &mut Command, inherit: Inherit<'_>) {
+    let explicit: Vec<(OsString, Option<OsString>)> =
+        command.get_envs().map(|(k, v)| (k.to_owned(), v.map(OsStr::to_owned))).collect();
+    let is_explicit = |name: &OsStr| explicit.iter().any(|(k, _)| k == name);
+    match inherit {
+        Inherit::User(rule) => {
+            for (name, _) in std::env::vars_os() {
+                if rule.withholds(&name) && !is_explicit(&name) {
+                    command.env_remove(&name);
+                }
+            }
+        }
+        Inherit::Only(names) => {
+            command.env_clear();
+            for name in names {
+                if let Some(value) = std::env::var_os(name) {
+                    // A shell function exported by bash (`() { …`) is code, not a setting.
+                    if !value.as_encoded_bytes().starts_with(b"()") {
+                        command.env(name, value);
+                    }
+                }
+            }
+            restore(command, &explicit);
+        }
+    }
+}
+
+fn restore(command: &mut Command, explicit: &[(OsString, Option<OsString>)]) {
+    for (name, value) in explicit {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+}
+
+/// In the forked child: the signal state, the session, death with the host, the keeper's cgroup and the
+/// descriptors. Only system calls.
+fn reset_in_child(
+    keep: &[RawFd; MAX_KEPT],
+    parent: Option<libc::pid_t>,
+    cgroup: Option<RawFd>,
+) -> std::io::Result<()> {
+    let fail = || Err(std::io::Error::last_os_error());
+    reset_signals()?;
+    // SAFETY: plain system calls on integers and on the cgroup file the keeper holds open.
+    unsafe {
+        // A session of its own: no controlling terminal, and a group of its own whose id is its pid.
+        if libc::setsid() < 0 {
+            return fail();
+        }
+        // The check after the prctl closes the race with a host that died before it.
+        if let Some(parent) = parent {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() != parent {
+                return fail();
+            }
+        }
+        if let Some(fd) = cgroup {
+            if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
+                return fail();
+            }
+        }
+    }
+    close_from_3(keep)
+}
+
+/// Empties the signal mask and sets every signal's disposition to its default. A handler would be reset by
+/// exec anyway; an ignored signal and a blocked one would not.
+fn reset_signals() -> std::io::Result<()> {
+    // SAFETY: sigset and sigaction calls on stack values; async-signal-safe.
+    unsafe {
+        let mut empty = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut empty);
+        if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut default = std::mem::zeroed::<libc::sigaction>();
+        default.sa_sigaction = libc::SIG_DFL;
+        for signal in 1..=libc::SIGRTMAX() {
+            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                // The C library refuses its own reserved signals (EINVAL): they are never ignored.
+                libc::sigaction(signal, &default, std::ptr::null_mut());
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Marks every descriptor from 3 up close-on-exec but those in `keep` (sorted, -1 for none), which are
+/// cleared of it. Close-on-exec rather than closed: the standard library's own pipe that reports a failed
+/// exec must stay open until the exec.
+fn close_from_3(keep: &[RawFd; MAX_KEPT]) -> std::io::Result<()> {
+    let mut from: libc::c_uint = 3;
+    for &fd in keep.iter().filter(|fd| **fd >= 3) {
+        let fd = fd as libc::c_uint;
+        if fd > from {
+            cloexec_range(from, fd - 1)?;
+        }
+        // SAFETY: fcntl on a descriptor number; one that is not open reports EBADF.
+        if unsafe { libc::fcntl(fd as RawFd, libc::F_SETFD, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        from = from.max(fd + 1);
+    }
+    cloexec_range(from, libc::c_uint::MAX)
+}
+
+fn cloexec_range(first: libc::c_uint, last: libc::c_uint) -> std::io::Result<()> {
+    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only sets flags (Linux 5.11).
+    if unsafe { libc::syscall(libc::SYS_close_range, first, last, libc::CLOSE_RANGE_CLOEXEC) } == 0 {
+        return Ok(());
+    }
+    // Older kernels: one fcntl per possible descriptor, up to the descriptor limit (bounded: a limit in the
+    // millions would take seconds).
+    // SAFETY: getrlimit on a stack value; fcntl on descriptor numbers (EBADF for those not open).
+    unsafe {
+        let mut limit = std::mem::zeroed::<libc::rlimit>();
+        let top = match libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) {
+            0 => (limit.rlim_cur as u64).min(1 << 16) as libc::c_uint,
+            _ => 1024,
+        };
+        for fd in first..=last.min(top) {
+            libc::fcntl(fd as RawFd, libc::F_SETFD, libc::FD_CLOEXEC);
+        }
+    }
+    Ok(())
+}
+
+/// For the runtime's own children, started with `posix_spawn` (nothing runs between fork and exec): the
+/// same reset, done by the child to itself before it reads anything. Descriptors 0 to 2 are what it was
+/// handed; the rest are closed outright (nothing of the standard library's is left to report).
+pub(crate) fn clean_self() -> std::io::Result<()> {
+    reset_signals()?;
+    // SAFETY: plain system calls. The host started this process as the leader of a group of its own, which
+    // cannot start a session; it gives up the controlling terminal it was born with, if any, instead.
+    unsafe {
+        let tty = libc::open(c"/dev/tty".as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if tty >= 0 {
+            libc::ioctl(tty, libc::TIOCNOTTY);
+            libc::close(tty);
+        }
+        if libc::syscall(libc::SYS_close_range, 3 as libc::c_uint, libc::c_uint::MAX, 0 as libc::c_uint) != 0 {
+            close_from_3(&[-1; MAX_KEPT])?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rule_withholds_the_runtime_namespace_the_api_key_and_the_listed() {
+        let rule = EnvRule::new(&["AWS_*".to_owned(), "NPM_TOKEN".to_owned()], &["TOOLSHED_LOG".to_owned()], "KEY");
+        for name in ["TOOLSHED_SERVE_TOKEN", "TOOLSHED_WEB_TOKEN", "TOOLSHED_APPROVAL_YOLO", "KEY", "AWS_SECRET", "NPM_TOKEN"]
+        {
+            assert!(rule.withholds(OsStr::new(name)), "{name}");
+        }
+        for name in ["TOOLSHED_LOG", "PATH", "HOME", "JAVA_HOME", "SSH_AUTH_SOCK", "KEYS", "NPM_TOKEN_X", "toolshed_x"] {
+            assert!(!rule.withholds(OsStr::new(name)), "{name}");
+        }
+    }
+
+    #[test]
+    fn explicit_variables_survive_every_inheritance() {
+        let rule = EnvRule::default();
+        for inherit in [Inherit::User(&rule), Inherit::Only(&["PATH"]), Inherit::Only(&[])] {
+            let mut command = Command::new("true");
+            command.env("TOOLSHED_PROCESS", "1:2:3").env("EXTRA", "x");
+            apply_env(&mut command, inherit);
+            let envs: Vec<_> = command.get_envs().collect();
+            assert!(envs.contains(&(OsStr::new("TOOLSHED_PROCESS"), Some(OsStr::new("1:2:3")))), "{inherit:?}");
+            assert!(envs.contains(&(OsStr::new("EXTRA"), Some(OsStr::new("x")))), "{inherit:?}");
+        }
+    }
+}

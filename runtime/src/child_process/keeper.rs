@@ -1,0 +1,184 @@
+//! The keeper: every child of the runtime, and everything those start, ends when the host process ends,
+//! however it ends — a SIGKILL of `toolshed` or of an embedding host included, where no code of ours runs.
+//!
+//! A small process, started with the first child, holds the read end of a pipe whose write end only the
+//! host has (close-on-exec, so no child holds it): the host's end, whatever its cause, is the pipe's end of
+//! file, and the keeper then ends the host's children:
+//!
+//! - where a cgroup v2 hierarchy is writable (root, or a systemd session's delegated cgroup), the runtime makes
+//!   a cgroup of its own below its current one and every child joins it between fork and exec; whatever it
+//!   starts stays inside, through `setsid`, double forks and dropped markers alike, and the keeper kills the
+//!   cgroup whole (`cgroup.kill`) and removes it;
+//! - where none can be made, the keeper kills every process group it was told of (each child's, while its
+//!   tree lives) and every process that carries the host's marker (`TOOLSHED_PROCESS=<host pid>:…`), and each
+//!   direct child has `PR_SET_PDEATHSIG`. What escapes this fallback is only a process that left its group
+//!   *and* dropped the marker (`env -u TOOLSHED_PROCESS setsid …`), after the host's death.
+//!
+//! The keeper is outside the cgroup, in a session of its own, and ignores the stop signals, so neither
+//! Ctrl-C nor the host's own stopping of its children ends it before it has done its work.
+
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+/// The keeper's program, for `/bin/sh -c`: `$1` the host's pid, `$2` the cgroup directory or empty. Its
+/// input is lines `+ PGID` and `- PGID` (a group to end with the host, one not to any more); its end is the
+/// host's.
+const SCRIPT: &str = r#"trap '' INT TERM HUP QUIT
+live=" "
+while read -r op g; do
+  case $op in
+    +) live="$live$g " ;;
+    -) next=" "; for x in $live; do [ "$x" = "$g" ] || next="$next$x "; done; live=$next ;;
+  esac
+done
+if [ -n "$2" ]; then
+  echo 1 > "$2/cgroup.kill" 2>/dev/null || while read -r p; do kill -KILL "$p"; done < "$2/cgroup.procs"
+fi
+for g in $live; do kill -KILL -- "-$g" 2>/dev/null; done
+for f in /proc/[0-9]*/environ; do
+  if grep -qz "^TOOLSHED_PROCESS=$1:" "$f" 2>/dev/null; then p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null; fi
+done
+if [ -n "$2" ]; then
+  i=0
+  while grep -q "populated 1" "$2/cgroup.events" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+  rmdir "$2" 2>/dev/null
+fi
+"#;
+
+/// The keeper of this process, started by the first child.
+struct Keeper {
+    /// The keeper's pid, which the host's own stopping of its children spares.
+    pid: u32,
+    /// The write end of its pipe.
+    pipe: Mutex<std::fs::File>,
+    /// The cgroup every child joins, and its `cgroup.procs` open for writing.
+    cgroup: Option<(PathBuf, OwnedFd)>,
+}
+
+static KEEPER: OnceLock<Option<Keeper>> = OnceLock::new();
+
+fn keeper() -> Option<&'static Keeper> {
+    KEEPER.get_or_init(|| match start() {
+        Ok(keeper) => Some(keeper),
+        Err(e) => {
+            tracing::warn!(
+                "cannot start the process that ends this host's children when it ends ({e}): a child may outlive \
+                 a host that is killed"
+            );
+            None
+        }
+    })
+    .as_ref()
+}
+
+/// The descriptor of the cgroup's `cgroup.procs` a child writes itself into, if there is a cgroup.
+pub(crate) fn join_fd() -> Option<RawFd> {
+    keeper().and_then(|k| k.cgroup.as_ref()).map(|(_, fd)| fd.as_raw_fd())
+}
+
+/// The cgroup the host's children are kept in, if one could be made (starts the keeper).
+pub fn cgroup() -> Option<PathBuf> {
+    keeper().and_then(|k| k.cgroup.as_ref()).map(|(dir, _)| dir.clone())
+}
+
+/// The keeper's pid, if it was started (never starts it).
+pub fn running() -> Option<u32> {
+    KEEPER.get().and_then(Option::as_ref).map(|k| k.pid)
+}
+
+/// A child's process group the keeper ends with the host until this is dropped (after the child is reaped
+/// and its tree gone, so the group id cannot name anyone else's group by then). Needed only without a
+/// cgroup, where it is all the keeper knows of a child that dropped the marker.
+pub(crate) struct Kept(i32);
+
+/// Tells the keeper of the process group `pgid`.
+pub(crate) fn keep(pgid: u32) -> Kept {
+    let pgid = pgid as i32;
+    tell('+', pgid);
+    Kept(pgid)
+}
+
+/// For a child started without code between fork and exec (the runtime's own, `posix_spawn`ed): moves it
+/// into the cgroup from here (it has started nothing yet: it reads its job first), or tells the keeper of its
+/// group.
+pub(crate) fn adopt(pid: u32) -> Kept {
+    if let Some((_, procs)) = keeper().and_then(|k| k.cgroup.as_ref()) {
+        let moved = procs.try_clone().and_then(|fd| std::fs::File::from(fd).write_all(pid.to_string().as_bytes()));
+        if let Err(e) = moved {
+            tracing::warn!("cannot keep the child {pid} in the runtime's cgroup: {e}");
+        }
+    }
+    keep(pid)
+}
+
+impl Drop for Kept {
+    fn drop(&mut self) {
+        tell('-', self.0);
+    }
+}
+
+fn tell(op: char, pgid: i32) {
+    if let Some(keeper) = keeper().filter(|k| k.cgroup.is_none()) {
+        let mut pipe = keeper.pipe.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = writeln!(pipe, "{op} {pgid}");
+    }
+}
+
+fn start() -> std::io::Result<Keeper> {
+    let (reader, writer) = std::io::pipe()?;
+    let dir = make_cgroup();
+    let mut command = std::process::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg("toolshed-keeper")
+        .arg(std::process::id().to_string())
+        .arg(dir.as_deref().unwrap_or(Path::new("")))
+        .stdin(reader)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    super::clean::prepare_keeper(&mut command);
+    let child = command.spawn()?;
+    let pid = child.id();
+    // Never waited for: it outlives the host by design. A host that ends first leaves it to init, which
+    // reaps it; a host that lives on never sees it end, since it ends only with the pipe.
+    std::mem::forget(child);
+    let cgroup = dir.and_then(|dir| match open_procs(&dir, pid) {
+        Ok(fd) => Some((dir, fd)),
+        Err(e) => {
+            tracing::debug!("cannot keep children in the cgroup {}: {e}", dir.display());
+            let _ = std::fs::remove_dir(&dir);
+            None
+        }
+    });
+    // Without a cgroup the script is told the directory anyway; it finds none and goes on.
+    Ok(Keeper { pid, pipe: Mutex::new(std::fs::File::from(OwnedFd::from(writer))), cgroup })
+}
+
+/// Makes the host's cgroup below its current one in the cgroup v2 hierarchy, if it can.
+fn make_cgroup() -> Option<PathBuf> {
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    // Fields: id parent major:minor root mount-point options ... - fstype source super-options.
+    let mount = mounts.lines().find_map(|line| {
+        let (head, tail) = line.split_once(" - ")?;
+        (tail.split_whitespace().next()? == "cgroup2").then(|| head.split_whitespace().nth(4).map(PathBuf::from))?
+    })?;
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let own = cgroups.lines().find_map(|line| line.strip_prefix("0::"))?;
+    let dir = mount.join(own.trim_start_matches('/')).join(format!("toolshed-{}", std::process::id()));
+    std::fs::create_dir(&dir).ok()?;
+    Some(dir)
+}
+
+/// Opens the cgroup's `cgroup.procs` for writing and proves a process can be moved into it and back, with
+/// the keeper, which must not stay (it kills the cgroup).
+fn open_procs(dir: &Path, keeper: u32) -> std::io::Result<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let procs = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_CLOEXEC).open(dir.join("cgroup.procs"))?;
+    let parent = dir.parent().ok_or_else(|| std::io::Error::other("the cgroup has no parent"))?;
+    (&procs).write_all(keeper.to_string().as_bytes())?;
+    std::fs::write(parent.join("cgroup.procs"), keeper.to_string())?;
+    Ok(OwnedFd::from(procs))
+}
