@@ -137,8 +137,13 @@ pub struct ServeArgs {
     /// Serve streamable HTTP on PORT or HOST:PORT (loopback unless --public) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub http: Option<String>,
-    /// The bearer token HTTP clients must send (required with --http).
-    #[arg(long, env = "TOOLSHED_SERVE_TOKEN", hide_env_values = true)]
+    /// A file holding the bearer token HTTP clients must send (required with --http unless
+    /// TOOLSHED_SERVE_TOKEN is set): owned by you and readable by nobody else. The token itself is never an
+    /// argument, which every process on the machine can read.
+    #[arg(long, value_name = "PATH")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Refused: a token on the command line is in every process listing. Use --token-file.
+    #[arg(long, hide = true, value_name = "TOKEN")]
     pub token: Option<String>,
     /// Allow a non-loopback --http address.
     #[arg(long)]

@@ -16,8 +16,18 @@ use clap::Parser as _;
 use std::process::ExitCode;
 use toolshed::shown::escape;
 
+/// Keeps this process's memory and initial environment (tokens, keys) from the commands it runs, which run as
+/// the same user: not dumpable, it cannot be traced, and its `/proc/PID/environ` and `mem` are root's. (A
+/// child's own flag is set again by its exec.)
+fn protect_memory() {
+    if let Err(e) = nix::sys::prctl::set_dumpable(false) {
+        err!("toolshed: cannot keep this process's memory from its commands: {e}");
+    }
+}
+
 fn main() -> ExitCode {
     isolated::enter_if_asked();
+    protect_memory();
     signals::set_up();
     let cli = args::Cli::parse();
     logging::init(cli.verbose);

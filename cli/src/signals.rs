@@ -18,7 +18,7 @@ pub fn set_up() {
     // SAFETY: as above; ignoring needs no handler code.
     let _ = unsafe { nix::sys::signal::signal(Signal::SIGXFSZ, SigHandler::SigIgn) };
     // Blocked before any thread starts, so every thread inherits the mask and one thread takes the signals
-    // (children get a clean mask from `std::process::Command`).
+    // (every child starts with an empty mask and default dispositions: `toolshed::children`).
     if let Err(e) = stop_signals().thread_block() {
         err!("toolshed: cannot block SIGINT and SIGTERM: {e}");
     }

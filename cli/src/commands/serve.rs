@@ -4,6 +4,7 @@ use crate::args::ServeArgs;
 use crate::setup::Setup;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::io::Read as _;
 use std::sync::Arc;
 use toolshed::serve::{ElicitingApprover, Progress, ServeOptions};
 use toolshed::Runtime;
@@ -12,6 +13,7 @@ use toolshed::Runtime;
 /// `client_roots`: no `--cwd` was given, so a client's roots are its session's workspace.
 pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let Setup { mut config, dirs, context } = setup;
+    let token = token(&args)?;
     if let Some(profile) = args.profile {
         config.serve.profile = profile;
     }
@@ -35,7 +37,7 @@ pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBu
     let runtime = Arc::new(runtime);
     let options = ServeOptions {
         http: args.http,
-        token: args.token,
+        token,
         public: args.public,
         limits,
         client_roots,
@@ -50,4 +52,39 @@ pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBu
     };
     executor.block_on(toolshed::serve::run(Arc::clone(&runtime), context, options))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bearer token: from `--token-file` (owned by this user, readable by nobody else), else from
+/// `TOOLSHED_SERVE_TOKEN`. Never from the command line, which every process on the machine can read.
+fn token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
+    use std::os::unix::fs::MetadataExt;
+    if args.token.is_some() {
+        anyhow::bail!(
+            "--token puts the token where every process on this machine can read it (/proc/PID/cmdline); write \
+             it to a file only you can read (chmod 600) and pass --token-file PATH, or set TOOLSHED_SERVE_TOKEN"
+        );
+    }
+    let Some(path) = &args.token_file else {
+        return Ok(std::env::var("TOOLSHED_SERVE_TOKEN").ok().filter(|t| !t.is_empty()));
+    };
+    let shown = path.display();
+    let file = std::fs::File::open(path).map_err(|e| anyhow::anyhow!("cannot read the token file {shown}: {e}"))?;
+    let meta = file.metadata()?;
+    if meta.uid() != nix::unistd::geteuid().as_raw() || meta.mode() & 0o077 != 0 || !meta.is_file() {
+        anyhow::bail!(
+            "the token file {shown} must be a file owned by you and readable by nobody else (chmod 600 {shown}); \
+             it is owned by uid {} with mode {:o}",
+            meta.uid(),
+            meta.mode() & 0o7777
+        );
+    }
+    let mut text = String::new();
+    std::io::Read::take(file, 64 * 1024)
+        .read_to_string(&mut text)
+        .map_err(|e| anyhow::anyhow!("cannot read the token file {shown}: {e}"))?;
+    let token = text.trim().to_owned();
+    if token.is_empty() {
+        anyhow::bail!("the token file {shown} is empty");
+    }
+    Ok(Some(token))
 }

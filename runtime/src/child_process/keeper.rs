@@ -36,7 +36,7 @@ done
 if [ -n "$2" ]; then
   echo 1 > "$2/cgroup.kill" 2>/dev/null || while read -r p; do kill -KILL "$p"; done < "$2/cgroup.procs"
 fi
-for g in $live; do kill -KILL -- "-$g" 2>/dev/null; done
+for g in $live; do kill -KILL "-$g" 2>/dev/null; done
 for f in /proc/[0-9]*/environ; do
   if grep -qz "^TOOLSHED_PROCESS=$1:" "$f" 2>/dev/null; then p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null; fi
 done
