@@ -91,6 +91,7 @@ mod workspace;
 
 /// Child-process jobs: where the runtime finds the `toolshed` binary that runs them.
 mod child_process;
+mod scratch;
 /// What every child process of the runtime starts with, and the keeper that ends them with the host.
 pub mod children {
     pub use crate::child_process::clean::EnvRule;

@@ -344,6 +344,8 @@ impl RuntimeBuilder {
                 long_timeout_ms: config.commands.long_timeout_ms,
                 yolo: config.approval.yolo,
                 notice_ms: config.timeouts.command_notice_ms,
+                // Each task's own, filled in per call.
+                scratch_dir: None,
             },
             web: HttpService::new(HttpSettings::new(
                 &config.web,

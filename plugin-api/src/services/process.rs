@@ -92,4 +92,8 @@ pub struct CommandsSettings {
     /// How long "still running" waits before it is said.
     #[serde(default)]
     pub notice_ms: u64,
+    /// The calling task's scratch directory, private to the user, for files that hold its data (a command's
+    /// spilled output). `None` from a host without one: then nothing is written outside the workspace.
+    #[serde(default)]
+    pub scratch_dir: Option<String>,
 }

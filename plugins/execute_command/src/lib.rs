@@ -163,7 +163,8 @@ impl Tool for ExecuteCommand {
         let (command, cwd) = split_root_prefix(&command, call, &self.patterns);
         let timeout = timeout_for(&command, call, &settings, &self.patterns);
         let notice = Duration::from_millis(settings.notice_ms);
-        let outcome = run(host, &command, cwd, timeout, notice, self.patterns.notable.clone());
+        let notable = self.patterns.notable.clone();
+        let outcome = run(host, &command, cwd, timeout, notice, notable, settings.scratch_dir);
         // Whatever the command did, files may have changed: the read cache starts over (as Cline does after
         // every command that ran).
         let _ = host.forget_reads(Vec::new());
@@ -207,6 +208,7 @@ fn settings(host: &HostClient<'_>) -> CommandsSettings {
         long_timeout_ms: 300_000,
         yolo: false,
         notice_ms: 15_000,
+        scratch_dir: None,
     })
 }
 
@@ -257,6 +259,7 @@ fn run(
     timeout: Option<Duration>,
     notice: Duration,
     notable: Option<Regex>,
+    scratch_dir: Option<String>,
 ) -> Outcome {
     let spawned: SpawnResponse = match host.call::<services::ProcessSpawn>(&SpawnRequest {
         command: command.to_owned(),
@@ -266,7 +269,7 @@ fn run(
         Ok(spawned) => spawned,
         Err(e) => return result::error(format!("Error executing command: {e}")),
     };
-    let mut collector = output::Collector::new(std::env::temp_dir().join("cline"), notable);
+    let mut collector = output::Collector::new(scratch_dir.map(std::path::PathBuf::from), notable);
     let started = Instant::now();
     let mut noticed = false;
     let kill = || {
@@ -377,7 +380,14 @@ mod tests {
     }
 
     fn settings(yolo: bool) -> CommandsSettings {
-        CommandsSettings { permissions: None, default_timeout_ms: 30_000, long_timeout_ms: 300_000, yolo, notice_ms: 0 }
+        CommandsSettings {
+            permissions: None,
+            default_timeout_ms: 30_000,
+            long_timeout_ms: 300_000,
+            yolo,
+            notice_ms: 0,
+            scratch_dir: None,
+        }
     }
 
     #[test]

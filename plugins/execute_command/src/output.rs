@@ -41,7 +41,7 @@ pub struct Collector {
     total: usize,
     partial: String,
     spill: Option<Spill>,
-    spill_dir: PathBuf,
+    spill_dir: Option<PathBuf>,
     /// Error-like lines that might end up inside a cut: the first past each possible head size, and the
     /// recent ones (older ones can never be the last inside a cut).
     first_after: [Option<(usize, String)>; 2],
@@ -59,8 +59,10 @@ pub struct Collected {
 }
 
 impl Collector {
-    /// A collector spilling into `spill_dir` (Cline uses `{tmpdir}/cline`), lifting lines `notable` matches.
-    pub fn new(spill_dir: PathBuf, notable: Option<Regex>) -> Self {
+    /// A collector spilling into `spill_dir`, lifting lines `notable` matches. Cline spills into
+    /// `{tmpdir}/cline`, which anyone may have made first; the host hands the task's private scratch
+    /// directory, and without one nothing is spilled (the middle is still cut and counted).
+    pub fn new(spill_dir: Option<PathBuf>, notable: Option<Regex>) -> Self {
         Self {
             lines: Vec::new(),
             bytes: 0,
@@ -156,13 +158,17 @@ impl Collector {
     fn start_spill(&mut self) {
         let stamp =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis()).unwrap_or(0);
-        let path = self.spill_dir.join(format!("large-output-{stamp}-{:x}.log", random()));
-        // Without a log file the middle is still cut and counted; only the copy of everything is lost.
-        let file = std::fs::create_dir_all(&self.spill_dir)
-            .and_then(|()| std::fs::File::create(&path))
-            .ok()
+        let path = self.spill_dir.as_ref().map(|dir| dir.join(format!("large-output-{stamp}-{:x}.log", random())));
+        // Without a log file the middle is still cut and counted; only the copy of everything is lost. A new
+        // file only, readable by the user alone: never one someone placed there.
+        let file = path
+            .as_ref()
+            .and_then(|path| {
+                use std::os::unix::fs::OpenOptionsExt;
+                std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).ok()
+            })
             .map(std::io::BufWriter::new);
-        let mut spill = Spill { path: file.is_some().then_some(path), file, head: Vec::new(), tail: VecDeque::new() };
+        let mut spill = Spill { path: path.filter(|_| file.is_some()), file, head: Vec::new(), tail: VecDeque::new() };
         if let Some(file) = &mut spill.file {
             for line in &self.lines {
                 let _ = file.write_all(line.as_bytes());
@@ -260,7 +266,7 @@ mod tests {
     use pretty_assertions::assert_eq;
 
     fn collect(text: &str, dir: &std::path::Path) -> Collected {
-        let mut c = Collector::new(dir.to_owned(), notable_pattern());
+        let mut c = Collector::new(Some(dir.to_owned()), notable_pattern());
         // Arbitrary chunking must not matter.
         for chunk in text.as_bytes().chunks(37) {
             c.push(std::str::from_utf8(chunk).unwrap_or(""));
@@ -326,7 +332,7 @@ mod tests {
     #[test]
     fn one_huge_line_is_bounded_in_memory() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Collector::new(dir.path().to_owned(), notable_pattern());
+        let mut c = Collector::new(Some(dir.path().to_owned()), notable_pattern());
         for _ in 0..2000 {
             c.push(&"x".repeat(1024));
         }

@@ -76,7 +76,18 @@ pub(crate) fn register(
             Ok(Empty {})
         })
         .after_cancel();
-    router.register::<CommandsSettingsService>(move |_, _| Ok(commands.clone()));
+    router.register::<CommandsSettingsService>(move |call, _| {
+        let mut settings = commands.clone();
+        // Made on first use: most calls never spill.
+        settings.scratch_dir = match crate::scratch::task_dir(&call.task.info.task_id) {
+            Ok(dir) => Some(dir.to_string_lossy().into_owned()),
+            Err(why) => {
+                tracing::warn!("{why}");
+                None
+            }
+        };
+        Ok(settings)
+    });
 }
 
 /// Output held per process before its reader stops reading (the child then blocks on a full pipe): the

@@ -208,9 +208,11 @@ pub(super) fn start_chrome(
     })?;
     let mut profile = tempfile::Builder::new();
     profile.prefix("toolshed-browser-");
+    // In the user's private scratch root unless the user named a place: never in a shared one as it is.
+    let root = crate::scratch::root().map_err(failed)?;
     let profile = match &config.profile_dir {
         Some(dir) => profile.tempdir_in(dir),
-        None => profile.tempdir(),
+        None => profile.tempdir_in(root),
     }
     .map_err(|e| failed(format!("cannot make the browser's profile directory: {e}")))?;
     // Chromium keeps its singleton socket (and, without /dev/shm, its shared memory) in a directory of its own
@@ -219,7 +221,7 @@ pub(super) fn start_chrome(
     // long `profile_dir` would stop Chromium from starting at all.
     let scratch = tempfile::Builder::new()
         .prefix("toolshed-chromium-")
-        .tempdir()
+        .tempdir_in(root)
         .map_err(|e| failed(format!("cannot make the browser's temporary directory: {e}")))?;
     let mut command = Command::new(&executable);
     command
