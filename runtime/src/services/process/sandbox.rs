@@ -12,8 +12,11 @@
 //! - `workspace-write`: every write-ish right (create, remove, rename and link in or out — Landlock's `REFER` —,
 //!   truncate, write, make devices, fifos, sockets and symbolic links) beneath the workspace roots, `/tmp` and
 //!   the runtime's temporary directory (`TMPDIR`), none elsewhere; `read-only`: none anywhere;
-//! - always: write and truncate `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/tty`, `/dev/ptmx` and the
-//!   terminals under `/dev/pts`, or ordinary commands break;
+//! - always: write and truncate `/dev/null`, `/dev/zero` and `/dev/full`, or ordinary commands break; never
+//!   a terminal: not `/dev/tty` (a command has no controlling terminal anyway, see `child_process::clean`)
+//!   nor the user's terminals under `/dev/pts`, where raw escape sequences (and, as root, `TIOCSTI`) would
+//!   reach the user's shell around the prompt escaping. A terminal handed to a command as a descriptor is
+//!   not judged by Landlock;
 //! - `network = false`: create Unix sockets only (a seccomp filter answers `EPERM` to `socket` and
 //!   `socketpair` of any other family and to `io_uring_setup`, whose operations can open sockets without
 //!   `socket`), and, where the kernel has them, no TCP bind or connect and no abstract Unix socket made outside
@@ -115,7 +118,7 @@ mod imp {
     const FS_ABI: ABI = ABI::V3;
 
     /// Device files every command may write, whatever the mode.
-    const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/pts"];
+    const DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full"];
 
     /// A sandbox built for one command, applied in its child between fork and exec.
     pub(crate) struct Confinement {
