@@ -59,7 +59,9 @@ pub struct ServeOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
     /// HTTP was asked without a token.
-    #[error("--http needs a bearer token: pass --token-file PATH (a file only you can read) or set TOOLSHED_SERVE_TOKEN")]
+    #[error(
+        "--http needs a bearer token: pass --token-file PATH (a file only you can read) or set TOOLSHED_SERVE_TOKEN"
+    )]
     NoToken,
     /// The address is not usable.
     #[error("--http {0}: {1}")]

@@ -2,9 +2,9 @@
 
 use crate::args::ServeArgs;
 use crate::setup::Setup;
+use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::io::Read as _;
 use std::sync::Arc;
 use toolshed::serve::{ElicitingApprover, Progress, ServeOptions};
 use toolshed::Runtime;
@@ -35,14 +35,8 @@ pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBu
         .build()?;
     super::loaded(&runtime, searched)?;
     let runtime = Arc::new(runtime);
-    let options = ServeOptions {
-        http: args.http,
-        token,
-        public: args.public,
-        limits,
-        client_roots,
-        progress: Some(progress),
-    };
+    let options =
+        ServeOptions { http: args.http, token, public: args.public, limits, client_roots, progress: Some(progress) };
     // One stdio connection is one client's calls, answered in turn: a single thread carries them with no
     // hand-over between workers (the tools' own work runs on the actors' and pools' threads either way). HTTP
     // serves many sessions at once.

@@ -149,11 +149,7 @@ fn restore(command: &mut Command, explicit: &[(OsString, Option<OsString>)]) {
 
 /// In the forked child: the signal state, the session, death with the host, the keeper's cgroup and the
 /// descriptors. Only system calls.
-fn reset_in_child(
-    keep: &[RawFd; MAX_KEPT],
-    parent: Option<libc::pid_t>,
-    cgroup: Option<RawFd>,
-) -> std::io::Result<()> {
+fn reset_in_child(keep: &[RawFd; MAX_KEPT], parent: Option<libc::pid_t>, cgroup: Option<RawFd>) -> std::io::Result<()> {
     let fail = || Err(std::io::Error::last_os_error());
     reset_signals()?;
     // SAFETY: plain system calls on integers and on the cgroup file the keeper holds open.
@@ -163,15 +159,15 @@ fn reset_in_child(
             return fail();
         }
         // The check after the prctl closes the race with a host that died before it.
-        if let Some(parent) = parent {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() != parent {
-                return fail();
-            }
+        if let Some(parent) = parent
+            && (libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() != parent)
+        {
+            return fail();
         }
-        if let Some(fd) = cgroup {
-            if libc::write(fd, b"0".as_ptr().cast(), 1) != 1 {
-                return fail();
-            }
+        if let Some(fd) = cgroup
+            && libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+        {
+            return fail();
         }
     }
     close_from_3(keep)
@@ -266,11 +262,13 @@ mod tests {
     #[test]
     fn the_rule_withholds_the_runtime_namespace_the_api_key_and_the_listed() {
         let rule = EnvRule::new(&["AWS_*".to_owned(), "NPM_TOKEN".to_owned()], &["TOOLSHED_LOG".to_owned()], "KEY");
-        for name in ["TOOLSHED_SERVE_TOKEN", "TOOLSHED_WEB_TOKEN", "TOOLSHED_APPROVAL_YOLO", "KEY", "AWS_SECRET", "NPM_TOKEN"]
+        for name in
+            ["TOOLSHED_SERVE_TOKEN", "TOOLSHED_WEB_TOKEN", "TOOLSHED_APPROVAL_YOLO", "KEY", "AWS_SECRET", "NPM_TOKEN"]
         {
             assert!(rule.withholds(OsStr::new(name)), "{name}");
         }
-        for name in ["TOOLSHED_LOG", "PATH", "HOME", "JAVA_HOME", "SSH_AUTH_SOCK", "KEYS", "NPM_TOKEN_X", "toolshed_x"] {
+        for name in ["TOOLSHED_LOG", "PATH", "HOME", "JAVA_HOME", "SSH_AUTH_SOCK", "KEYS", "NPM_TOKEN_X", "toolshed_x"]
+        {
             assert!(!rule.withholds(OsStr::new(name)), "{name}");
         }
     }

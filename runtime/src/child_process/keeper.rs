@@ -60,17 +60,18 @@ struct Keeper {
 static KEEPER: OnceLock<Option<Keeper>> = OnceLock::new();
 
 fn keeper() -> Option<&'static Keeper> {
-    KEEPER.get_or_init(|| match start() {
-        Ok(keeper) => Some(keeper),
-        Err(e) => {
-            tracing::warn!(
-                "cannot start the process that ends this host's children when it ends ({e}): a child may outlive \
+    KEEPER
+        .get_or_init(|| match start() {
+            Ok(keeper) => Some(keeper),
+            Err(e) => {
+                tracing::warn!(
+                    "cannot start the process that ends this host's children when it ends ({e}): a child may outlive \
                  a host that is killed"
-            );
-            None
-        }
-    })
-    .as_ref()
+                );
+                None
+            }
+        })
+        .as_ref()
 }
 
 /// The descriptor of the cgroup's `cgroup.procs` a child writes itself into, if there is a cgroup.

@@ -259,14 +259,15 @@ impl BrowserHost {
             let endpoint = match &inner.config.remote_url {
                 Some(url) => session::Endpoint::Remote(url.clone()),
                 None => {
-                    let (tree, ws, profile) = session::start_chrome(&inner.config, &inner.env, &cancels).map_err(|error| {
-                        // A start that failed (a timeout, with other browsers starting) after its entry was
-                        // closed says so first; a cancellation stays one.
-                        match error.kind {
-                            ServiceErrorKind::Failed if entry.is_closed() => failed(superseded(&error.message)),
-                            _ => error,
-                        }
-                    })?;
+                    let (tree, ws, profile) =
+                        session::start_chrome(&inner.config, &inner.env, &cancels).map_err(|error| {
+                            // A start that failed (a timeout, with other browsers starting) after its entry was
+                            // closed says so first; a cancellation stays one.
+                            match error.kind {
+                                ServiceErrorKind::Failed if entry.is_closed() => failed(superseded(&error.message)),
+                                _ => error,
+                            }
+                        })?;
                     let tree = Arc::new(tree);
                     if !entry.adopt(&tree) {
                         return Err(failed(SUPERSEDED));

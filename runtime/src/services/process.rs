@@ -26,6 +26,7 @@ mod table;
 
 pub(crate) use sandbox::Sandbox;
 
+use crate::child_process::clean::Inherit;
 use dashmap::DashMap;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
@@ -37,7 +38,6 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once};
-use crate::child_process::clean::Inherit;
 use std::time::{Duration, Instant};
 
 /// Registers `process.*` and `commands.settings`. `process.kill` answers after a cancellation too: stopping
@@ -497,13 +497,11 @@ impl ProcessManager {
         });
         let waiting = Arc::clone(&proc);
         let (trees, settings) = (Arc::clone(&self.trees), self.settings);
-        let waiter_thread = std::thread::Builder::new()
-            .name(format!("proc-{id}-wait"))
-            .spawn(move || {
-                let kept = crate::child_process::keeper::keep(pid);
-                watch_shell(child, &waiting, settings, || drop(trees.remove(&id)));
-                drop(kept);
-            });
+        let waiter_thread = std::thread::Builder::new().name(format!("proc-{id}-wait")).spawn(move || {
+            let kept = crate::child_process::keeper::keep(pid);
+            watch_shell(child, &waiting, settings, || drop(trees.remove(&id)));
+            drop(kept);
+        });
         if reader_thread.is_err() || waiter_thread.is_err() {
             proc.signal_tree(Some(Signal::SIGKILL));
             return Err(ProcessError::Spawn("cannot start the threads that watch the process".to_owned()));
@@ -777,10 +775,8 @@ pub fn kill_descendants(grace: Duration) {
     let round = |signal: Option<Signal>| {
         let snapshot = table::snapshot();
         let tree = table::with_descendants(&snapshot, &HashSet::from([me]));
-        let entries: Vec<table::Entry> = snapshot
-            .into_iter()
-            .filter(|e| e.pid != me && Some(e.pid) != keeper && tree.contains(&e.pid))
-            .collect();
+        let entries: Vec<table::Entry> =
+            snapshot.into_iter().filter(|e| e.pid != me && Some(e.pid) != keeper && tree.contains(&e.pid)).collect();
         signal_or_reap(&entries, signal, me)
     };
     if !round(Some(Signal::SIGTERM)) {

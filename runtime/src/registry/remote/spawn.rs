@@ -65,12 +65,10 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
         exited: Condvar::new(),
     });
     let watched = Arc::clone(&conn);
-    let watcher = std::thread::Builder::new()
-        .name("toolshed-plugin-waiter".to_owned())
-        .spawn(move || {
-            watch_child(&watched, process, &watcher_socket);
-            drop(kept);
-        });
+    let watcher = std::thread::Builder::new().name("toolshed-plugin-waiter".to_owned()).spawn(move || {
+        watch_child(&watched, process, &watcher_socket);
+        drop(kept);
+    });
     if let Err(e) = watcher {
         // The process went down with the closure: it was never waited for. Nothing else knows its number.
         let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);

@@ -8,12 +8,12 @@
 //! the transport ends, so rmcp ends the requests in flight at once and the hub reports the recorded reason
 //! and treats the server as crashed.
 
+use crate::services::process::Tree;
 use rmcp::model::{JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::RoleClient;
 use serde_json::Value;
-use crate::services::process::Tree;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,13 +188,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     /// A transport over `reader` and `writer`, owning `child` (killed on close) when there is one.
-    pub fn new(
-        reader: R,
-        writer: W,
-        child: Option<Tree>,
-        max_message_bytes: usize,
-        fault: Fault,
-    ) -> Self {
+    pub fn new(reader: R, writer: W, child: Option<Tree>, max_message_bytes: usize, fault: Fault) -> Self {
         Self {
             reader: BufReader::new(reader),
             line: Vec::new(),
