@@ -41,6 +41,7 @@ impl Tree {
     }
 
     /// Whether the root process has exited (it stays unreaped until the tree goes).
+    #[cfg(feature = "mcp")]
     pub fn exited(&self) -> bool {
         let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
         !matches!(waitid(Id::Pid(Pid::from_raw(self.child.id() as i32)), flags), Ok(WaitStatus::StillAlive))
