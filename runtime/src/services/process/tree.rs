@@ -3,8 +3,6 @@
 
 use super::{become_subreaper, lock, table, Proc, MARKER};
 use crate::child_process::clean::Inherit;
-use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
-use nix::unistd::Pid;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,6 +41,8 @@ impl Tree {
     /// Whether the root process has exited (it stays unreaped until the tree goes).
     #[cfg(feature = "mcp")]
     pub fn exited(&self) -> bool {
+        use nix::sys::wait::{waitid, Id, WaitPidFlag, WaitStatus};
+        use nix::unistd::Pid;
         let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
         !matches!(waitid(Id::Pid(Pid::from_raw(self.child.id() as i32)), flags), Ok(WaitStatus::StillAlive))
     }
