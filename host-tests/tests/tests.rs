@@ -6,6 +6,7 @@ mod util;
 mod aliases;
 mod browser;
 mod browser_attacks;
+mod children;
 mod cli;
 mod cline_handler_cases;
 mod cline_snapshots;

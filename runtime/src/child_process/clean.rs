@@ -183,12 +183,13 @@ fn reset_signals() -> std::io::Result<()> {
         if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
             return Err(std::io::Error::last_os_error());
         }
-        let mut default = std::mem::zeroed::<libc::sigaction>();
-        default.sa_sigaction = libc::SIG_DFL;
-        for signal in 1..=libc::SIGRTMAX() {
+        // The kernel's own call: the C library refuses the real-time signals it reserves for itself (32 and
+        // 33 in glibc), and a host may have left one of those ignored too. An all-zero kernel `sigaction` is
+        // SIG_DFL with no flags and an empty mask on every architecture (the fields differ only in order).
+        let default = [0u64; 4];
+        for signal in 1..=64 {
             if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-                // The C library refuses its own reserved signals (EINVAL): they are never ignored.
-                libc::sigaction(signal, &default, std::ptr::null_mut());
+                libc::syscall(libc::SYS_rt_sigaction, signal, default.as_ptr(), std::ptr::null_mut::<u64>(), 8usize);
             }
         }
     }
