@@ -8,7 +8,8 @@
 //!
 //! What a confined command may do:
 //!
-//! - read and execute everywhere;
+//! - read and execute everywhere but the terminal devices (the user's terminals under `/dev/pts`, `/dev/tty`,
+//!   consoles, serial lines): a terminal is read for what the user types;
 //! - `workspace-write`: every write-ish right (create, remove, rename and link in or out — Landlock's `REFER` —,
 //!   truncate, write, make devices, fifos, sockets and symbolic links) beneath the workspace roots, `/tmp` and
 //!   the runtime's temporary directory (`TMPDIR`), none elsewhere; `read-only`: none anywhere;
@@ -176,6 +177,44 @@ mod imp {
         paths
     }
 
+    /// What a confined command reads and executes: everything but terminals. Landlock grants, it cannot
+    /// except, so the grant is spelled out one level down: every entry of `/` but `/dev`, every entry of `/dev`
+    /// but the terminal devices (the user's terminals under `/dev/pts`, `/dev/tty`, virtual consoles and their
+    /// screen memory, serial lines), from which a command could read what the user types (a password at a
+    /// `sudo` prompt). Every directory may still be listed (`ReadDir` on `/`). Links are left out: what they
+    /// lead to is judged where it is, and opening one here would follow it (`/dev/stdin` to the host's own
+    /// terminal).
+    fn readable() -> Vec<PathBuf> {
+        let entries = |dir: &str| -> Vec<(String, std::fs::FileType)> {
+            std::fs::read_dir(dir)
+                .map(|d| {
+                    d.flatten()
+                        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?)))
+                        .filter(|(_, kind)| !kind.is_symlink())
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        let terminal = |name: &str| {
+            name == "pts"
+                || name == "console"
+                || name == "ptmx"
+                || ["tty", "vcs", "pty", "hvc", "serial"].iter().any(|prefix| name.starts_with(prefix))
+        };
+        let mut paths: Vec<PathBuf> = entries("/")
+            .into_iter()
+            .filter(|(name, _)| name != "dev")
+            .map(|(name, _)| Path::new("/").join(name))
+            .collect();
+        paths.extend(
+            entries("/dev")
+                .into_iter()
+                .filter(|(name, _)| !terminal(name))
+                .map(|(name, _)| Path::new("/dev").join(name)),
+        );
+        paths
+    }
+
     /// The Landlock ruleset: file rights in full (a hard requirement), TCP, abstract sockets and signals as far
     /// as the kernel goes (seccomp holds the network on its own).
     fn ruleset(sandbox: &Sandbox, writable: &[PathBuf]) -> Result<OwnedFd, String> {
@@ -199,7 +238,9 @@ mod imp {
             .create()
             .map_err(|e| refuse(&e))?
             .set_compatibility(CompatLevel::HardRequirement)
-            .add_rules(path_beneath_rules(["/"], AccessFs::from_read(FS_ABI)))
+            .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
+            .map_err(|e| refuse(&e))?
+            .add_rules(path_beneath_rules(readable(), AccessFs::from_read(FS_ABI)))
             .map_err(|e| refuse(&e))?
             .add_rules(path_beneath_rules(DEVICES, device_rights))
             .map_err(|e| refuse(&e))?;
