@@ -94,6 +94,7 @@ mod child_process;
 mod scratch;
 /// What every child process of the runtime starts with, and the keeper that ends them with the host.
 pub mod children {
+    pub use crate::child_process::clean::hide as hide_from_sandbox;
     pub use crate::child_process::clean::EnvRule;
     pub use crate::child_process::keeper::{cgroup, running as keeper};
 }

@@ -1,32 +1,58 @@
 //! Scratch space: directories the runtime made itself and checked, private to the user (mode 0700, owned by
 //! them, no symbolic link on the way), and below them one per task, for the files that hold a task's data (a
 //! command's spilled output, the browser's profile). Never a shared directory such as `$TMPDIR/cline`, which
-//! another user may have made first.
+//! another user may have made first; and, where the user has a place of their own, not below `/tmp` or
+//! `TMPDIR` at all, which a command in the `workspace-write` sandbox may write: there it could swap a task's
+//! directory for a link between its check and the file's creation, and have the host write where it cannot.
 
 use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// This user's scratch root: `$TMPDIR/toolshed-<uid>` when it is (or can be made) this user's own and
-/// private; else a new directory of random name beside it. Made once per process.
+/// The user's cache directory for Toolshed: `$XDG_CACHE_HOME/toolshed` (an absolute `XDG_CACHE_HOME` only, as
+/// the XDG spec says), else `$HOME/.cache/toolshed`; `None` without either. A relative or empty `HOME` names no
+/// home: joined, it would put the cache in the current directory, a workspace's.
+pub(crate) fn user_cache(
+    xdg_cache_home: Option<std::ffi::OsString>,
+    home: Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    let cache = xdg_cache_home
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_absolute())
+        .or_else(|| home.map(PathBuf::from).filter(|home| home.is_absolute()).map(|home| home.join(".cache")))?;
+    Some(cache.join("toolshed"))
+}
+
+/// This user's scratch root, made once per process: the first of `$XDG_RUNTIME_DIR/toolshed`, the user's
+/// cache (`~/.cache/toolshed/scratch`) and `$TMPDIR/toolshed-<uid>` that is (or can be made) this user's own
+/// and private; else a new directory of random name in `TMPDIR`.
 pub(crate) fn root() -> Result<&'static Path, String> {
     static ROOT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     ROOT.get_or_init(|| {
         let uid = nix::unistd::geteuid().as_raw();
         let tmp = std::env::temp_dir();
-        let named = tmp.join(format!("toolshed-{uid}"));
-        match private_dir(&named) {
-            Ok(()) => Ok(named),
-            Err(why) => {
-                tracing::warn!("not using {}: {why}; using a new private directory instead", named.display());
-                tempfile::Builder::new()
-                    .prefix(&format!("toolshed-{uid}-"))
-                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
-                    .tempdir_in(&tmp)
-                    .map(tempfile::TempDir::keep)
-                    .map_err(|e| format!("cannot make a private scratch directory in {}: {e}", tmp.display()))
+        let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_absolute());
+        let cache = user_cache(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"));
+        let candidates = [
+            runtime_dir.filter(|dir| private_dir(dir).is_ok()).map(|dir| dir.join("toolshed")),
+            cache.map(|cache| cache.join("scratch")),
+            Some(tmp.join(format!("toolshed-{uid}"))),
+        ];
+        for candidate in candidates.into_iter().flatten() {
+            if let Some(parent) = candidate.parent() {
+                let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
+            }
+            match private_dir(&candidate) {
+                Ok(()) => return Ok(candidate),
+                Err(why) => tracing::warn!("not using {} for scratch files: {why}", candidate.display()),
             }
         }
+        tempfile::Builder::new()
+            .prefix(&format!("toolshed-{uid}-"))
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .tempdir_in(&tmp)
+            .map(tempfile::TempDir::keep)
+            .map_err(|e| format!("cannot make a private scratch directory in {}: {e}", tmp.display()))
     })
     .as_ref()
     .map(PathBuf::as_path)

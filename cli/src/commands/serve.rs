@@ -76,6 +76,10 @@ fn token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
     std::io::Read::take(file, 64 * 1024)
         .read_to_string(&mut text)
         .map_err(|e| anyhow::anyhow!("cannot read the token file {shown}: {e}"))?;
+    // Its path is in this process's command line, which anyone may read: a sandboxed command must not be
+    // able to read the file too, or it could call the host's tools outside the sandbox.
+    toolshed::children::hide_from_sandbox(path)
+        .map_err(|e| anyhow::anyhow!("cannot keep the token file {shown} from sandboxed commands: {e}"))?;
     let token = text.trim().to_owned();
     if token.is_empty() {
         anyhow::bail!("the token file {shown} is empty");

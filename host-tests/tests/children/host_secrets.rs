@@ -114,6 +114,7 @@ fn serve_takes_its_token_from_an_owner_only_file_never_from_argv() {
     assert!(!refused.status.success() && said.contains("chmod 600"), "{said}");
     // Owner-only: it serves, and neither its command line nor a command it runs shows the token.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    user_config(home.path(), "[commands]\nsandbox = \"read-only\"\n");
     let mut server =
         cli(ws.path(), home.path(), &["serve", "--yes", "--http", "127.0.0.1:0", "--token-file", file_arg])
             .stderr(Stdio::piped())
@@ -127,21 +128,37 @@ fn serve_takes_its_token_from_an_owner_only_file_never_from_argv() {
     let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
     .to_string();
-    let answer = post(&authority, "file-secret-7", &body);
+    let answer = post(&authority, "file-secret-7", None, &body);
     assert!(answer.contains("200 OK") && answer.contains("toolshed"), "{answer}");
-    let refused = post(&authority, "wrong", &body);
+    let refused = post(&authority, "wrong", None, &body);
     assert!(refused.contains("401"), "{refused}");
+    // A sandboxed command the server runs reads everywhere, but not the token's file, whose path anyone can
+    // read in the server's command line: with the token it could call the host's tools outside the sandbox.
+    let session = answer
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("mcp-session-id:").map(|v| v.trim().to_owned()))
+        .unwrap_or_else(|| panic!("no session id: {answer}"));
+    let initialized = serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+    post(&authority, "file-secret-7", Some(&session), &initialized);
+    let command = format!("tr ' ' '\\n' < /proc/$PPID/cmdline | tail -c 300; cat {file_arg}; echo rc=$?");
+    let call = serde_json::json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "execute_command", "arguments": {"command": command, "requires_approval": false}}})
+    .to_string();
+    let answer = post(&authority, "file-secret-7", Some(&session), &call);
+    assert!(answer.contains("Permission denied") && answer.contains("rc=1"), "{answer}");
+    assert!(!answer.contains("file-secret-7"), "a sandboxed command read the serve token: {answer}");
 }
 
-/// One HTTP POST of `body` to the MCP endpoint with `token`; the whole answer.
-fn post(authority: &str, token: &str, body: &str) -> String {
+/// One HTTP POST of `body` to the MCP endpoint with `token` (and a session); the whole answer.
+fn post(authority: &str, token: &str, session: Option<&str>, body: &str) -> String {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(authority).unwrap();
     stream.set_read_timeout(Some(super::BOUND)).unwrap();
+    let session = session.map(|id| format!("Mcp-Session-Id: {id}\r\n")).unwrap_or_default();
     write!(
         stream,
         "POST /mcp HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+         Accept: application/json, text/event-stream\r\n{session}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

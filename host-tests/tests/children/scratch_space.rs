@@ -13,18 +13,19 @@ fn spill(ws: &Path, home: &Path, tmp: &Path) -> PathBuf {
     PathBuf::from(log)
 }
 
-/// Checks `log` holds the whole output, is the user's alone, and sits in private directories up to `tmp`.
-fn check_private(log: &Path, tmp: &Path) {
+/// Checks `log` holds the whole output, is the user's alone, and sits in a task directory inside a scratch
+/// root that are both the user's alone.
+fn check_private(log: &Path) {
     let expect: String = (1..=200_000).map(|i| format!("{i}\n")).collect();
     assert_eq!(std::fs::read_to_string(log).unwrap(), expect);
     let meta = std::fs::symlink_metadata(log).unwrap();
     assert_eq!((meta.uid(), meta.mode() & 0o777), (host_uid(), 0o600), "{}", log.display());
-    let mut dir = log.parent().unwrap();
-    while dir != tmp {
+    let task = log.parent().unwrap();
+    assert!(task.file_name().unwrap().to_str().unwrap().starts_with("task-"), "{}", log.display());
+    for dir in [task, task.parent().unwrap()] {
         let meta = std::fs::symlink_metadata(dir).unwrap();
         assert!(meta.file_type().is_dir(), "{} is not a directory of its own", dir.display());
         assert_eq!((meta.uid(), meta.mode() & 0o777), (host_uid(), 0o700), "{}", dir.display());
-        dir = dir.parent().unwrap();
     }
 }
 
@@ -32,8 +33,9 @@ fn check_private(log: &Path, tmp: &Path) {
 fn spilled_output_is_private_to_the_user() {
     let (ws, home, tmp) = (user_dir(), user_dir(), user_dir());
     let log = spill(ws.path(), home.path(), tmp.path());
-    assert!(!log.starts_with(tmp.path().join("cline")), "{}", log.display());
-    check_private(&log, tmp.path());
+    // The user's own cache, out of `/tmp` and `TMPDIR`, which the `workspace-write` sandbox may write.
+    assert!(log.starts_with(home.path().join(".cache/toolshed/scratch")), "{}", log.display());
+    check_private(&log);
 }
 
 /// A way to prepare a directory name before the user's host gets to it, and its name.
@@ -78,16 +80,25 @@ fn a_directory_prepared_by_someone_else_is_never_used() {
     }
     for (name, prepare) in cases {
         let (ws, home, tmp) = (user_dir(), user_dir(), tmp_dir());
+        // Cline's place, and each place the runtime would take, in its order: the user's cache, then TMPDIR.
         let cline = tmp.path().join("cline");
         let named = tmp.path().join(format!("toolshed-{uid}"));
-        prepare(&cline);
-        prepare(&named);
+        let cache = home.path().join(".cache/toolshed/scratch");
+        std::fs::create_dir_all(cache.parent().unwrap()).unwrap();
+        for dir in [home.path().join(".cache"), home.path().join(".cache/toolshed")] {
+            super::give_to_user(&dir);
+        }
+        let prepared = [cline.clone(), named.clone(), cache.clone()];
+        for dir in &prepared {
+            prepare(dir);
+        }
         let log = spill(ws.path(), home.path(), tmp.path());
-        assert!(!log.starts_with(&cline) && !log.starts_with(&named), "{name}: {}", log.display());
-        check_private(&log, tmp.path());
-        for prepared in [&cline, &named, &cline.with_extension("target"), &named.with_extension("target")] {
+        assert!(prepared.iter().all(|dir| !log.starts_with(dir)), "{name}: {}", log.display());
+        check_private(&log);
+        let targets = prepared.iter().map(|dir| dir.with_extension("target"));
+        for prepared in prepared.iter().cloned().chain(targets) {
             if prepared.is_dir() {
-                let entries: Vec<_> = std::fs::read_dir(prepared).map(|d| d.flatten().collect()).unwrap_or_default();
+                let entries: Vec<_> = std::fs::read_dir(&prepared).map(|d| d.flatten().collect()).unwrap_or_default();
                 assert!(entries.is_empty(), "{name}: the runtime wrote into {}: {entries:?}", prepared.display());
             }
         }
@@ -109,6 +120,6 @@ fn each_task_has_its_own_scratch_directory() {
     // Two `toolshed call`s are two tasks.
     assert_ne!(first.parent(), second.parent());
     assert_eq!(first.parent().unwrap().parent(), second.parent().unwrap().parent());
-    check_private(&first, tmp.path());
-    check_private(&second, tmp.path());
+    check_private(&first);
+    check_private(&second);
 }

@@ -77,6 +77,25 @@ impl EnvRule {
     }
 }
 
+/// Files no confined command may read, whatever the sandbox grants: files whose content is the host's
+/// authority (the serve token's file). Process-wide: a host hides its secrets once, for every runtime.
+static HIDDEN: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Keeps `path` (made absolute and resolved) from every confined command started from now on.
+pub fn hide(path: &std::path::Path) -> std::io::Result<()> {
+    let path = std::fs::canonicalize(path)?;
+    let mut hidden = HIDDEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if !hidden.contains(&path) {
+        hidden.push(path);
+    }
+    Ok(())
+}
+
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+pub(crate) fn hidden() -> Vec<std::path::PathBuf> {
+    HIDDEN.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+}
+
 /// Makes `command` start clean: its environment as `inherit` says (variables set on `command` before this
 /// call are kept whatever the rule), and, between fork and exec, the signal state, session, descriptors
 /// (but `keep`, each also open in the host) and death with the host set as the module says. Must be the
@@ -100,10 +119,10 @@ pub(crate) fn prepare(command: &mut Command, inherit: Inherit<'_>, keep: &[RawFd
     Ok(())
 }
 
-/// The keeper's start ([`super::keeper`]): clean as every child, with `PATH` for its tools, but neither
+/// The keeper's start ([`super::keeper`]): clean as every child, with only what was set on it, but neither
 /// dying with the host nor in the cgroup it ends when the host does.
 pub(super) fn prepare_keeper(command: &mut Command) {
-    apply_env(command, Inherit::Only(&["PATH"]));
+    apply_env(command, Inherit::Only(&[]));
     // SAFETY: as in `prepare`.
     unsafe {
         command.pre_exec(|| reset_in_child(&[-1; MAX_KEPT], None, None));
@@ -239,8 +258,33 @@ fn cloexec_range(first: libc::c_uint, last: libc::c_uint) -> std::io::Result<()>
 /// For the runtime's own children, started with `posix_spawn` (nothing runs between fork and exec): the
 /// same reset, done by the child to itself before it reads anything. Descriptors 0 to 2 are what it was
 /// handed; the rest are closed outright (nothing of the standard library's is left to report).
+///
+/// Only what exec keeps is reset: the mask, and the signals left ignored. The handlers the standard library
+/// installed in this process before `main` (the stack-overflow report on SIGSEGV and SIGBUS) are its own and
+/// stay, and so does SIGPIPE, which every Rust program ignores for itself, so a write to a host that is gone
+/// fails with `EPIPE` instead of killing the child unexplained.
 pub(crate) fn clean_self() -> std::io::Result<()> {
-    reset_signals()?;
+    // SAFETY: sigprocmask and rt_sigaction on stack values.
+    unsafe {
+        let mut empty = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut empty);
+        if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let default = [0u64; 4];
+        for signal in 1..=64 {
+            if signal == libc::SIGKILL || signal == libc::SIGSTOP || signal == libc::SIGPIPE {
+                continue;
+            }
+            let mut old = [0u64; 4];
+            let asked =
+                libc::syscall(libc::SYS_rt_sigaction, signal, std::ptr::null::<u64>(), old.as_mut_ptr(), 8usize);
+            // The handler comes first in the kernel's structure on every architecture.
+            if asked == 0 && old[0] == libc::SIG_IGN as u64 {
+                libc::syscall(libc::SYS_rt_sigaction, signal, default.as_ptr(), std::ptr::null_mut::<u64>(), 8usize);
+            }
+        }
+    }
     // SAFETY: plain system calls. The host started this process as the leader of a group of its own, which
     // cannot start a session; it gives up the controlling terminal it was born with, if any, instead.
     unsafe {

@@ -138,6 +138,11 @@ fn start() -> std::io::Result<Keeper> {
         .arg(std::process::id().to_string())
         .arg(dir.as_deref().unwrap_or(Path::new("")))
         .stdin(reader)
+        // Its tools from the system's own directories only, never from the host's `PATH` (which may hold the
+        // working directory, a repository's `node_modules/.bin`, `/tmp`: places a confined command writes),
+        // and nothing relative: it runs outside every sandbox.
+        .env("PATH", "/usr/bin:/bin")
+        .current_dir("/")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     super::clean::prepare_keeper(&mut command);

@@ -128,15 +128,9 @@ pub fn default_path() -> Option<PathBuf> {
     cache_path(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"))
 }
 
-/// [`default_path`] from those two variables. A `HOME` that is empty or relative names no home: joined, it would
-/// put the index (and the shadow copies kept beside it) in the current directory, a workspace whose own
-/// `.cache/toolshed/index.json`, checked in, would then be read as the user's.
+/// [`default_path`] from those two variables (see [`crate::scratch::user_cache`]).
 fn cache_path(xdg_cache_home: Option<std::ffi::OsString>, home: Option<std::ffi::OsString>) -> Option<PathBuf> {
-    let cache = xdg_cache_home
-        .map(PathBuf::from)
-        .filter(|dir| dir.is_absolute())
-        .or_else(|| home.map(PathBuf::from).filter(|home| home.is_absolute()).map(|home| home.join(".cache")))?;
-    Some(cache.join("toolshed").join("index.json"))
+    Some(crate::scratch::user_cache(xdg_cache_home, home)?.join("index.json"))
 }
 
 /// How the index names a file: absolute (a plugin directory may be given relative to the current directory).

@@ -9,7 +9,8 @@
 //! What a confined command may do:
 //!
 //! - read and execute everywhere but the terminal devices (the user's terminals under `/dev/pts`, `/dev/tty`,
-//!   consoles, serial lines): a terminal is read for what the user types;
+//!   consoles, serial lines: a terminal is read for what the user types) and the files the host hid
+//!   (`toolshed::children::hide_from_sandbox`: the serve token's file);
 //! - `workspace-write`: every write-ish right (create, remove, rename and link in or out — Landlock's `REFER` —,
 //!   truncate, write, make devices, fifos, sockets and symbolic links) beneath the workspace roots, `/tmp` and
 //!   the runtime's temporary directory (`TMPDIR`), none elsewhere; `read-only`: none anywhere;
@@ -177,42 +178,45 @@ mod imp {
         paths
     }
 
-    /// What a confined command reads and executes: everything but terminals. Landlock grants, it cannot
-    /// except, so the grant is spelled out one level down: every entry of `/` but `/dev`, every entry of `/dev`
-    /// but the terminal devices (the user's terminals under `/dev/pts`, `/dev/tty`, virtual consoles and their
-    /// screen memory, serial lines), from which a command could read what the user types (a password at a
-    /// `sudo` prompt). Every directory may still be listed (`ReadDir` on `/`). Links are left out: what they
-    /// lead to is judged where it is, and opening one here would follow it (`/dev/stdin` to the host's own
-    /// terminal).
+    /// What a confined command reads and executes: everything but terminals and the hidden files
+    /// ([`crate::child_process::clean::hide`]). Landlock grants, it cannot except, so the grant is spelled out around each exception:
+    /// every entry of `/`, and of each directory on the way to an exception, but the one leading to it. The
+    /// exceptions: the terminal devices under `/dev` (the user's terminals under `/dev/pts`, `/dev/tty`,
+    /// virtual consoles and their screen memory, serial lines), from which a command could read what the user
+    /// types (a password at a `sudo` prompt), and the files the host hid (the serve token's file, whose
+    /// token would let a command call the host's tools outside the sandbox). Every directory may still be
+    /// listed (`ReadDir` on `/`). Links are left out: what they lead to is judged where it is, and opening one
+    /// here would follow it (`/dev/stdin` to the host's own terminal).
     fn readable() -> Vec<PathBuf> {
-        let entries = |dir: &str| -> Vec<(String, std::fs::FileType)> {
-            std::fs::read_dir(dir)
-                .map(|d| {
-                    d.flatten()
-                        .filter_map(|e| Some((e.file_name().into_string().ok()?, e.file_type().ok()?)))
-                        .filter(|(_, kind)| !kind.is_symlink())
-                        .collect()
-                })
-                .unwrap_or_default()
-        };
         let terminal = |name: &str| {
             name == "pts"
                 || name == "console"
                 || name == "ptmx"
                 || ["tty", "vcs", "pty", "hvc", "serial"].iter().any(|prefix| name.starts_with(prefix))
         };
-        let mut paths: Vec<PathBuf> = entries("/")
-            .into_iter()
-            .filter(|(name, _)| name != "dev")
-            .map(|(name, _)| Path::new("/").join(name))
-            .collect();
-        paths.extend(
-            entries("/dev")
-                .into_iter()
-                .filter(|(name, _)| !terminal(name))
-                .map(|(name, _)| Path::new("/dev").join(name)),
-        );
-        paths
+        let mut excluded: Vec<PathBuf> = crate::child_process::clean::hidden();
+        if let Ok(dir) = std::fs::read_dir("/dev") {
+            excluded.extend(dir.flatten().filter(|e| e.file_name().to_str().is_some_and(terminal)).map(|e| e.path()));
+        }
+        let mut granted = Vec::new();
+        grant_around(Path::new("/"), &excluded, &mut granted);
+        granted
+    }
+
+    /// Grants the entries of `dir` (not links) but those in `excluded`, and goes down into each that holds one.
+    fn grant_around(dir: &Path, excluded: &[PathBuf], granted: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for entry in entries.flatten() {
+            let (path, Ok(kind)) = (entry.path(), entry.file_type()) else { continue };
+            if kind.is_symlink() || excluded.contains(&path) {
+                continue;
+            }
+            if kind.is_dir() && excluded.iter().any(|e| e.starts_with(&path)) {
+                grant_around(&path, excluded, granted);
+            } else {
+                granted.push(path);
+            }
+        }
     }
 
     /// The Landlock ruleset: file rights in full (a hard requirement), TCP, abstract sockets and signals as far
