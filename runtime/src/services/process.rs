@@ -382,6 +382,9 @@ pub(crate) struct ProcessManager {
     sandbox: Sandbox,
     /// What of the host's environment commands get.
     env: crate::child_process::clean::EnvRule,
+    /// Set by [`ProcessManager::kill_all`] before it looks at the trees: a spawn that finishes after that
+    /// look kills its own tree (its child runs before the spawn has recorded it).
+    shut: std::sync::atomic::AtomicBool,
     /// This manager's part of the marker value.
     marker_prefix: String,
 }
@@ -397,6 +400,7 @@ impl ProcessManager {
             settings: Settings { kill_grace, keep_background, spawn_wait: Duration::from_secs(10) },
             sandbox: Sandbox::default(),
             env: crate::child_process::clean::EnvRule::default(),
+            shut: std::sync::atomic::AtomicBool::new(false),
             marker_prefix: format!("{}:{manager}", std::process::id()),
         }
     }
@@ -474,6 +478,8 @@ impl ProcessManager {
         let proc = Arc::new(Proc::new(task_id, pid as i32, &marker_value));
         self.procs.insert(id, Arc::clone(&proc));
         self.trees.insert(id, Arc::clone(&proc));
+        // Either `kill_all` sees the tree just recorded, or this sees its flag (both sequentially consistent).
+        let shut = self.shut.load(Ordering::SeqCst);
 
         let reading = Arc::clone(&proc);
         let reader_thread = std::thread::Builder::new().name(format!("proc-{id}-out")).spawn(move || {
@@ -507,6 +513,12 @@ impl ProcessManager {
         if reader_thread.is_err() || waiter_thread.is_err() {
             proc.signal_tree(Some(Signal::SIGKILL));
             return Err(ProcessError::Spawn("cannot start the threads that watch the process".to_owned()));
+        }
+        if shut {
+            self.procs.remove(&id);
+            proc.lock().shut_down = true;
+            proc.stop(Duration::ZERO);
+            return Err(ProcessError::ShutDown);
         }
         Ok((id, pid))
     }
@@ -604,6 +616,7 @@ impl ProcessManager {
 
     /// Kills every process at once and waits (boundedly) until they are gone: the runtime is shutting down.
     pub fn kill_all(&self) {
+        self.shut.store(true, Ordering::SeqCst);
         // Reads fail from now on: a call still running ends as an error, not as a command killed by a signal.
         self.procs.clear();
         let procs: Vec<Arc<Proc>> = self.trees.iter().map(|p| Arc::clone(p.value())).collect();
