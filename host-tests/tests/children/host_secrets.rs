@@ -201,3 +201,20 @@ fn mcp_stdio_servers_get_the_sdks_default_environment_and_their_own() {
     assert!(dumped.contains("OPENAI_API_KEY=given-by-its-settings"), "{dumped}");
     assert_eq!(has_secret(&dumped), None, "{dumped}");
 }
+
+#[test]
+fn a_variable_that_is_not_utf8_is_the_users_and_crashes_nothing() {
+    use std::os::unix::ffi::OsStrExt;
+    let (ws, home) = (user_dir(), user_dir());
+    let input = serde_json::json!({"command": "printenv ODD_BYTES | od -An -tx1", "requires_approval": false});
+    let output = cli(ws.path(), home.path(), &["call", "--yes", "execute_command", &input.to_string()])
+        .env("ODD_BYTES", std::ffi::OsStr::from_bytes(b"caf\xe9"))
+        .env(std::ffi::OsStr::from_bytes(b"ODD_\xffNAME"), "x")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{out}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(out.contains("63 61 66 e9 0a"), "the bytes reach the command as they are: {out}");
+}

@@ -37,7 +37,10 @@ impl ConfigLoader {
         // read as the user's (which decides what the workspace is trusted with).
         let home = std::env::var_os("HOME").map(PathBuf::from).filter(|home| home.is_absolute());
         let user_file = home.as_ref().map(|home| home.join(".toolshed").join("config.toml"));
-        Self { user_file, config_file: None, workspace: None, env: Vec::new(), home }.env(std::env::vars())
+        // `vars` panics on a variable that is not UTF-8, which the user's environment may hold; none of those
+        // is one of ours (our names and values are UTF-8), so they are passed over.
+        let vars = std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)));
+        Self { user_file, config_file: None, workspace: None, env: Vec::new(), home }.env(vars)
     }
 
     /// The user's file; `None` reads no user file. A missing file is not an
