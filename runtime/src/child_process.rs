@@ -60,6 +60,8 @@ pub(crate) fn executable() -> Result<PathBuf, String> {
 /// hung file system, a spawn queued behind one): then the error is `TimedOut`, and a child that starts after
 /// all is killed and reaped by the spawner, since nobody is left to own it.
 pub(crate) fn spawn(command: std::process::Command, wait: Duration) -> std::io::Result<std::process::Child> {
+    // Every child is born in the keeper's cgroup: the host moves in before its first child.
+    keeper::ensure();
     static SPAWNER: Mutex<Option<std::sync::mpsc::Sender<Request>>> = Mutex::new(None);
     let reply = Arc::new(Reply { slot: Mutex::new(Slot::Waiting), ready: Condvar::new() });
     let mut request = (command, Arc::clone(&reply));

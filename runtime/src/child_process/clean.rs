@@ -110,11 +110,12 @@ pub(crate) fn prepare(command: &mut Command, inherit: Inherit<'_>, keep: &[RawFd
     kept[..keep.len()].copy_from_slice(keep);
     kept.sort_unstable();
     let parent = std::process::id() as libc::pid_t;
-    let cgroup = super::keeper::join_fd();
+    // Started before the child, so the host is in its cgroup (see the keeper) before the child is born there.
+    super::keeper::ensure();
     // SAFETY: the closure only makes system calls on values copied in before the fork (no allocation, no
     // lock), which is what may run in the child of a multi-threaded process.
     unsafe {
-        command.pre_exec(move || reset_in_child(&kept, Some(parent), cgroup));
+        command.pre_exec(move || reset_in_child(&kept, Some(parent)));
     }
     Ok(())
 }
@@ -125,7 +126,7 @@ pub(super) fn prepare_keeper(command: &mut Command) {
     apply_env(command, Inherit::Only(&[]));
     // SAFETY: as in `prepare`.
     unsafe {
-        command.pre_exec(|| reset_in_child(&[-1; MAX_KEPT], None, None));
+        command.pre_exec(|| reset_in_child(&[-1; MAX_KEPT], None));
     }
 }
 
@@ -166,12 +167,12 @@ fn restore(command: &mut Command, explicit: &[(OsString, Option<OsString>)]) {
     }
 }
 
-/// In the forked child: the signal state, the session, death with the host, the keeper's cgroup and the
-/// descriptors. Only system calls.
-fn reset_in_child(keep: &[RawFd; MAX_KEPT], parent: Option<libc::pid_t>, cgroup: Option<RawFd>) -> std::io::Result<()> {
+/// In the forked child: the signal state, the session, death with the host and the descriptors. Only system
+/// calls.
+fn reset_in_child(keep: &[RawFd; MAX_KEPT], parent: Option<libc::pid_t>) -> std::io::Result<()> {
     let fail = || Err(std::io::Error::last_os_error());
     reset_signals()?;
-    // SAFETY: plain system calls on integers and on the cgroup file the keeper holds open.
+    // SAFETY: plain system calls on integers.
     unsafe {
         // A session of its own: no controlling terminal, and a group of its own whose id is its pid.
         if libc::setsid() < 0 {
@@ -180,11 +181,6 @@ fn reset_in_child(keep: &[RawFd; MAX_KEPT], parent: Option<libc::pid_t>, cgroup:
         // The check after the prctl closes the race with a host that died before it.
         if let Some(parent) = parent
             && (libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() != parent)
-        {
-            return fail();
-        }
-        if let Some(fd) = cgroup
-            && libc::write(fd, b"0".as_ptr().cast(), 1) != 1
         {
             return fail();
         }

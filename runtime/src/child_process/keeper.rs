@@ -1,24 +1,26 @@
 //! The keeper: every child of the runtime, and everything those start, ends when the host process ends,
 //! however it ends — a SIGKILL of `toolshed` or of an embedding host included, where no code of ours runs.
 //!
-//! A small process, started with the first child, holds the read end of a pipe whose write end only the
+//! A small process, started before the first child, holds the read end of a pipe whose write end only the
 //! host has (close-on-exec, so no child holds it): the host's end, whatever its cause, is the pipe's end of
 //! file, and the keeper then ends the host's children:
 //!
 //! - where a cgroup v2 hierarchy is writable (root, or a systemd session's delegated cgroup), the runtime makes
-//!   a cgroup of its own below its current one and every child joins it between fork and exec; whatever it
-//!   starts stays inside, through `setsid`, double forks and dropped markers alike, and the keeper kills the
-//!   cgroup whole (`cgroup.kill`) and removes it;
+//!   a cgroup of its own below its current one and moves the host itself into it, right after starting the
+//!   keeper outside it: every child is born inside (no migration per child, which costs an RCU grace period
+//!   each, about a millisecond), and whatever it starts stays inside, through `setsid`, double forks and
+//!   dropped markers alike. The keeper kills the cgroup whole (`cgroup.kill`; the host is gone by then) and
+//!   removes it;
 //! - where none can be made, the keeper kills every process group it was told of (each child's, while its
 //!   tree lives) and every process that carries the host's marker (`TOOLSHED_PROCESS=<host pid>:…`), and each
 //!   direct child has `PR_SET_PDEATHSIG`. What escapes this fallback is only a process that left its group
-//!   *and* dropped the marker (`env -u TOOLSHED_PROCESS setsid …`), after the host's death.
+//!   *and* hid the marker (dropped it, or made itself non-dumpable), after the host's death.
 //!
 //! The keeper is outside the cgroup, in a session of its own, and ignores the stop signals, so neither
 //! Ctrl-C nor the host's own stopping of its children ends it before it has done its work.
 
 use std::io::Write;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
@@ -47,14 +49,14 @@ if [ -n "$2" ]; then
 fi
 "#;
 
-/// The keeper of this process, started by the first child.
+/// The keeper of this process, started before the first child.
 struct Keeper {
     /// The keeper's pid, which the host's own stopping of its children spares.
     pid: u32,
     /// The write end of its pipe.
     pipe: Mutex<std::fs::File>,
-    /// The cgroup every child joins, and its `cgroup.procs` open for writing.
-    cgroup: Option<(PathBuf, OwnedFd)>,
+    /// The cgroup the host and every child are in, if one could be made.
+    cgroup: Option<PathBuf>,
 }
 
 static KEEPER: OnceLock<Option<Keeper>> = OnceLock::new();
@@ -65,8 +67,8 @@ fn keeper() -> Option<&'static Keeper> {
             Ok(keeper) => Some(keeper),
             Err(e) => {
                 tracing::warn!(
-                    "cannot start the process that ends this host's children when it ends ({e}): a child may outlive \
-                 a host that is killed"
+                    "cannot start the process that ends this host's children when it ends ({e}): a child may \
+                     outlive a host that is killed"
                 );
                 None
             }
@@ -74,14 +76,14 @@ fn keeper() -> Option<&'static Keeper> {
         .as_ref()
 }
 
-/// The descriptor of the cgroup's `cgroup.procs` a child writes itself into, if there is a cgroup.
-pub(crate) fn join_fd() -> Option<RawFd> {
-    keeper().and_then(|k| k.cgroup.as_ref()).map(|(_, fd)| fd.as_raw_fd())
+/// Starts the keeper (and moves the host into its cgroup) if that was not done yet: before any child starts.
+pub(crate) fn ensure() {
+    keeper();
 }
 
-/// The cgroup the host's children are kept in, if one could be made (starts the keeper).
+/// The cgroup the host and its children are kept in, if one could be made (starts the keeper).
 pub fn cgroup() -> Option<PathBuf> {
-    keeper().and_then(|k| k.cgroup.as_ref()).map(|(dir, _)| dir.clone())
+    keeper().and_then(|k| k.cgroup.clone())
 }
 
 /// The keeper's pid, if it was started (never starts it).
@@ -99,19 +101,6 @@ pub(crate) fn keep(pgid: u32) -> Kept {
     let pgid = pgid as i32;
     tell('+', pgid);
     Kept(pgid)
-}
-
-/// For a child started without code between fork and exec (the runtime's own, `posix_spawn`ed): moves it
-/// into the cgroup from here (it has started nothing yet: it reads its job first), or tells the keeper of its
-/// group.
-pub(crate) fn adopt(pid: u32) -> Kept {
-    if let Some((_, procs)) = keeper().and_then(|k| k.cgroup.as_ref()) {
-        let moved = procs.try_clone().and_then(|fd| std::fs::File::from(fd).write_all(pid.to_string().as_bytes()));
-        if let Err(e) = moved {
-            tracing::warn!("cannot keep the child {pid} in the runtime's cgroup: {e}");
-        }
-    }
-    keep(pid)
 }
 
 impl Drop for Kept {
@@ -151,10 +140,11 @@ fn start() -> std::io::Result<Keeper> {
     // Never waited for: it outlives the host by design. A host that ends first leaves it to init, which
     // reaps it; a host that lives on never sees it end, since it ends only with the pipe.
     std::mem::forget(child);
-    let cgroup = dir.and_then(|dir| match open_procs(&dir, pid) {
-        Ok(fd) => Some((dir, fd)),
+    // Only now, with the keeper outside, does the host move in: every child from here on is born inside.
+    let cgroup = dir.and_then(|dir| match std::fs::write(dir.join("cgroup.procs"), std::process::id().to_string()) {
+        Ok(()) => Some(dir),
         Err(e) => {
-            tracing::debug!("cannot keep children in the cgroup {}: {e}", dir.display());
+            tracing::debug!("cannot keep this host's children in the cgroup {}: {e}", dir.display());
             let _ = std::fs::remove_dir(&dir);
             None
         }
@@ -176,15 +166,4 @@ fn make_cgroup() -> Option<PathBuf> {
     let dir = mount.join(own.trim_start_matches('/')).join(format!("toolshed-{}", std::process::id()));
     std::fs::create_dir(&dir).ok()?;
     Some(dir)
-}
-
-/// Opens the cgroup's `cgroup.procs` for writing and proves a process can be moved into it and back, with
-/// the keeper, which must not stay (it kills the cgroup).
-fn open_procs(dir: &Path, keeper: u32) -> std::io::Result<OwnedFd> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let procs = std::fs::OpenOptions::new().write(true).custom_flags(libc::O_CLOEXEC).open(dir.join("cgroup.procs"))?;
-    let parent = dir.parent().ok_or_else(|| std::io::Error::other("the cgroup has no parent"))?;
-    (&procs).write_all(keeper.to_string().as_bytes())?;
-    std::fs::write(parent.join("cgroup.procs"), keeper.to_string())?;
-    Ok(OwnedFd::from(procs))
 }

@@ -135,7 +135,7 @@ pub(crate) fn run(
     let _pipe_guard = PipeSignalBlocked::new();
     let (mut child, socket) = spawn(limits, library).map_err(failed)?;
     // Ended with the host, whatever the job starts; let go of once the child is reaped, at the end of scope.
-    let _kept = crate::child_process::keeper::adopt(child.id());
+    let _kept = crate::child_process::keeper::keep(child.id());
     let stderr = child.stderr.take().map(keep_tail);
     // A cancellation shuts the socket, so the wait for the child's next frame ends at once.
     let outcome = match socket.try_clone() {

@@ -48,7 +48,7 @@ pub(super) fn spawn(shared: &Arc<Shared>, specs: &[Spec]) -> Result<(Arc<Conn>, 
             _ => failed(format!("cannot run {}: {e}", executable.display())),
         })?;
     let stderr = process.stderr.take().map(keep_tail);
-    let kept = crate::child_process::keeper::adopt(process.id());
+    let kept = crate::child_process::keeper::keep(process.id());
     let pid = i32::try_from(process.id()).unwrap_or(0);
     let conn = Arc::new(Conn {
         socket: ours,
