@@ -26,8 +26,11 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 /// The keeper's program, for `/bin/sh -c`: `$1` the host's pid, `$2` the cgroup directory or empty. Its
 /// input is lines `+ PGID` and `- PGID` (a group to end with the host, one not to any more); its end is the
-/// host's.
+/// host's. Without a cgroup, what carries the host's marker goes with its process group and its session (a
+/// process in either that dropped the marker, `env -i`, too), and so does every group it was told of. Only
+/// shell builtins read `/proc`: a fork per process would make the sweep slow on a busy machine.
 const SCRIPT: &str = r#"trap '' INT TERM HUP QUIT
+host=$1 cgroup=$2
 live=" "
 while read -r op g; do
   case $op in
@@ -35,17 +38,30 @@ while read -r op g; do
     -) next=" "; for x in $live; do [ "$x" = "$g" ] || next="$next$x "; done; live=$next ;;
   esac
 done
-if [ -n "$2" ]; then
-  echo 1 > "$2/cgroup.kill" 2>/dev/null || while read -r p; do kill -KILL "$p"; done < "$2/cgroup.procs"
+if [ -n "$cgroup" ]; then
+  echo 1 > "$cgroup/cgroup.kill" 2>/dev/null || while read -r p; do kill -KILL "$p"; done < "$cgroup/cgroup.procs"
 fi
-for g in $live; do kill -KILL "-$g" 2>/dev/null; done
+groups=" " sessions=" "
 for f in /proc/[0-9]*/environ; do
-  if grep -qz "^TOOLSHED_PROCESS=$1:" "$f" 2>/dev/null; then p=${f#/proc/}; kill -KILL "${p%/environ}" 2>/dev/null; fi
+  if grep -qz "^TOOLSHED_PROCESS=$host:" "$f" 2>/dev/null; then
+    d=${f%/environ}
+    read -r stat < "$d/stat" 2>/dev/null || continue
+    set -- ${stat##*) }
+    [ "${3:-0}" -gt 1 ] && groups="$groups$3 "
+    [ "${4:-0}" -gt 1 ] && sessions="$sessions$4 "
+    kill -KILL "${d#/proc/}" 2>/dev/null
+  fi
 done
-if [ -n "$2" ]; then
+for g in $live $groups; do kill -KILL "-$g" 2>/dev/null; done
+for d in /proc/[0-9]*; do
+  read -r stat < "$d/stat" 2>/dev/null || continue
+  set -- ${stat##*) }
+  case "$sessions" in *" $4 "*) kill -KILL "${d#/proc/}" 2>/dev/null ;; esac
+done
+if [ -n "$cgroup" ]; then
   i=0
-  while grep -q "populated 1" "$2/cgroup.events" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
-  rmdir "$2" 2>/dev/null
+  while grep -q "populated 1" "$cgroup/cgroup.events" 2>/dev/null && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+  rmdir "$cgroup" 2>/dev/null
 fi
 "#;
 

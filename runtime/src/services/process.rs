@@ -505,8 +505,9 @@ impl ProcessManager {
         });
         let waiting = Arc::clone(&proc);
         let (trees, settings) = (Arc::clone(&self.trees), self.settings);
+        // Told at once, not on the waiter's thread, which a loaded machine may start late.
+        let kept = crate::child_process::keeper::keep(pid);
         let waiter_thread = std::thread::Builder::new().name(format!("proc-{id}-wait")).spawn(move || {
-            let kept = crate::child_process::keeper::keep(pid);
             watch_shell(child, &waiting, settings, || drop(trees.remove(&id)));
             drop(kept);
         });
