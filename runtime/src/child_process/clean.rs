@@ -315,6 +315,30 @@ mod tests {
     }
 
     #[test]
+    fn a_child_gets_exactly_the_descriptors_it_is_handed() {
+        use std::os::fd::AsRawFd;
+        let file = tempfile::tempfile().unwrap();
+        // Two copies without close-on-exec (F_DUPFD, not F_DUPFD_CLOEXEC), as a careless host leaves them: one
+        // handed on, one not. Fresh numbers: a dup2 onto a fixed one could close another test's descriptor.
+        // SAFETY: fcntl duplicating an open descriptor; the copies are closed below.
+        let (handed, leaked) = unsafe {
+            (libc::fcntl(file.as_raw_fd(), libc::F_DUPFD, 40), libc::fcntl(file.as_raw_fd(), libc::F_DUPFD, 40))
+        };
+        assert!(handed >= 40 && leaked >= 40);
+        let mut command = Command::new("/bin/sh");
+        command.args(["-c", "ls /proc/$$/fd; true"]).stdin(std::process::Stdio::null());
+        prepare(&mut command, Inherit::Only(&["PATH"]), &[handed]).unwrap();
+        let output = command.output().unwrap();
+        for fd in [handed, leaked] {
+            // SAFETY: closing the copies made above.
+            unsafe { libc::close(fd) };
+        }
+        let listed: Vec<String> =
+            String::from_utf8_lossy(&output.stdout).split_whitespace().map(str::to_owned).collect();
+        assert_eq!(listed, ["0", "1", "2", &handed.to_string()]);
+    }
+
+    #[test]
     fn explicit_variables_survive_every_inheritance() {
         let rule = EnvRule::default();
         for inherit in [Inherit::User(&rule), Inherit::Only(&["PATH"]), Inherit::Only(&[])] {
