@@ -230,7 +230,7 @@ impl RuntimeBuilder {
             std::time::Duration::from_millis(self.config.hooks.timeout_ms),
             self.config.hooks.max_output_bytes,
         )
-        .with_children(crate::child_process::clean::EnvRule::of(&self.config), self.config.timeouts.spawn());
+        .with_env(crate::child_process::clean::EnvRule::of(&self.config));
         for (event, matcher, hook) in &self.hooks {
             hooks.add_callback(*event, matcher.as_deref(), Arc::clone(hook))?;
         }

@@ -97,10 +97,15 @@ pub(crate) fn hidden() -> Vec<std::path::PathBuf> {
 }
 
 /// Makes `command` start clean: its environment as `inherit` says (variables set on `command` before this
-/// call are kept whatever the rule), and, between fork and exec, the signal state, session, descriptors
-/// (but `keep`, each also open in the host) and death with the host set as the module says. Must be the
-/// first code `command` runs between fork and exec, so anything added later (a sandbox) applies to a clean
-/// process; the command must not also ask for a process group (the session is its group).
+/// call are kept whatever the rule), and, between fork and exec, the signal state, session and descriptors
+/// (but `keep`, each also open in the host) set as the module says. Must be the first code `command` runs
+/// between fork and exec, so anything added later (a sandbox) applies to a clean process; the command must
+/// not also ask for a process group (the session is its group).
+///
+/// Its end with the host is the keeper's (born in its cgroup, or its group told to it), not
+/// `PR_SET_PDEATHSIG`'s: Linux takes the parent to be the thread that forked, which may retire while the
+/// child runs, and starting every child from one long-lived thread would cost each command two wake-ups.
+/// (The runtime's own children, which are started from such a thread, set it on themselves.)
 pub(crate) fn prepare(command: &mut Command, inherit: Inherit<'_>, keep: &[RawFd]) -> std::io::Result<()> {
     apply_env(command, inherit);
     let mut kept = [-1; MAX_KEPT];
@@ -109,13 +114,12 @@ pub(crate) fn prepare(command: &mut Command, inherit: Inherit<'_>, keep: &[RawFd
     }
     kept[..keep.len()].copy_from_slice(keep);
     kept.sort_unstable();
-    let parent = std::process::id() as libc::pid_t;
     // Started before the child, so the host is in its cgroup (see the keeper) before the child is born there.
     super::keeper::ensure();
     // SAFETY: the closure only makes system calls on values copied in before the fork (no allocation, no
     // lock), which is what may run in the child of a multi-threaded process.
     unsafe {
-        command.pre_exec(move || reset_in_child(&kept, Some(parent)));
+        command.pre_exec(move || reset_in_child(&kept));
     }
     Ok(())
 }
@@ -126,7 +130,7 @@ pub(super) fn prepare_keeper(command: &mut Command) {
     apply_env(command, Inherit::Only(&[]));
     // SAFETY: as in `prepare`.
     unsafe {
-        command.pre_exec(|| reset_in_child(&[-1; MAX_KEPT], None));
+        command.pre_exec(|| reset_in_child(&[-1; MAX_KEPT]));
     }
 }
 
@@ -167,21 +171,14 @@ fn restore(command: &mut Command, explicit: &[(OsString, Option<OsString>)]) {
     }
 }
 
-/// In the forked child: the signal state, the session, death with the host and the descriptors. Only system
-/// calls.
-fn reset_in_child(keep: &[RawFd; MAX_KEPT], parent: Option<libc::pid_t>) -> std::io::Result<()> {
+/// In the forked child: the signal state, the session and the descriptors. Only system calls.
+fn reset_in_child(keep: &[RawFd; MAX_KEPT]) -> std::io::Result<()> {
     let fail = || Err(std::io::Error::last_os_error());
     reset_signals()?;
     // SAFETY: plain system calls on integers.
     unsafe {
         // A session of its own: no controlling terminal, and a group of its own whose id is its pid.
         if libc::setsid() < 0 {
-            return fail();
-        }
-        // The check after the prctl closes the race with a host that died before it.
-        if let Some(parent) = parent
-            && (libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 || libc::getppid() != parent)
-        {
             return fail();
         }
     }

@@ -656,9 +656,6 @@ pub struct TimeoutsConfig {
     /// After a timeout or cancellation, how long a call that already began writing (it passed its commit
     /// gate, `call.commit`) is waited for, so its answer says what it wrote, in milliseconds.
     pub commit_ms: u64,
-    /// The longest starting a child process (a command, hook, MCP server, the browser) may take: an exec from
-    /// a hung file system, a start queued behind one.
-    pub spawn_ms: u64,
 }
 
 impl Default for TimeoutsConfig {
@@ -674,7 +671,6 @@ impl Default for TimeoutsConfig {
             command_notice_ms: 15_000,
             cancel_grace_ms: 500,
             commit_ms: 60_000,
-            spawn_ms: 10_000,
         }
     }
 }
@@ -698,11 +694,6 @@ impl TimeoutsConfig {
     /// The longest a file listing may take.
     pub fn list_files(&self) -> Duration {
         Duration::from_millis(self.list_files_ms)
-    }
-
-    /// The longest starting a child process may take.
-    pub fn spawn(&self) -> Duration {
-        Duration::from_millis(self.spawn_ms.max(1))
     }
 
     /// Between SIGTERM and SIGKILL.

@@ -159,8 +159,6 @@ const ROWS: &[Row] = &[
     row("tasks", "double_check_completion", "", "true", "true", false),
     row("timeouts", "commit_ms", "", "5", "5", false),
     row("timeouts", "commit_ms", "", "99999999", "60000", true),
-    row("timeouts", "spawn_ms", "", "5", "5", false),
-    row("timeouts", "spawn_ms", "", "99999999", "10000", true),
     row("timeouts", "call_ms", "", "5", "5", false),
     row("timeouts", "call_ms", "", "99999999", "600000", true),
     row("timeouts", "prepare_ms", "", "5", "5", false),

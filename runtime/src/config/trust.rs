@@ -348,10 +348,8 @@ fn timeouts_section(s: &mut Section<'_>, base: &mut TimeoutsConfig, ws: Timeouts
         command_notice_ms,
         cancel_grace_ms,
         commit_ms,
-        spawn_ms,
     } = ws;
     s.shrink("commit_ms", &mut base.commit_ms, commit_ms);
-    s.shrink("spawn_ms", &mut base.spawn_ms, spawn_ms);
     s.shrink("call_ms", &mut base.call_ms, call_ms);
     s.shrink("prepare_ms", &mut base.prepare_ms, prepare_ms);
     s.shrink("shutdown_ms", &mut base.shutdown_ms, shutdown_ms);

@@ -174,13 +174,12 @@ impl Hooks {
     /// stream.
     pub fn new(timeout: Duration, max_output: u64) -> Self {
         let env = Arc::new(EnvRule::default());
-        Self { pre: Vec::new(), post: Vec::new(), limits: Limits { timeout, max_output, env, spawn_wait: timeout } }
+        Self { pre: Vec::new(), post: Vec::new(), limits: Limits { timeout, max_output, env } }
     }
 
-    /// Starts hook commands under `env`'s rule for the environment, waiting at most `spawn_wait` for each.
-    pub fn with_children(mut self, env: EnvRule, spawn_wait: Duration) -> Self {
+    /// Starts hook commands under `env`'s rule for the environment.
+    pub fn with_env(mut self, env: EnvRule) -> Self {
         self.limits.env = Arc::new(env);
-        self.limits.spawn_wait = spawn_wait;
         self
     }
 
@@ -327,8 +326,6 @@ struct Limits {
     max_output: u64,
     /// What of the host's environment a hook gets.
     env: Arc<EnvRule>,
-    /// `[timeouts] spawn_ms`.
-    spawn_wait: Duration,
 }
 
 /// Runs a command hook on a thread of its own (the host's executor may be any).
@@ -376,8 +373,8 @@ fn run_blocking(command: &str, stdin: Vec<u8>, cwd: &Path, limits: Limits) -> Re
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut tree = Tree::spawn(cmd, Inherit::User(&limits.env), limits.spawn_wait)
-        .map_err(|e| format!("cannot start hook command: {e}"))?;
+    let mut tree =
+        Tree::spawn(cmd, Inherit::User(&limits.env)).map_err(|e| format!("cannot start hook command: {e}"))?;
     let (events, received) = mpsc::channel();
     let child = tree.child();
     let pipes = (child.stdin.take(), child.stdout.take(), child.stderr.take());

@@ -365,8 +365,6 @@ impl Proc {
 #[derive(Debug, Clone, Copy)]
 struct Settings {
     kill_grace: Duration,
-    /// The longest a shell's start may take.
-    spawn_wait: Duration,
     keep_background: bool,
 }
 
@@ -397,7 +395,7 @@ impl ProcessManager {
             next: AtomicU64::new(1),
             procs: DashMap::new(),
             trees: Arc::new(DashMap::new()),
-            settings: Settings { kill_grace, keep_background, spawn_wait: Duration::from_secs(10) },
+            settings: Settings { kill_grace, keep_background },
             sandbox: Sandbox::default(),
             env: crate::child_process::clean::EnvRule::default(),
             shut: std::sync::atomic::AtomicBool::new(false),
@@ -411,10 +409,9 @@ impl ProcessManager {
         self
     }
 
-    /// Starts commands under `config`'s rule for the environment and its start timeout.
+    /// Starts commands under `config`'s rule for the environment and its sandbox.
     pub fn configured(mut self, config: &crate::config::Config) -> Self {
         self.env = crate::child_process::clean::EnvRule::of(config);
-        self.settings.spawn_wait = config.timeouts.spawn();
         self.with_sandbox(Sandbox::of(&config.commands))
     }
 
@@ -464,9 +461,9 @@ impl ProcessManager {
                 }
             });
         }
-        // From the spawner thread, which lives as long as the process: the shell dies with its parent thread.
-        // The command (with our copies of the pipe's write end) is dropped there, so the reader sees its end.
-        let spawned = crate::child_process::spawn(cmd, self.settings.spawn_wait);
+        let spawned = cmd.spawn();
+        // Drop our copies of the pipe's write end now, or the reader would never see end of file.
+        drop(cmd);
         let child = spawned.map_err(|e| match confined {
             true => ProcessError::Sandbox(format!(
                 "cannot start {shell} in {} inside the command sandbox (the command was not run): {e}",

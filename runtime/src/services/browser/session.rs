@@ -236,8 +236,7 @@ pub(super) fn start_chrome(
     }
     command.args(&config.args).arg("about:blank");
     command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
-    let wait = Duration::from_millis(config.launch_timeout_ms.max(1));
-    let mut tree = Tree::spawn(command, crate::child_process::clean::Inherit::User(env), wait)
+    let mut tree = Tree::spawn(command, crate::child_process::clean::Inherit::User(env))
         .map_err(|e| failed(format!("cannot start the browser {}: {e}", executable.display())))?;
     let stderr = tree.child().stderr.take().ok_or_else(|| failed("the browser's stderr is not a pipe"))?;
     let (tx, rx) = crossbeam_channel::bounded(1);

@@ -30,8 +30,6 @@ pub(super) struct Limits {
     max_list_pages: u64,
     max_list_bytes: u64,
     max_message_bytes: u64,
-    /// How long a stdio server's process may take to start (the start-up timeout).
-    spawn_wait: Duration,
 }
 
 impl Limits {
@@ -40,7 +38,6 @@ impl Limits {
             max_list_pages: u64::from(config.max_list_pages),
             max_list_bytes: config.max_list_bytes,
             max_message_bytes: config.max_message_bytes,
-            spawn_wait: Duration::from_millis(config.startup_timeout_ms.max(1)),
         }
     }
 }
@@ -619,8 +616,7 @@ async fn connect(settings: &ServerSettings, limits: Limits, follower: Follower) 
                 cmd.current_dir(dir);
             }
             // A tree of its own, killed whole when the connection closes (an `npx` server's node child too).
-            let wait = limits.spawn_wait;
-            let spawned = tokio::task::spawn_blocking(move || Tree::spawn(cmd, Inherit::Only(SERVER_ENV), wait))
+            let spawned = tokio::task::spawn_blocking(move || Tree::spawn(cmd, Inherit::Only(SERVER_ENV)))
                 .await
                 .map_err(|e| format!("cannot start {command}: {e}"))?;
             let mut tree = spawned.map_err(|e| format!("cannot start {command}: {e}"))?;

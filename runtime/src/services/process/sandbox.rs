@@ -178,6 +178,29 @@ mod imp {
         paths
     }
 
+    /// [`readable`], opened once and kept while `/`, `/dev` and the hidden files stay as they were: opening
+    /// a hundred paths for every command cost a sandboxed `true` a millisecond.
+    fn readable_fds() -> std::sync::Arc<Vec<(PathFd, bool)>> {
+        type Key = (Vec<(u64, i64, i64)>, Vec<PathBuf>);
+        type Fds = std::sync::Arc<Vec<(PathFd, bool)>>;
+        static CACHE: std::sync::Mutex<Option<(Key, Fds)>> = std::sync::Mutex::new(None);
+        let stamp = |path: &str| {
+            use std::os::unix::fs::MetadataExt;
+            std::fs::metadata(path).map_or((0, 0, 0), |m| (m.ino(), m.mtime(), m.mtime_nsec()))
+        };
+        let key: Key = (vec![stamp("/"), stamp("/dev")], crate::child_process::clean::hidden());
+        let mut cache = CACHE.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, fds)) = cache.as_ref().filter(|(cached, _)| *cached == key) {
+            return std::sync::Arc::clone(fds);
+        }
+        // An entry gone since it was listed is simply not granted.
+        let fds: Fds = std::sync::Arc::new(
+            readable().into_iter().filter_map(|path| Some((PathFd::new(&path).ok()?, path.is_dir()))).collect(),
+        );
+        *cache = Some((key, std::sync::Arc::clone(&fds)));
+        fds
+    }
+
     /// What a confined command reads and executes: everything but terminals and the hidden files
     /// ([`crate::child_process::clean::hide`]). Landlock grants, it cannot except, so the grant is spelled out around each exception:
     /// every entry of `/`, and of each directory on the way to an exception, but the one leading to it. The
@@ -244,10 +267,16 @@ mod imp {
             .set_compatibility(CompatLevel::HardRequirement)
             .add_rules(path_beneath_rules(["/"], AccessFs::ReadDir))
             .map_err(|e| refuse(&e))?
-            .add_rules(path_beneath_rules(readable(), AccessFs::from_read(FS_ABI)))
-            .map_err(|e| refuse(&e))?
             .add_rules(path_beneath_rules(DEVICES, device_rights))
             .map_err(|e| refuse(&e))?;
+        for (fd, dir) in readable_fds().iter() {
+            // A file takes no directory right (`ReadDir`).
+            let rights = match dir {
+                true => AccessFs::from_read(FS_ABI),
+                false => AccessFs::from_read(FS_ABI) & AccessFs::from_file(FS_ABI),
+            };
+            created = created.add_rule(PathBeneath::new(fd, rights)).map_err(|e| refuse(&e))?;
+        }
         for path in writable {
             // A missing temporary directory is no loss; a workspace root that cannot be opened would leave
             // the command unable to write where it should, so it is an error naming the root.

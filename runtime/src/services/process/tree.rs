@@ -6,7 +6,6 @@ use crate::child_process::clean::Inherit;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 /// A process tree the runtime starts outside the manager — a hook command, whose pipes its caller reads and
 /// writes itself — held as a command's is: its own group, the marker in its environment, its shell a
@@ -21,8 +20,8 @@ pub(crate) struct Tree {
 
 impl Tree {
     /// Starts `cmd` clean ([`crate::child_process::clean`], its environment as `inherit` says) as the root
-    /// of a tree of its own, waiting at most `wait` for it to start.
-    pub fn spawn(mut cmd: Command, inherit: Inherit<'_>, wait: Duration) -> std::io::Result<Tree> {
+    /// of a tree of its own.
+    pub fn spawn(mut cmd: Command, inherit: Inherit<'_>) -> std::io::Result<Tree> {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         become_subreaper();
         let marker_value = format!("{}:tree:{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
@@ -32,7 +31,7 @@ impl Tree {
         unsafe {
             cmd.pre_exec(|| nix::sys::prctl::set_child_subreaper(true).map_err(std::io::Error::from));
         }
-        let child = crate::child_process::spawn(cmd, wait)?;
+        let child = cmd.spawn()?;
         let proc = Proc::new("", child.id() as i32, &marker_value);
         let kept = crate::child_process::keeper::keep(child.id());
         Ok(Tree { proc, child, _kept: kept })
