@@ -8,7 +8,7 @@
 //! - **environment**: the user's, minus the host's secrets ([`EnvRule`]), or less ([`Inherit`]);
 //! - **terminal**: a session of its own, so no controlling terminal (`/dev/tty` opens nothing, `TIOCSTI` has
 //!   no target) and its own process group, the one signals for its tree go to;
-//! - **owner**: it dies with the host ([`super::keeper`] for its whole tree; `PR_SET_PDEATHSIG` for itself).
+//! - **owner**: it dies with the host ([`super::keeper`], for its whole tree).
 //!
 //! The runtime's own children (`posix_spawn`ed, with no code between fork and exec) do the same to
 //! themselves first thing, in [`clean_self`].

@@ -13,9 +13,9 @@
 //!   removes it;
 //! - where none can be made, the keeper kills every process group it was told of (each child's, while its
 //!   tree lives) and every process that carries the host's marker (`TOOLSHED_PROCESS=<host pid>:…`) with its
-//!   group and session, and each direct child has `PR_SET_PDEATHSIG`. What escapes this fallback is only a
-//!   process that left for a session of its own *and* hid the marker (dropped it, or made itself
-//!   non-dumpable), after the host's death.
+//!   group and session, and the runtime's own children (parser jobs, plugin children) have
+//!   `PR_SET_PDEATHSIG`. What escapes this fallback is only a process that left for a session of its own
+//!   *and* hid the marker (dropped it, or made itself non-dumpable), after the host's death.
 //!
 //! The keeper is outside the cgroup, in a session of its own, and ignores the stop signals, so neither
 //! Ctrl-C nor the host's own stopping of its children ends it before it has done its work.
