@@ -13,7 +13,7 @@ use toolshed::Runtime;
 /// `client_roots`: no `--cwd` was given, so a client's roots are its session's workspace.
 pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBuf]) -> anyhow::Result<ExitCode> {
     let Setup { mut config, dirs, context } = setup;
-    let token = token(&args)?;
+    let token = token(&args, config.commands.sandbox)?;
     if let Some(profile) = args.profile {
         config.serve.profile = profile;
     }
@@ -50,7 +50,7 @@ pub fn run(setup: Setup, args: ServeArgs, client_roots: bool, searched: &[PathBu
 
 /// The bearer token: from `--token-file` (owned by this user, readable by nobody else), else from
 /// `TOOLSHED_SERVE_TOKEN`. Never from the command line, which every process on the machine can read.
-fn token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
+fn token(args: &ServeArgs, sandbox: toolshed::config::SandboxMode) -> anyhow::Result<Option<String>> {
     use std::os::unix::fs::MetadataExt;
     if args.token.is_some() {
         anyhow::bail!(
@@ -77,7 +77,24 @@ fn token(args: &ServeArgs) -> anyhow::Result<Option<String>> {
         .read_to_string(&mut text)
         .map_err(|e| anyhow::anyhow!("cannot read the token file {shown}: {e}"))?;
     // Its path is in this process's command line, which anyone may read: a sandboxed command must not be
-    // able to read the file too, or it could call the host's tools outside the sandbox.
+    // able to read the file too, or it could call the host's tools outside the sandbox. The sandbox hides
+    // it, except beneath a place `workspace-write` grants in full (Landlock cannot take a file out of a
+    // grant): there it is refused.
+    if sandbox == toolshed::config::SandboxMode::WorkspaceWrite {
+        let resolved = std::fs::canonicalize(path)?;
+        let writable = [Some(PathBuf::from("/tmp")), Some(std::env::temp_dir()), std::env::current_dir().ok()];
+        if let Some(place) = writable
+            .into_iter()
+            .flatten()
+            .find(|place| std::fs::canonicalize(place).is_ok_and(|place| resolved.starts_with(place)))
+        {
+            anyhow::bail!(
+                "the token file {shown} is beneath {}, which commands in the workspace-write sandbox may read \
+                 and write; keep it elsewhere (in your home directory, say)",
+                place.display()
+            );
+        }
+    }
     toolshed::children::hide_from_sandbox(path)
         .map_err(|e| anyhow::anyhow!("cannot keep the token file {shown} from sandboxed commands: {e}"))?;
     let token = text.trim().to_owned();

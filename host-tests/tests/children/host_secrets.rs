@@ -114,6 +114,14 @@ fn serve_takes_its_token_from_an_owner_only_file_never_from_argv() {
     assert!(!refused.status.success() && said.contains("chmod 600"), "{said}");
     // Owner-only: it serves, and neither its command line nor a command it runs shows the token.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Beneath `/tmp`, which the workspace-write sandbox grants whole (the file could not be hidden there).
+    user_config(home.path(), "[commands]\nsandbox = \"workspace-write\"\n");
+    let refused = cli(ws.path(), home.path(), &["serve", "--http", "127.0.0.1:0", "--token-file", file_arg])
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && said.contains("workspace-write sandbox"), "{said}");
     user_config(home.path(), "[commands]\nsandbox = \"read-only\"\n");
     let mut server =
         cli(ws.path(), home.path(), &["serve", "--yes", "--http", "127.0.0.1:0", "--token-file", file_arg])

@@ -123,3 +123,31 @@ fn each_task_has_its_own_scratch_directory() {
     check_private(&first);
     check_private(&second);
 }
+
+#[test]
+fn nothing_spills_where_a_sandboxed_command_could_swap_the_directory() {
+    // No usable home: the scratch root falls back to TMPDIR, which the workspace-write sandbox writes. A
+    // command there could swap its task's directory for a link between the check and the log's creation.
+    let (ws, home, tmp) = (user_dir(), user_dir(), tmp_dir());
+    // HOME is `/`, whose cache this user cannot make, and XDG_CACHE_HOME is not absolute.
+    let out = command_text(
+        ws.path(),
+        home.path(),
+        "seq 1 200000",
+        &[
+            ("TMPDIR", tmp.path().to_str().unwrap()),
+            ("XDG_CACHE_HOME", "relative/not/a/cache"),
+            ("HOME", "/"),
+            ("TOOLSHED_COMMANDS_SANDBOX", "workspace-write"),
+        ],
+    );
+    assert!(out.contains("lines written to no log file"), "{out}");
+    let left: Vec<PathBuf> = ignore::WalkBuilder::new(tmp.path())
+        .standard_filters(false)
+        .build()
+        .flatten()
+        .map(ignore::DirEntry::into_path)
+        .filter(|path| path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("large-output")))
+        .collect();
+    assert!(left.is_empty(), "something was spilled into TMPDIR: {left:?}");
+}

@@ -78,10 +78,21 @@ pub(crate) fn register(
             Ok(Empty {})
         })
         .after_cancel();
+    let manager = Arc::clone(processes);
     router.register::<CommandsSettingsService>(move |call, _| {
         let mut settings = commands.clone();
         // Made on first use: most calls never spill.
         settings.scratch_dir = match crate::scratch::task_dir(&call.task.info.task_id) {
+            // Where a confined command may write (the scratch root fell back to TMPDIR, or a workspace root
+            // holds the user's cache), it could swap the directory for a link between this check and the
+            // file's creation, and have the host write where it cannot: then nothing is spilled.
+            Ok(dir) if manager.sandbox.lets_commands_write(&dir, &call.task.workspace.roots().collect::<Vec<_>>()) => {
+                tracing::warn!(
+                    "not spilling large command output to {}: commands in the sandbox may write there",
+                    dir.display()
+                );
+                None
+            }
             Ok(dir) => Some(dir.to_string_lossy().into_owned()),
             Err(why) => {
                 tracing::warn!("{why}");

@@ -63,6 +63,19 @@ impl Sandbox {
         imp::prepare(self, roots)
     }
 
+    /// Whether a confined command may write at `path` (or swap a directory on its way) when the task's
+    /// workspace roots are `roots`: beneath a root, `/tmp` or the runtime's `TMPDIR` in `workspace-write`.
+    /// Without a sandbox a command has the user's rights anyway, and `read-only` writes nowhere.
+    pub fn lets_commands_write(&self, path: &Path, roots: &[&Path]) -> bool {
+        if self.mode != SandboxMode::WorkspaceWrite {
+            return false;
+        }
+        let resolve = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let path = resolve(path);
+        let tmp = std::env::temp_dir();
+        roots.iter().copied().chain([Path::new("/tmp"), tmp.as_path()]).any(|root| path.starts_with(resolve(root)))
+    }
+
     /// The refusal when the kernel cannot enforce the sandbox, for `reason`.
     fn unsupported(&self, reason: &str) -> String {
         let asked = match self.mode {
