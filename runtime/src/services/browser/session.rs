@@ -207,7 +207,7 @@ pub(super) fn start_chrome(
         failed("Could not find Chrome or Chromium: set [browser] executable, or CHROME_PATH, or install chromium")
     })?;
     let mut profile = tempfile::Builder::new();
-    profile.prefix("toolshed-browser-");
+    profile.prefix("toolshed-browser-").permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
     // In the user's private scratch root unless the user named a place: never in a shared one as it is.
     let root = crate::scratch::root().map_err(failed)?;
     let profile = match &config.profile_dir {
@@ -217,11 +217,13 @@ pub(super) fn start_chrome(
     .map_err(|e| failed(format!("cannot make the browser's profile directory: {e}")))?;
     // Chromium keeps its singleton socket (and, without /dev/shm, its shared memory) in a directory of its own
     // under TMPDIR, which a killed browser never removes: one leaked directory per launch. It gets a TMPDIR of
-    // its own, removed with the session. Not inside the profile: a socket's path is limited to 107 bytes, and a
-    // long `profile_dir` would stop Chromium from starting at all.
+    // its own, removed with the session. Not inside the profile, nor below the scratch root (in the user's
+    // cache): a socket's path is limited to 107 bytes, and a long path would stop Chromium from starting at
+    // all. A new directory of random name, made (never found) with mode 0700, in the system's TMPDIR.
     let scratch = tempfile::Builder::new()
         .prefix("toolshed-chromium-")
-        .tempdir_in(root)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir()
         .map_err(|e| failed(format!("cannot make the browser's temporary directory: {e}")))?;
     let mut command = Command::new(&executable);
     command
