@@ -174,7 +174,7 @@ fn restore(command: &mut Command, explicit: &[(OsString, Option<OsString>)]) {
 /// In the forked child: the signal state, the session and the descriptors. Only system calls.
 fn reset_in_child(keep: &[RawFd; MAX_KEPT]) -> std::io::Result<()> {
     let fail = || Err(std::io::Error::last_os_error());
-    reset_signals()?;
+    reset_signals(Own::Reset)?;
     // SAFETY: plain system calls on integers.
     unsafe {
         // A session of its own: no controlling terminal, and a group of its own whose id is its pid.
@@ -185,10 +185,11 @@ fn reset_in_child(keep: &[RawFd; MAX_KEPT]) -> std::io::Result<()> {
     close_from_3(keep)
 }
 
-/// Empties the signal mask and sets every signal's disposition to its default. A handler would be reset by
-/// exec anyway; an ignored signal and a blocked one would not.
-fn reset_signals() -> std::io::Result<()> {
-    // SAFETY: sigset and sigaction calls on stack values; async-signal-safe.
+/// Empties the signal mask and sets every signal's disposition to its default (with [`Own::Kept`], only the
+/// ignored ones but SIGPIPE). A handler would be reset by exec anyway; an ignored signal and a blocked one
+/// would not.
+fn reset_signals(own: Own) -> std::io::Result<()> {
+    // SAFETY: sigprocmask and rt_sigaction on stack values; async-signal-safe.
     unsafe {
         let mut empty = std::mem::zeroed::<libc::sigset_t>();
         libc::sigemptyset(&mut empty);
@@ -200,12 +201,31 @@ fn reset_signals() -> std::io::Result<()> {
         // SIG_DFL with no flags and an empty mask on every architecture (the fields differ only in order).
         let default = [0u64; 4];
         for signal in 1..=64 {
-            if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-                libc::syscall(libc::SYS_rt_sigaction, signal, default.as_ptr(), std::ptr::null_mut::<u64>(), 8usize);
+            if signal == libc::SIGKILL || signal == libc::SIGSTOP || (own == Own::Kept && signal == libc::SIGPIPE) {
+                continue;
             }
+            if own == Own::Kept {
+                let mut old = [0u64; 4];
+                let asked =
+                    libc::syscall(libc::SYS_rt_sigaction, signal, std::ptr::null::<u64>(), old.as_mut_ptr(), 8usize);
+                // The handler comes first in the kernel's structure on every architecture.
+                if asked != 0 || old[0] != libc::SIG_IGN as u64 {
+                    continue;
+                }
+            }
+            libc::syscall(libc::SYS_rt_sigaction, signal, default.as_ptr(), std::ptr::null_mut::<u64>(), 8usize);
         }
     }
     Ok(())
+}
+
+/// What [`reset_signals`] leaves of the process's own.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Own {
+    /// Nothing: between fork and exec, where every disposition is the host's.
+    Reset,
+    /// Its handlers and its ignored SIGPIPE: after exec, where those are the new program's own.
+    Kept,
 }
 
 /// Marks every descriptor from 3 up close-on-exec but those in `keep` (sorted, -1 for none), which are
@@ -257,27 +277,7 @@ fn cloexec_range(first: libc::c_uint, last: libc::c_uint) -> std::io::Result<()>
 /// stay, and so does SIGPIPE, which every Rust program ignores for itself, so a write to a host that is gone
 /// fails with `EPIPE` instead of killing the child unexplained.
 pub(crate) fn clean_self() -> std::io::Result<()> {
-    // SAFETY: sigprocmask and rt_sigaction on stack values.
-    unsafe {
-        let mut empty = std::mem::zeroed::<libc::sigset_t>();
-        libc::sigemptyset(&mut empty);
-        if libc::sigprocmask(libc::SIG_SETMASK, &empty, std::ptr::null_mut()) != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let default = [0u64; 4];
-        for signal in 1..=64 {
-            if signal == libc::SIGKILL || signal == libc::SIGSTOP || signal == libc::SIGPIPE {
-                continue;
-            }
-            let mut old = [0u64; 4];
-            let asked =
-                libc::syscall(libc::SYS_rt_sigaction, signal, std::ptr::null::<u64>(), old.as_mut_ptr(), 8usize);
-            // The handler comes first in the kernel's structure on every architecture.
-            if asked == 0 && old[0] == libc::SIG_IGN as u64 {
-                libc::syscall(libc::SYS_rt_sigaction, signal, default.as_ptr(), std::ptr::null_mut::<u64>(), 8usize);
-            }
-        }
-    }
+    reset_signals(Own::Kept)?;
     // SAFETY: plain system calls. The host started this process as the leader of a group of its own, which
     // cannot start a session; it gives up the controlling terminal it was born with, if any, instead.
     unsafe {
